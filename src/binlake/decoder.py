@@ -1,0 +1,191 @@
+"""The sans-I/O event decoder: the bytes of one event in, typed ``Event`` objects out.
+
+It remembers what a stream establishes (FORMAT_DESCRIPTION, table maps, encryption) and is shared by
+the file reader and the replication client. It never reads files or sockets.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import struct
+from collections.abc import Iterator
+
+from binlake.errors import BinlogError, ChecksumMismatchError, EncryptedBinlogError, MalformedEventError
+from binlake.events import BODY_DECODERS, ENCRYPTION_STARTS
+from binlake.events.base import (
+    HEADER_V1,
+    HEADER_V1_LEN,
+    HEADER_V4,
+    HEADER_V4_LEN,
+    DecodeState,
+    Event,
+    EventHeader,
+    FormatDescription,
+    UnknownEvent,
+)
+from binlake.events.control import StartV3
+from binlake.events.payload import TransactionPayload
+from binlake.events.table_map import TableMap
+from binlake.events.types import FLAG_BINLOG_IN_USE, V3_POST_HEADER_LEN, EventType, type_name
+from binlake.wire import ShortRead, crc32
+
+# What a body decoder may raise on bytes that do not follow the layout.
+DECODE_FAILURES = (ShortRead, ValueError, IndexError, KeyError, struct.error, OverflowError, UnicodeError)
+
+
+def v3_format(binlog_version: int, server_version: str, created: int) -> FormatDescription:
+    """The layout a START_V3 event implies (binlog v1 and v3 files have no FORMAT_DESCRIPTION)."""
+    lengths = bytes(V3_POST_HEADER_LEN.get(code, 0) for code in range(1, 20))
+    header = HEADER_V1_LEN if binlog_version == 1 else HEADER_V4_LEN
+    return FormatDescription(binlog_version, server_version, created, header, lengths, None)
+
+
+PROVISIONAL_FORMAT = FormatDescription(4, "", 0, HEADER_V4_LEN, b"", None)
+
+
+class EventDecoder:
+    """Decodes the events of one stream (a file, a series of files, or a replication connection)."""
+
+    def __init__(self, source: str = "<stream>", *, verify_checksum: bool = True, decode_rows: bool = True) -> None:
+        self.source = source
+        self.state = DecodeState(verify_checksum=verify_checksum, decode_rows=decode_rows)
+        self.encrypted_from: int | None = None
+
+    @property
+    def fde(self) -> FormatDescription | None:
+        return self.state.fde
+
+    @property
+    def header_length(self) -> int:
+        fde = self.state.fde
+        return fde.header_length if fde else HEADER_V4_LEN
+
+    def parse_header(self, raw: bytes, offset: int) -> EventHeader:
+        hlen = self.header_length
+        if len(raw) < hlen:
+            raise MalformedEventError(
+                f"event header needs {hlen} bytes, got {len(raw)}", source=self.source, offset=offset
+            )
+        if hlen == HEADER_V1_LEN:
+            ts, code, server_id, size = HEADER_V1.unpack_from(raw)
+            return EventHeader(ts, code, server_id, size, offset + size, 0)
+        return EventHeader(*HEADER_V4.unpack_from(raw))
+
+    def decode(self, raw: bytes, offset: int) -> Iterator[Event]:
+        """The event in ``raw`` (exactly one event's bytes), then any events packed inside it."""
+        if self.encrypted_from is not None:
+            raise EncryptedBinlogError(
+                f"events from offset {self.encrypted_from} on are encrypted; decryption is out of scope",
+                source=self.source,
+                offset=offset,
+            )
+        header = self.parse_header(raw, offset)
+        event = self._decode_one(raw, header, offset)
+        yield event
+        if isinstance(event.body, TransactionPayload):
+            yield from self._inner_events(event, offset)
+
+    def _decode_one(self, raw: bytes, header: EventHeader, offset: int, inner: int | None = None) -> Event:
+        hlen = self.header_length
+        fde = self.state.fde
+        code = fde.effective_type(header.type_code) if fde else header.type_code
+        # body decoders see the type as we number it; the event keeps the header as written
+        seen = header if code == header.type_code else dataclasses.replace(header, type_code=code)
+        checksum = None
+        try:
+            if code == EventType.FORMAT_DESCRIPTION:
+                body = BODY_DECODERS[code](raw[hlen:], self.state, seen)
+                if body.header_length < HEADER_V4_LEN:
+                    raise ValueError(f"header length {body.header_length} is below 19")
+                if body.checksum_alg == 1 and inner is None:
+                    checksum = self._verify_fde_checksum(raw, header, offset)
+                self.state.fde = body
+                return Event(header, body, self.source, offset, checksum, inner, code)
+            csize = fde.checksum_size if (fde is not None and inner is None) else 0
+            if fde is None and inner is None:
+                csize = _guess_checksum(raw)
+            if len(raw) < hlen + csize:
+                raise ValueError(f"event of {len(raw)} bytes cannot hold a {hlen}-byte header and checksum")
+            if csize:
+                checksum = int.from_bytes(raw[-4:], "little")
+                if self.state.verify_checksum:
+                    actual = crc32(raw[:-4])
+                    if actual != checksum:
+                        raise ChecksumMismatchError(
+                            f"CRC32 mismatch in {type_name(code)} event: stored 0x{checksum:08x}, computed 0x{actual:08x}",
+                            expected=checksum,
+                            actual=actual,
+                            source=self.source,
+                            offset=offset,
+                        )
+            body_bytes = raw[hlen : len(raw) - csize]
+            decoder = BODY_DECODERS.get(code)
+            body = UnknownEvent(body_bytes) if decoder is None else decoder(body_bytes, self.state, seen)
+        except BinlogError:
+            raise
+        except DECODE_FAILURES as e:
+            where = f" (inner event {inner} of the transaction payload)" if inner is not None else ""
+            raise MalformedEventError(
+                f"malformed {type_name(code)} event{where}: {e}", event_type=code, source=self.source, offset=offset
+            ) from None
+        if isinstance(body, TableMap):
+            self.state.table_maps[body.table_id] = body
+        elif isinstance(body, StartV3):
+            self.state.fde = v3_format(body.binlog_version, body.server_version, body.create_timestamp)
+        elif code in ENCRYPTION_STARTS:
+            self.encrypted_from = offset + header.event_size
+        return Event(header, body, self.source, offset, checksum, inner, code)
+
+    def _verify_fde_checksum(self, raw: bytes, header: EventHeader, offset: int) -> int:
+        stored = int.from_bytes(raw[-4:], "little")
+        if not self.state.verify_checksum:
+            return stored
+        actual = crc32(raw[:-4])
+        if actual != stored and header.flags & FLAG_BINLOG_IN_USE:
+            # The server checksums the FDE with the in-use flag cleared, then sets the flag in place.
+            cleared = bytearray(raw[:-4])
+            struct.pack_into("<H", cleared, 17, header.flags & ~FLAG_BINLOG_IN_USE)
+            actual = crc32(cleared)
+        if actual != stored:
+            raise ChecksumMismatchError(
+                f"CRC32 mismatch in FORMAT_DESCRIPTION event: stored 0x{stored:08x}, computed 0x{actual:08x}",
+                expected=stored,
+                actual=actual,
+                source=self.source,
+                offset=offset,
+            )
+        return stored
+
+    def _inner_events(self, outer: Event, offset: int) -> Iterator[Event]:
+        payload: TransactionPayload = outer.body
+        try:
+            data = payload.uncompressed()
+        except ValueError as e:
+            raise MalformedEventError(
+                f"cannot uncompress TRANSACTION_PAYLOAD: {e}", event_type=outer.type_code, source=self.source, offset=offset
+            ) from None
+        pos, index, hlen = 0, 0, self.header_length
+        while pos < len(data):
+            if pos + hlen > len(data):
+                raise MalformedEventError(
+                    f"TRANSACTION_PAYLOAD ends inside the header of inner event {index}",
+                    event_type=outer.type_code, source=self.source, offset=offset,
+                )
+            header = self.parse_header(data[pos : pos + hlen], offset)
+            if header.event_size < hlen or pos + header.event_size > len(data):
+                raise MalformedEventError(
+                    f"inner event {index} of TRANSACTION_PAYLOAD has bad size {header.event_size}",
+                    event_type=outer.type_code, source=self.source, offset=offset,
+                )
+            yield self._decode_one(data[pos : pos + header.event_size], header, offset, inner=index)
+            pos += header.event_size
+            index += 1
+        payload.event_count = index
+
+
+def _guess_checksum(raw: bytes) -> int:
+    """Before any FORMAT_DESCRIPTION (a fake ROTATE of a replication stream, a fragment of a file)
+    we cannot know the checksum setting: take 4 bytes as CRC32 only when they match."""
+    if len(raw) >= HEADER_V4_LEN + 4 and crc32(raw[:-4]) == int.from_bytes(raw[-4:], "little"):
+        return 4
+    return 0

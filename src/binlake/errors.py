@@ -1,0 +1,66 @@
+"""Typed errors for bad input. Every error names the file and byte offset it concerns.
+
+The CLI prints ``str(error)`` as one line; callers that want details read the attributes.
+"""
+
+from __future__ import annotations
+
+
+class BinlogError(Exception):
+    """Base of every error caused by the binlog bytes (never by a bug of ours)."""
+
+    def __init__(self, message: str, *, source: str | None = None, offset: int | None = None) -> None:
+        self.message = message
+        self.source = source
+        self.offset = offset
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        where = []
+        if self.source is not None:
+            where.append(str(self.source))
+        if self.offset is not None:
+            where.append(f"offset {self.offset}")
+        return f"{': '.join([', '.join(where), self.message]) if where else self.message}"
+
+    def locate(self, source: str | None, offset: int | None) -> BinlogError:
+        """Fill in where the error happened when the raiser did not know."""
+        if self.source is None:
+            self.source = source
+        if self.offset is None:
+            self.offset = offset
+        self.args = (self._render(),)
+        return self
+
+
+class BadMagicError(BinlogError):
+    """The file does not start with the binlog magic ``\\xfebin``."""
+
+
+class EncryptedBinlogError(BinlogError):
+    """The file (or the rest of it) is encrypted; decryption is out of scope."""
+
+
+class ChecksumMismatchError(BinlogError):
+    """An event's CRC32 does not match its bytes."""
+
+    def __init__(self, message: str, *, expected: int, actual: int, **kw: object) -> None:
+        self.expected = expected
+        self.actual = actual
+        super().__init__(message, **kw)  # type: ignore[arg-type]
+
+
+class MalformedEventError(BinlogError):
+    """An event's bytes do not follow its layout (too short, bad length, impossible value)."""
+
+    def __init__(self, message: str, *, event_type: int | None = None, **kw: object) -> None:
+        self.event_type = event_type
+        super().__init__(message, **kw)  # type: ignore[arg-type]
+
+
+class IncompleteTailError(BinlogError):
+    """The file ends inside an event: the server may still be writing it (or the file was cut)."""
+
+
+class NoFormatDescriptionError(BinlogError):
+    """Events follow the magic without a FORMAT_DESCRIPTION event to say how to read them."""

@@ -1,0 +1,195 @@
+"""TABLE_MAP: a table id bound to db, table, column types and metadata, with MySQL 8 / MariaDB 10.5
+optional metadata (names, signedness, charsets, ENUM/SET values, geometry types, keys, visibility)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from binlake.events.base import DecodeState, EventHeader
+from binlake.values.columns import ColumnDef, column_decoder
+from binlake.values.types import CHARACTER_TYPES, META_LAYOUT, NUMERIC_TYPES, ColumnType
+from binlake.wire import Cursor
+
+# Optional metadata field codes (Table_map_log_event::Optional_metadata_field_type)
+OPT_SIGNEDNESS = 1
+OPT_DEFAULT_CHARSET = 2
+OPT_COLUMN_CHARSET = 3
+OPT_COLUMN_NAME = 4
+OPT_SET_STR_VALUE = 5
+OPT_ENUM_STR_VALUE = 6
+OPT_GEOMETRY_TYPE = 7
+OPT_SIMPLE_PRIMARY_KEY = 8
+OPT_PRIMARY_KEY_WITH_PREFIX = 9
+OPT_ENUM_AND_SET_DEFAULT_CHARSET = 10
+OPT_ENUM_AND_SET_COLUMN_CHARSET = 11
+OPT_COLUMN_VISIBILITY = 12
+OPT_VECTOR_DIMENSIONALITY = 13
+
+
+@dataclass(slots=True)
+class TableMap:
+    table_id: int
+    flags: int
+    database: str
+    table: str
+    columns: list[ColumnDef]
+    primary_key: list[int] = field(default_factory=list)
+    primary_key_prefixes: dict[int, int] = field(default_factory=dict)
+    has_optional_metadata: bool = False
+    unknown_metadata: dict[int, bytes] = field(default_factory=dict)
+    undecodable: str | None = None  # why rows of this table cannot be decoded from the binlog alone
+    _decoders: list[Any] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def decoders(self) -> list[Callable[[bytes, int], tuple[Any, int]]]:
+        """One value decoder per column, built once per table map (the per-table decode plan)."""
+        if self._decoders is None:
+            self._decoders = [column_decoder(c) for c in self.columns]
+        return self._decoders
+
+    @property
+    def json_columns(self) -> list[int]:
+        return [c.index for c in self.columns if c.type_code == ColumnType.JSON]
+
+
+def read_table_id(c: Cursor, post_header_len: int) -> int:
+    return c.u32() if post_header_len == 6 else c.uint(6)
+
+
+def _msb_bits(data: bytes, n: int) -> list[bool]:
+    """Optional-metadata bitmaps are most-significant-bit first."""
+    return [bool(data[i >> 3] & (0x80 >> (i & 7))) for i in range(min(n, len(data) * 8))]
+
+
+def _lenenc_list(data: bytes) -> list[int]:
+    c = Cursor(data)
+    out = []
+    while c.remaining:
+        out.append(c.lenenc() or 0)
+    return out
+
+
+def _str_lists(data: bytes) -> list[list[str]]:
+    c = Cursor(data)
+    out = []
+    while c.remaining:
+        n = c.lenenc() or 0
+        out.append([c.lenenc_bytes().decode("utf-8", "surrogateescape") for _ in range(n)])
+    return out
+
+
+def _default_charset(data: bytes) -> tuple[int, dict[int, int]]:
+    """Default collation, then (n-th column of the kind, collation) pairs for the exceptions."""
+    c = Cursor(data)
+    default = c.lenenc() or 0
+    exceptions = {}
+    while c.remaining:
+        i = c.lenenc() or 0
+        exceptions[i] = c.lenenc() or 0
+    return default, exceptions
+
+
+def _apply_collations(cols: list[ColumnDef], data: bytes, per_column: bool) -> None:
+    if per_column:
+        for col, coll in zip(cols, _lenenc_list(data), strict=False):
+            col.collation = coll
+        return
+    default, exceptions = _default_charset(data)
+    for i, col in enumerate(cols):
+        col.collation = exceptions.get(i, default)
+
+
+def apply_optional_metadata(tm: TableMap, data: bytes) -> None:
+    cols = tm.columns
+    numeric = [c for c in cols if c.real_type in NUMERIC_TYPES]
+    character = [c for c in cols if c.real_type in CHARACTER_TYPES]
+    enum_set = [c for c in cols if c.real_type in (ColumnType.ENUM, ColumnType.SET)]
+    enums = [c for c in cols if c.real_type == ColumnType.ENUM]
+    sets = [c for c in cols if c.real_type == ColumnType.SET]
+    geoms = [c for c in cols if c.real_type == ColumnType.GEOMETRY]
+    vectors = [c for c in cols if c.real_type == ColumnType.VECTOR]
+    c = Cursor(data)
+    while c.remaining:
+        kind = c.u8()
+        value = c.take(c.lenenc() or 0)
+        if kind == OPT_SIGNEDNESS:
+            for col, unsigned in zip(numeric, _msb_bits(value, len(numeric)), strict=False):
+                col.unsigned = unsigned
+        elif kind == OPT_DEFAULT_CHARSET:
+            _apply_collations(character, value, per_column=False)
+        elif kind == OPT_COLUMN_CHARSET:
+            _apply_collations(character, value, per_column=True)
+        elif kind == OPT_ENUM_AND_SET_DEFAULT_CHARSET:
+            _apply_collations(enum_set, value, per_column=False)
+        elif kind == OPT_ENUM_AND_SET_COLUMN_CHARSET:
+            _apply_collations(enum_set, value, per_column=True)
+        elif kind == OPT_COLUMN_NAME:
+            vc = Cursor(value)
+            for col in cols:
+                if not vc.remaining:
+                    break
+                col.name = vc.lenenc_bytes().decode("utf-8", "surrogateescape")
+        elif kind == OPT_SET_STR_VALUE:
+            for col, names in zip(sets, _str_lists(value), strict=False):
+                col.set_values = names
+        elif kind == OPT_ENUM_STR_VALUE:
+            for col, names in zip(enums, _str_lists(value), strict=False):
+                col.enum_values = names
+        elif kind == OPT_GEOMETRY_TYPE:
+            for col, g in zip(geoms, _lenenc_list(value), strict=False):
+                col.geometry_type = g
+        elif kind == OPT_SIMPLE_PRIMARY_KEY:
+            tm.primary_key = _lenenc_list(value)
+        elif kind == OPT_PRIMARY_KEY_WITH_PREFIX:
+            pairs = _lenenc_list(value)
+            tm.primary_key = pairs[0::2]
+            tm.primary_key_prefixes = {i: p for i, p in zip(pairs[0::2], pairs[1::2], strict=False) if p}
+        elif kind == OPT_COLUMN_VISIBILITY:
+            for col, vis in zip(cols, _msb_bits(value, len(cols)), strict=False):
+                col.visible = vis
+        elif kind == OPT_VECTOR_DIMENSIONALITY:
+            for col, d in zip(vectors, _lenenc_list(value), strict=False):
+                col.vector_dimension = d
+        else:
+            tm.unknown_metadata[kind] = value
+    for i in tm.primary_key:
+        if 0 <= i < len(cols):
+            cols[i].in_primary_key = True
+    tm.has_optional_metadata = True
+
+
+def decode_table_map(buf: bytes, state: DecodeState, header: EventHeader) -> TableMap:
+    fde = state.fde
+    post = fde.post_header_len(header.type_code, 8) if fde else 8
+    c = Cursor(buf)
+    table_id = read_table_id(c, post)
+    flags = c.u16()
+    database = c.take(c.u8()).decode("utf-8", "surrogateescape")
+    c.skip(1)
+    table = c.take(c.u8()).decode("utf-8", "surrogateescape")
+    c.skip(1)
+    ncols = c.lenenc() or 0
+    types = c.take(ncols)
+    # Servers before 5.1.18 wrote neither the metadata block nor the NULL bitmap: the values of
+    # columns that need metadata (strings, decimals, …) can then not be decoded from the binlog alone.
+    has_meta = bool(c.remaining)
+    meta_block = Cursor(c.take(c.lenenc() or 0) if has_meta else b"")
+    metas = []
+    missing_meta = False
+    for t in types:
+        size, order = META_LAYOUT.get(t, (0, "little"))
+        if size and not has_meta:
+            missing_meta = True
+            metas.append(0)
+        else:
+            metas.append(int.from_bytes(meta_block.take(size), order) if size else 0)  # type: ignore[arg-type]
+    nullable = c.bitmap(ncols) if c.remaining else (1 << ncols) - 1
+    cols = [ColumnDef(i, types[i], metas[i], bool(nullable >> i & 1)) for i in range(ncols)]
+    tm = TableMap(table_id, flags, database, table, cols)
+    if missing_meta:
+        tm.undecodable = "the table map carries no column metadata (server before 5.1.18)"
+    if c.remaining:
+        apply_optional_metadata(tm, c.rest())
+    return tm

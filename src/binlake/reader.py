@@ -1,0 +1,125 @@
+"""Reading binlog files from disk: magic, the format event, then one event at a time.
+
+Memory stays bounded by the largest single event: the file is never read whole. A file that ends
+inside an event raises ``IncompleteTailError`` (the server may still be writing it) after every
+complete event before it has been yielded.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import BinaryIO
+
+from binlake.decoder import EventDecoder
+from binlake.errors import BadMagicError, EncryptedBinlogError, IncompleteTailError, MalformedEventError, NoFormatDescriptionError
+from binlake.events.base import Event
+from binlake.events.types import EventType
+
+BINLOG_MAGIC = b"\xfebin"
+ENCRYPTED_MAGIC = b"\xfdbin"
+FIRST_EVENT = 4
+READ_BUFFER = 1 << 20
+FORMAT_EVENTS = (EventType.FORMAT_DESCRIPTION, EventType.START_V3)
+
+
+def check_magic(head: bytes, source: str) -> None:
+    if head == BINLOG_MAGIC:
+        return
+    if head == ENCRYPTED_MAGIC:
+        raise EncryptedBinlogError(
+            "encrypted binlog file (magic 0xfd 'bin'); decryption needs the server keyring and is out of scope",
+            source=source,
+            offset=0,
+        )
+    raise BadMagicError(f"not a binlog file: starts with {head!r}, expected {BINLOG_MAGIC!r}", source=source, offset=0)
+
+
+class BinlogReader:
+    """Iterate the events of one binlog (or relay log) file.
+
+    ``start_position`` seeks to an event boundary after the format event has been read (the format
+    event itself is always yielded first, so consumers know the layout). ``stop_position``: no event
+    starting at or after it is yielded. ``require_fde=False`` reads a fragment without a format event
+    under the provisional v4 layout instead of raising ``NoFormatDescriptionError``.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        verify_checksum: bool = True,
+        decode_rows: bool = True,
+        start_position: int | None = None,
+        stop_position: int | None = None,
+        require_fde: bool = True,
+        decoder: EventDecoder | None = None,
+    ) -> None:
+        self.path = os.fspath(path)
+        self.start_position = start_position
+        self.stop_position = stop_position
+        self.require_fde = require_fde
+        self.decoder = decoder or EventDecoder(self.path, verify_checksum=verify_checksum, decode_rows=decode_rows)
+        self.decoder.source = self.path
+        self.position = FIRST_EVENT  # where the next event starts
+
+    def __iter__(self) -> Iterator[Event]:
+        with open(self.path, "rb", buffering=READ_BUFFER) as f:
+            check_magic(f.read(4), self.path)
+            yield from self._events(f)
+
+    def _read_event(self, f: BinaryIO, pos: int) -> bytes | None:
+        hlen = self.decoder.header_length
+        head = f.read(hlen)
+        if not head:
+            return None
+        if len(head) < hlen:
+            raise IncompleteTailError(
+                f"incomplete tail at offset {pos}: {len(head)} bytes where an event header needs {hlen}",
+                source=self.path,
+                offset=pos,
+            )
+        size = int.from_bytes(head[9:13], "little")
+        if size < hlen:
+            raise MalformedEventError(
+                f"event length {size} is shorter than its {hlen}-byte header", event_type=head[4], source=self.path, offset=pos
+            )
+        rest = f.read(size - hlen)
+        if len(rest) < size - hlen:
+            raise IncompleteTailError(
+                f"incomplete tail at offset {pos}: event of {size} bytes, file ends after {hlen + len(rest)}",
+                source=self.path,
+                offset=pos,
+            )
+        return head + rest
+
+    def _events(self, f: BinaryIO) -> Iterator[Event]:
+        pos = FIRST_EVENT
+        first = True
+        stop = self.stop_position
+        while True:
+            if stop is not None and pos >= stop:
+                return
+            raw = self._read_event(f, pos)
+            if raw is None:
+                return
+            if first and raw[4] not in FORMAT_EVENTS and self.require_fde and self.decoder.fde is None:
+                raise NoFormatDescriptionError(
+                    f"first event is {raw[4]}, not a FORMAT_DESCRIPTION: the file's layout is unknown "
+                    "(read it with require_fde=False / --no-require-fde to assume MySQL 5.x v4 events)",
+                    source=self.path,
+                    offset=pos,
+                )
+            events = self.decoder.decode(raw, pos)
+            yield from events
+            pos += len(raw)
+            self.position = pos
+            if first and self.start_position is not None and self.start_position > pos:
+                f.seek(self.start_position)
+                pos = self.position = self.start_position
+            first = False
+
+
+def read_events(path: str | os.PathLike[str], **options: object) -> Iterator[Event]:
+    """All events of a binlog file (see ``BinlogReader`` for the options)."""
+    return iter(BinlogReader(path, **options))  # type: ignore[arg-type]

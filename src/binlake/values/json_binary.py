@@ -1,0 +1,239 @@
+"""MySQL's binary JSON (``json_binary.cc`` layout) -> Python, and Python -> MySQL's JSON text.
+
+Keys and strings are ``str``; numbers keep their kind (int / float); opaque DECIMAL, DATE, TIME,
+DATETIME and TIMESTAMP become Decimal / date / timedelta / datetime; any other opaque value is a
+``JsonOpaque`` with its field type and bytes. A JSON column's value is a ``Json`` wrapper so that the
+JSON literal ``null`` stays distinct from SQL NULL.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import json
+import struct
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from binlake.values.numeric import decode_decimal
+from binlake.values.temporal import format_datetime, format_time, make_date, make_datetime, time_from_packed
+
+SMALL_OBJECT, LARGE_OBJECT, SMALL_ARRAY, LARGE_ARRAY = 0x0, 0x1, 0x2, 0x3
+LITERAL, INT16, UINT16, INT32, UINT32, INT64, UINT64, DOUBLE, STRING = range(0x4, 0xD)
+OPAQUE = 0xF
+
+_I16, _U16, _I32, _U32 = struct.Struct("<h"), struct.Struct("<H"), struct.Struct("<i"), struct.Struct("<I")
+_I64, _U64, _F64 = struct.Struct("<q"), struct.Struct("<Q"), struct.Struct("<d")
+
+# field types of opaque values we turn into Python temporal/decimal values
+_OPAQUE_DECIMAL, _OPAQUE_DATE, _OPAQUE_TIME, _OPAQUE_DATETIME, _OPAQUE_TIMESTAMP = 246, 10, 11, 12, 7
+_OPAQUE_DATETIME2, _OPAQUE_TIMESTAMP2, _OPAQUE_TIME2 = 18, 17, 19
+
+
+class JsonError(ValueError):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class JsonOpaque:
+    """An opaque JSON scalar we keep as bytes (MySQL prints it as ``base64:typeNN:…``)."""
+
+    field_type: int
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Json:
+    """The value of a JSON column. ``Json(None)`` is the JSON literal null, not SQL NULL."""
+
+    value: Any
+
+    def __str__(self) -> str:
+        return to_mysql_text(self.value)
+
+
+def _varlen(buf: bytes, pos: int, end: int) -> tuple[int, int]:
+    """Variable-length string length: 7 bits per byte, low bits first, at most 5 bytes."""
+    n = 0
+    for i in range(5):
+        if pos >= end:
+            raise JsonError("truncated length")
+        b = buf[pos]
+        pos += 1
+        n |= (b & 0x7F) << (7 * i)
+        if not b & 0x80:
+            return n, pos
+    raise JsonError("length of more than 5 bytes")
+
+
+def _opaque(field_type: int, data: bytes) -> Any:
+    if field_type == _OPAQUE_DECIMAL and len(data) >= 2:
+        return decode_decimal(data, 2, data[0], data[1])[0]
+    if field_type in (_OPAQUE_DATE, _OPAQUE_DATETIME, _OPAQUE_TIMESTAMP, _OPAQUE_DATETIME2, _OPAQUE_TIMESTAMP2) and len(data) == 8:
+        packed = int.from_bytes(data, "little", signed=True)
+        neg = packed < 0
+        packed = abs(packed)
+        ymdhms, usec = packed >> 24, packed & 0xFFFFFF
+        ymd, hms = ymdhms >> 17, ymdhms & 0x1FFFF
+        ym = ymd >> 5
+        y, m, d = ym // 13, ym % 13, ymd & 31
+        if field_type == _OPAQUE_DATE:
+            return make_date(y, m, d)
+        if not neg:
+            return make_datetime(y, m, d, hms >> 12, (hms >> 6) & 63, hms & 63, usec)
+    if field_type in (_OPAQUE_TIME, _OPAQUE_TIME2) and len(data) == 8:
+        return time_from_packed(int.from_bytes(data, "little", signed=True))
+    return JsonOpaque(field_type, data)
+
+
+def _scalar(t: int, buf: bytes, pos: int, end: int) -> Any:
+    if t == LITERAL:
+        lit = buf[pos]
+        if lit == 0:
+            return None
+        if lit == 1:
+            return True
+        if lit == 2:
+            return False
+        raise JsonError(f"bad literal {lit}")
+    if t == INT16:
+        return _I16.unpack_from(buf, pos)[0]
+    if t == UINT16:
+        return _U16.unpack_from(buf, pos)[0]
+    if t == INT32:
+        return _I32.unpack_from(buf, pos)[0]
+    if t == UINT32:
+        return _U32.unpack_from(buf, pos)[0]
+    if t == INT64:
+        return _I64.unpack_from(buf, pos)[0]
+    if t == UINT64:
+        return _U64.unpack_from(buf, pos)[0]
+    if t == DOUBLE:
+        return _F64.unpack_from(buf, pos)[0]
+    if t == STRING:
+        n, p = _varlen(buf, pos, end)
+        if p + n > end:
+            raise JsonError("string runs past the value")
+        return buf[p : p + n].decode("utf-8", "surrogateescape")
+    if t == OPAQUE:
+        if pos >= end:
+            raise JsonError("truncated opaque")
+        ftype = buf[pos]
+        n, p = _varlen(buf, pos + 1, end)
+        if p + n > end:
+            raise JsonError("opaque runs past the value")
+        return _opaque(ftype, bytes(buf[p : p + n]))
+    raise JsonError(f"unknown JSON type 0x{t:02x}")
+
+
+def _container(t: int, buf: bytes, base: int, end: int, depth: int) -> Any:
+    if depth > 150:
+        raise JsonError("nesting deeper than 150")
+    large = t in (LARGE_OBJECT, LARGE_ARRAY)
+    osz = 4 if large else 2
+    rd = _U32.unpack_from if large else _U16.unpack_from
+    if base + 2 * osz > end:
+        raise JsonError("truncated container header")
+    count = rd(buf, base)[0]
+    size = rd(buf, base + osz)[0]
+    if base + size > end:
+        raise JsonError(f"container size {size} runs past the value")
+    cend = base + size
+    is_object = t in (SMALL_OBJECT, LARGE_OBJECT)
+    p = base + 2 * osz
+    keys: list[str] = []
+    if is_object:
+        if p + count * (osz + 2) > cend:
+            raise JsonError("key entries run past the container")
+        for _ in range(count):
+            koff = rd(buf, p)[0]
+            klen = _U16.unpack_from(buf, p + osz)[0]
+            p += osz + 2
+            if base + koff + klen > cend:
+                raise JsonError("key runs past the container")
+            keys.append(buf[base + koff : base + koff + klen].decode("utf-8", "surrogateescape"))
+    entry = 1 + osz
+    if p + count * entry > cend:
+        raise JsonError("value entries run past the container")
+    values = []
+    for _ in range(count):
+        vt = buf[p]
+        if vt in (LITERAL, INT16, UINT16) or (large and vt in (INT32, UINT32)):
+            values.append(_scalar(vt, buf, p + 1, cend))
+        else:
+            voff = rd(buf, p + 1)[0]
+            if base + voff >= cend:
+                raise JsonError("value offset past the container")
+            values.append(_value(vt, buf, base + voff, cend, depth + 1))
+        p += entry
+    return dict(zip(keys, values, strict=True)) if is_object else values
+
+
+def _value(t: int, buf: bytes, pos: int, end: int, depth: int) -> Any:
+    if t <= LARGE_ARRAY:
+        return _container(t, buf, pos, end, depth)
+    return _scalar(t, buf, pos, end)
+
+
+def decode_json_binary(data: bytes) -> Any:
+    """One binary JSON document -> Python. Empty input is JSON null (as MySQL reads it)."""
+    if not data:
+        return None
+    try:
+        return _value(data[0], data, 1, len(data), 0)
+    except (struct.error, IndexError) as e:
+        raise JsonError(f"truncated JSON value: {e}") from None
+
+
+def _text(v: Any, out: list[str]) -> None:
+    if v is None:
+        out.append("null")
+    elif v is True:
+        out.append("true")
+    elif v is False:
+        out.append("false")
+    elif isinstance(v, int):
+        out.append(str(v))
+    elif isinstance(v, float):
+        r = repr(v)
+        out.append(r.replace("e+", "e") if "e" in r else r)
+    elif isinstance(v, str):
+        out.append(json.dumps(v, ensure_ascii=False))
+    elif isinstance(v, dict):
+        out.append("{")
+        for i, (k, x) in enumerate(v.items()):
+            if i:
+                out.append(", ")
+            out.append(json.dumps(k, ensure_ascii=False))
+            out.append(": ")
+            _text(x, out)
+        out.append("}")
+    elif isinstance(v, list):
+        out.append("[")
+        for i, x in enumerate(v):
+            if i:
+                out.append(", ")
+            _text(x, out)
+        out.append("]")
+    elif isinstance(v, Decimal):
+        out.append(str(v))
+    elif isinstance(v, dt.datetime):
+        out.append('"' + format_datetime(v, 6) + '"')
+    elif isinstance(v, dt.date):
+        out.append(f'"{v.year:04d}-{v.month:02d}-{v.day:02d}"')
+    elif isinstance(v, dt.timedelta):
+        out.append('"' + format_time(v, 6) + '"')
+    elif isinstance(v, JsonOpaque):
+        out.append(f'"base64:type{v.field_type}:{base64.b64encode(v.data).decode()}"')
+    elif hasattr(v, "_fields"):  # MysqlDate / MysqlDateTime
+        out.append(f'"{v}"')
+    else:
+        raise TypeError(f"cannot render {type(v).__name__} as JSON")
+
+
+def to_mysql_text(v: Any) -> str:
+    """JSON text the way MySQL prints it (``", "`` and ``": "`` separators, key order kept)."""
+    out: list[str] = []
+    _text(v, out)
+    return "".join(out)

@@ -1,0 +1,129 @@
+"""Integers of every width, FLOAT/DOUBLE, DECIMAL, BIT and YEAR."""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from decimal import Decimal
+from typing import Any
+
+from binlake.values.types import ColumnType
+
+Decoder = Callable[[bytes, int], tuple[Any, int]]
+
+# type -> (width, signed struct, unsigned struct); INT24 has no struct format.
+_INT_FORMATS: dict[int, tuple[int, str, str]] = {
+    ColumnType.TINY: (1, "<b", "<B"),
+    ColumnType.SHORT: (2, "<h", "<H"),
+    ColumnType.LONG: (4, "<i", "<I"),
+    ColumnType.LONGLONG: (8, "<q", "<Q"),
+}
+
+
+def int_decoder(type_code: int, unsigned: bool) -> Decoder:
+    if type_code == ColumnType.INT24:
+        if unsigned:
+
+            def dec_u24(buf: bytes, pos: int) -> tuple[int, int]:
+                return int.from_bytes(buf[pos : pos + 3], "little"), pos + 3
+
+            return dec_u24
+
+        def dec_i24(buf: bytes, pos: int) -> tuple[int, int]:
+            return int.from_bytes(buf[pos : pos + 3], "little", signed=True), pos + 3
+
+        return dec_i24
+    width, sfmt, ufmt = _INT_FORMATS[type_code]
+    unpack = struct.Struct(ufmt if unsigned else sfmt).unpack_from
+
+    def dec_int(buf: bytes, pos: int) -> tuple[int, int]:
+        return unpack(buf, pos)[0], pos + width
+
+    return dec_int
+
+
+def int_width(type_code: int) -> int:
+    return 3 if type_code == ColumnType.INT24 else _INT_FORMATS[type_code][0]
+
+
+def float_decoder(type_code: int) -> Decoder:
+    st = struct.Struct("<f" if type_code == ColumnType.FLOAT else "<d")
+    unpack, size = st.unpack_from, st.size
+
+    def dec_float(buf: bytes, pos: int) -> tuple[float, int]:
+        return unpack(buf, pos)[0], pos + size
+
+    return dec_float
+
+
+def year_decoder() -> Decoder:
+    def dec_year(buf: bytes, pos: int) -> tuple[int, int]:
+        b = buf[pos]
+        return (1900 + b if b else 0), pos + 1
+
+    return dec_year
+
+
+def bit_decoder(meta: int) -> Decoder:
+    nbits = (meta >> 8) * 8 + (meta & 0xFF)
+    size = (nbits + 7) // 8
+
+    def dec_bit(buf: bytes, pos: int) -> tuple[int, int]:
+        return int.from_bytes(buf[pos : pos + size], "big"), pos + size
+
+    return dec_bit
+
+
+def bit_length(meta: int) -> int:
+    return (meta >> 8) * 8 + (meta & 0xFF)
+
+
+_DIG2BYTES = (0, 1, 1, 2, 2, 3, 3, 4, 4, 4)
+
+
+def decimal_size(precision: int, scale: int) -> int:
+    intg = precision - scale
+    return (intg // 9) * 4 + _DIG2BYTES[intg % 9] + (scale // 9) * 4 + _DIG2BYTES[scale % 9]
+
+
+def decode_decimal(buf: bytes, pos: int, precision: int, scale: int) -> tuple[Decimal, int]:
+    """MySQL's binary DECIMAL: sign bit flipped, negatives bitwise inverted, 9 digits per 4 bytes."""
+    intg = precision - scale
+    intg0, intg0x = divmod(intg, 9)
+    frac0, frac0x = divmod(scale, 9)
+    size = intg0 * 4 + _DIG2BYTES[intg0x] + frac0 * 4 + _DIG2BYTES[frac0x]
+    if pos + size > len(buf) or size == 0:
+        raise ValueError(f"DECIMAL({precision},{scale}) needs {size} bytes")
+    raw = bytearray(buf[pos : pos + size])
+    negative = not raw[0] & 0x80
+    raw[0] ^= 0x80
+    if negative:
+        raw = bytearray(b ^ 0xFF for b in raw)
+    p = 0
+    parts: list[str] = []
+    n = _DIG2BYTES[intg0x]
+    if n:
+        parts.append(str(int.from_bytes(raw[p : p + n], "big")))
+        p += n
+    for _ in range(intg0):
+        parts.append("%09d" % int.from_bytes(raw[p : p + 4], "big"))
+        p += 4
+    int_digits = "".join(parts) or "0"
+    fparts: list[str] = []
+    for _ in range(frac0):
+        fparts.append("%09d" % int.from_bytes(raw[p : p + 4], "big"))
+        p += 4
+    n = _DIG2BYTES[frac0x]
+    if n:
+        fparts.append(str(int.from_bytes(raw[p : p + n], "big")).zfill(frac0x))
+    text = ("-" if negative else "") + int_digits + ("." + "".join(fparts) if scale else "")
+    return Decimal(text), pos + size
+
+
+def decimal_decoder(meta: int) -> Decoder:
+    precision, scale = meta >> 8, meta & 0xFF
+
+    def dec_decimal(buf: bytes, pos: int) -> tuple[Decimal, int]:
+        return decode_decimal(buf, pos, precision, scale)
+
+    return dec_decimal
