@@ -1,0 +1,1 @@
+"""Output for people and tools: mysqlbinlog-style text and JSON lines."""

@@ -1,0 +1,165 @@
+"""mysqlbinlog-style text (``--base64-output=decode-rows -vv``), so a DBA can diff the two.
+
+Times print in UTC (mysqlbinlog uses the client's zone: run it with ``TZ=UTC`` to compare).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from binlake.events import control, gtid, payload, query, rows, table_map, vendor
+from binlake.events.base import Event, FormatDescription, UnknownEvent
+from binlake.events.types import EventType
+from binlake.render.values import text_value, type_comment
+from binlake.values.columns import ColumnDef
+
+DELIM = "/*!*/;"
+
+
+def _stamp(ts: int) -> str:
+    t = dt.datetime.fromtimestamp(ts, dt.timezone.utc)
+    return f"{t:%y%m%d} {t.hour:2d}:{t:%M:%S}"
+
+
+def _header_line(ev: Event, summary: str) -> str:
+    crc = f" CRC32 0x{ev.checksum:08x}" if ev.checksum is not None else ""
+    h = ev.header
+    return f"#{_stamp(h.timestamp)} server id {h.server_id}  end_log_pos {h.log_pos}{crc} \t{summary}"
+
+
+def _label(col: ColumnDef, positional: bool) -> str:
+    return f"@{col.index + 1}" if positional or col.name is None else f"`{col.name}`"
+
+
+def _image_lines(image: list[Any], cols: list[ColumnDef], verbosity: int, positional: bool) -> Iterator[str]:
+    for col, value in zip(cols, image, strict=True):
+        if value is rows.ABSENT:
+            continue
+        line = f"###   {_label(col, positional)}={text_value(value, col)}"
+        if verbosity >= 2:
+            null = 1 if value is None else 0
+            line += f" /* {type_comment(col)} meta={col.meta} nullable={int(col.nullable)} is_null={null} */"
+        yield line
+
+
+def rows_lines(body: rows.Rows, verbosity: int = 2, positional: bool = False) -> Iterator[str]:
+    tm = body.table
+    if tm is None or body.undecoded_reason:
+        yield f"# rows not decoded: {body.undecoded_reason} ({len(body.raw_rows or b'')} bytes kept)"
+        return
+    name = f"`{tm.database}`.`{tm.table}`"
+    cols = tm.columns
+    for before, after in body.rows:
+        if body.operation == "insert":
+            yield f"### INSERT INTO {name}"
+            yield "### SET"
+            yield from _image_lines(after, cols, verbosity, positional)  # type: ignore[arg-type]
+        elif body.operation == "delete":
+            yield f"### DELETE FROM {name}"
+            yield "### WHERE"
+            yield from _image_lines(before, cols, verbosity, positional)  # type: ignore[arg-type]
+        else:
+            yield f"### UPDATE {name}"
+            yield "### WHERE"
+            yield from _image_lines(before, cols, verbosity, positional)  # type: ignore[arg-type]
+            yield "### SET"
+            yield from _image_lines(after, cols, verbosity, positional)  # type: ignore[arg-type]
+
+
+_ROWS_NAMES = {"insert": "Write_rows", "update": "Update_rows", "delete": "Delete_rows"}
+
+
+def _describe(ev: Event) -> tuple[str, list[str]]:
+    """(summary after the header line, following lines) for one event."""
+    b = ev.body
+    if isinstance(b, FormatDescription):
+        return (f"Start: binlog v {b.binlog_version}, server v {b.server_version} created {_stamp(b.create_timestamp)}", [])
+    if isinstance(b, control.StartV3):
+        return (f"Start: binlog v {b.binlog_version}, server v {b.server_version} created {_stamp(b.create_timestamp)}", [])
+    if isinstance(b, query.Query):
+        lines = []
+        if b.database:
+            lines.append(f"use `{b.database}`{DELIM}")
+        lines.append(f"SET TIMESTAMP={ev.header.timestamp}{DELIM}")
+        lines += [b.query, DELIM]
+        return (f"Query\tthread_id={b.thread_id}\texec_time={b.exec_time}\terror_code={b.error_code}", lines)
+    if isinstance(b, table_map.TableMap):
+        return (f"Table_map: `{b.database}`.`{b.table}` mapped to number {b.table_id}", [])
+    if isinstance(b, rows.Rows):
+        flags = " flags: STMT_END_F" if b.end_of_statement else ""
+        return (f"{_ROWS_NAMES[b.operation]}: table id {b.table_id}{flags}", [])
+    if isinstance(b, control.Xid):
+        return (f"Xid = {b.xid}", [f"COMMIT{DELIM}"])
+    if isinstance(b, gtid.Gtid):
+        parts = [f"last_committed={b.last_committed}", f"sequence_number={b.sequence_number}"]
+        for attr in ("original_commit_timestamp", "immediate_commit_timestamp", "transaction_length"):
+            if getattr(b, attr) is not None:
+                parts.append(f"{attr.replace('commit_timestamp', 'committed_timestamp') if attr.startswith('original') else attr}={getattr(b, attr)}")
+        head = "Anonymous_GTID" if b.anonymous else "GTID"
+        nxt = "ANONYMOUS" if b.anonymous else b.gtid
+        return (head + "\t" + "\t".join(parts), [f"SET @@SESSION.GTID_NEXT= '{nxt}'{DELIM}"])
+    if isinstance(b, gtid.PreviousGtids):
+        return ("Previous-GTIDs", [f"# {line}" for line in (str(b) or "[empty]").split("\n")])
+    if isinstance(b, gtid.MariaGtid):
+        kind = "" if b.standalone else " trans"
+        return (f"GTID {b.gtid}{kind}", [f"/*!100001 SET @@session.gtid_domain_id={b.domain_id}*/{DELIM}", "START TRANSACTION" if not b.standalone else ""])
+    if isinstance(b, gtid.MariaGtidList):
+        return (f"Gtid list [{b}]", [])
+    if isinstance(b, gtid.MariaBinlogCheckpoint):
+        return (f"Binlog checkpoint {b.file}", [])
+    if isinstance(b, control.Rotate):
+        return (f"Rotate to {b.next_file}  pos: {b.position}", [])
+    if isinstance(b, control.Stop):
+        return ("Stop", [])
+    if isinstance(b, control.Intvar):
+        return ("Intvar", [f"SET {b.kind_name}={b.value}{DELIM}"])
+    if isinstance(b, control.Rand):
+        return ("Rand", [f"SET @@RAND_SEED1={b.seed1}, @@RAND_SEED2={b.seed2}{DELIM}"])
+    if isinstance(b, control.UserVar):
+        value = "NULL" if b.is_null else f"X'{(b.value or b'').hex()}'"
+        return ("User_var", [f"SET @`{b.name}`:={value}{DELIM}"])
+    if isinstance(b, control.RowsQuery):
+        name = "Annotate_rows:" if ev.type_code == EventType.MARIA_ANNOTATE_ROWS else "Rows_query"
+        return (name, [f"#Q> {line}" for line in b.query.split("\n")])
+    if isinstance(b, control.XaPrepare):
+        return (f"XA PREPARE X'{b.gtrid.hex()}',X'{b.bqual.hex()}',{b.format_id}", [])
+    if isinstance(b, payload.TransactionPayload):
+        ctype = {0: "ZSTD", 255: "NONE"}.get(b.compression_type, str(b.compression_type))
+        return (f"Transaction_Payload\tpayload_size={b.payload_size}\tcompression_type={ctype}\tuncompressed_size={b.uncompressed_size}", ["## Start of compressed events!"])
+    if isinstance(b, control.Heartbeat):
+        return (f"Heartbeat: {b.log_file} {b.log_position}", [])
+    if isinstance(b, control.Incident):
+        return (f"Incident: {control.INCIDENT_TYPES.get(b.incident, b.incident)}", [f"# {b.message}"])
+    if isinstance(b, vendor.PolarxSequence):
+        return (f"Sequence\t{vendor.SEQUENCE_TYPES.get(b.sequence_type, b.sequence_type)}={b.sequence}", [])
+    if isinstance(b, vendor.PolarxGcn):
+        return (f"Gcn\tflag={b.flag}\tgcn={b.gcn}", [])
+    if isinstance(b, vendor.StartEncryption):
+        return (f"Start_encryption\tscheme={b.scheme}\tkey_version={b.key_version}", [])
+    if isinstance(b, UnknownEvent):
+        return (f"Unknown event type {ev.type_code} ({len(b.raw)} bytes kept)", [])
+    return (ev.type_name.title(), [])
+
+
+def render_text(events: Iterable[Event], *, verbosity: int = 2, positional: bool = False) -> Iterator[str]:
+    """Lines of mysqlbinlog-style text for a stream of events."""
+    in_payload = False
+    for ev in events:
+        if in_payload and ev.inner_index is None:
+            yield "## End of compressed events!"
+            in_payload = False
+        summary, lines = _describe(ev)
+        yield f"# at {ev.offset}"
+        yield _header_line(ev, summary)
+        yield from (line for line in lines if line)
+        if isinstance(ev.body, rows.Rows):
+            yield from rows_lines(ev.body, verbosity, positional)
+        if isinstance(ev.body, payload.TransactionPayload):
+            in_payload = True
+    if in_payload:
+        yield "## End of compressed events!"
+
+
+RowLines = Callable[[rows.Rows], Iterator[str]]
