@@ -101,10 +101,12 @@ def _apply_collations(cols: list[ColumnDef], data: bytes, per_column: bool) -> N
         col.collation = exceptions.get(i, default)
 
 
-def apply_optional_metadata(tm: TableMap, data: bytes) -> None:
+def apply_optional_metadata(tm: TableMap, data: bytes, mariadb: bool = False) -> None:
     cols = tm.columns
     numeric = [c for c in cols if c.real_type in NUMERIC_TYPES]
-    character = [c for c in cols if c.real_type in CHARACTER_TYPES]
+    # MariaDB gives every column with a charset an entry (GEOMETRY is a binary BLOB there); MySQL not.
+    char_types = CHARACTER_TYPES | {ColumnType.GEOMETRY} if mariadb else CHARACTER_TYPES
+    character = [c for c in cols if c.real_type in char_types]
     enum_set = [c for c in cols if c.real_type in (ColumnType.ENUM, ColumnType.SET)]
     enums = [c for c in cols if c.real_type == ColumnType.ENUM]
     sets = [c for c in cols if c.real_type == ColumnType.SET]
@@ -191,5 +193,5 @@ def decode_table_map(buf: bytes, state: DecodeState, header: EventHeader) -> Tab
     if missing_meta:
         tm.undecodable = "the table map carries no column metadata (server before 5.1.18)"
     if c.remaining:
-        apply_optional_metadata(tm, c.rest())
+        apply_optional_metadata(tm, c.rest(), mariadb=bool(fde and fde.is_mariadb))
     return tm

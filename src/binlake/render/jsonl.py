@@ -102,4 +102,4 @@ def event_dict(ev: Event) -> dict[str, Any]:
 
 def render_jsonl(events: Iterable[Event]) -> Iterator[str]:
     for ev in events:
-        yield json.dumps(event_dict(ev), ensure_ascii=False, default=str)
+        yield json.dumps(event_dict(ev), ensure_ascii=False)

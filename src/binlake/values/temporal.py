@@ -166,12 +166,12 @@ def time2_packed(buf: bytes, pos: int, fsp: int) -> tuple[int, int]:
     if fsp == 0:
         return intpart << 24, pos + 3
     if fsp <= 2:
-        frac = int.from_bytes(buf[pos + 3 : pos + 4], "big", signed=True)
+        frac = buf[pos + 3]
         if intpart < 0 and frac:
             intpart += 1
             frac -= 0x100
         return (intpart << 24) + frac * 10000, pos + 4
-    frac = int.from_bytes(buf[pos + 3 : pos + 5], "big", signed=True)
+    frac = int.from_bytes(buf[pos + 3 : pos + 5], "big")
     if intpart < 0 and frac:
         intpart += 1
         frac -= 0x10000

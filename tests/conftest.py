@@ -1,0 +1,40 @@
+"""Shared fixtures: the real binlog corpus beside the project, and a private MariaDB server."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "binlogs"
+
+
+def corpus_index() -> dict[str, Any]:
+    index = CORPUS / "index.json"
+    if not index.exists():
+        return {"records": [], "companions": []}
+    return json.loads(index.read_text())
+
+
+@pytest.fixture(scope="session")
+def corpus() -> Path:
+    if not (CORPUS / "index.json").exists():
+        pytest.skip(f"real binlog corpus not found at {CORPUS} (../shared/binlogs beside the project)")
+    return CORPUS
+
+
+@pytest.fixture(scope="session")
+def mariadb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """One private MariaDB server for the whole session (binlog_row_metadata=FULL)."""
+    from binlake.sandbox import PrivateMariaDB, mariadb_available
+
+    if not mariadb_available() or shutil.which("mariadb-install-db") is None:
+        pytest.skip("mariadbd is not installed (apt-get install mariadb-server; .ci/run does it)")
+    db = PrivateMariaDB(tmp_path_factory.mktemp("mariadb"))
+    db.start()
+    yield db
+    db.stop()
