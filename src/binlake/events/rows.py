@@ -159,7 +159,8 @@ def decode_rows_data(ev: Rows, buf: bytes, tm: TableMap, is_partial: bool) -> No
 def decode_rows(buf: bytes, state: DecodeState, header: EventHeader) -> Rows:
     op, version, compressed = ROWS_EVENT_KINDS[header.type_code]
     fde = state.fde
-    post = fde.post_header_len(header.type_code, 10 if version == 2 else 8) if fde else 8
+    default_post = 10 if version == 2 else 8
+    post = fde.post_header_len(header.type_code, default_post) if fde else default_post
     c = Cursor(buf)
     table_id = read_table_id(c, post)
     flags = c.u16()
