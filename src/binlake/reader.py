@@ -84,10 +84,12 @@ class BinlogReader:
             raise MalformedEventError(
                 f"event length {size} is shorter than its {hlen}-byte header", event_type=head[4], source=self.path, offset=pos
             )
-        rest = f.read(size - hlen)
+        # Never ask for more than the file holds: a damaged length must not make us allocate it.
+        available = os.fstat(f.fileno()).st_size - pos
+        rest = f.read(size - hlen) if size <= available else b""
         if len(rest) < size - hlen:
             raise IncompleteTailError(
-                f"incomplete tail at offset {pos}: event of {size} bytes, file ends after {hlen + len(rest)}",
+                f"incomplete tail at offset {pos}: event of {size} bytes, file ends after {max(available, hlen)}",
                 source=self.path,
                 offset=pos,
             )

@@ -36,14 +36,18 @@ class TransactionPayload:
         # Read at most the announced size (+1 to notice more): a forged header cannot make us inflate
         # without bound.
         limit = self.uncompressed_size or 64 * len(self.payload) + (1 << 20)
+        out = bytearray()
         try:
             with zstandard.ZstdDecompressor().stream_reader(self.payload) as reader:
-                out = reader.read(limit + 1)
+                while chunk := reader.read(1 << 20):
+                    out += chunk
+                    if len(out) > limit:
+                        raise ValueError(f"payload inflates past the {limit} bytes its header announces")
         except zstandard.ZstdError as e:
             raise ValueError(f"zstd: {e}") from None
         if self.uncompressed_size and len(out) != self.uncompressed_size:
             raise ValueError(f"payload inflates to {len(out)} bytes, header says {self.uncompressed_size}")
-        return out
+        return bytes(out)
 
 
 def decode_transaction_payload(buf: bytes, state: DecodeState, header: EventHeader) -> TransactionPayload:
