@@ -84,6 +84,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except BrokenPipeError:
         return 0
+    except OSError as e:
+        sys.stdout.flush()
+        print(f"binlake: error: {e.filename or ''}: {e.strerror or e}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         return 130
 

@@ -14,6 +14,7 @@ from binlake.events.query import uncompress_mariadb
 from binlake.events.table_map import TableMap, read_table_id
 from binlake.events.types import ROWS_EVENT_KINDS, EventType
 from binlake.values.json_binary import decode_json_binary
+from binlake.values.plan import PLANS
 from binlake.wire import Cursor, bits_set
 
 
@@ -127,30 +128,40 @@ def decode_image(
 def decode_rows_data(ev: Rows, buf: bytes, tm: TableMap, is_partial: bool) -> None:
     if len(tm.columns) != ev.column_count:
         raise ValueError(f"rows event has {ev.column_count} columns, its table map {len(tm.columns)}")
-    before = bits_set(ev.columns_before, ev.column_count)
-    after = bits_set(ev.columns_after, ev.column_count)
+    before = tuple(bits_set(ev.columns_before, ev.column_count))
+    after = tuple(bits_set(ev.columns_after, ev.column_count))
     json_cols = tm.json_columns if is_partial else []
     pos, end = 0, len(buf)
     rows = ev.rows
     op = ev.operation
-    while pos < end:
-        if op == "insert":
-            img, pos = decode_image(buf, pos, after, tm)
+    sig, cols = tm.signature, tm.columns
+    if op == "insert":
+        image = PLANS.get(sig, cols, after, ABSENT)
+        while pos < end:
+            img, pos = image(buf, pos)
             rows.append((None, img))
-        elif op == "delete":
-            img, pos = decode_image(buf, pos, before, tm)
+    elif op == "delete":
+        image = PLANS.get(sig, cols, before, ABSENT)
+        while pos < end:
+            img, pos = image(buf, pos)
             rows.append((img, None))
-        else:
-            b, pos = decode_image(buf, pos, before, tm)
+    elif not is_partial:
+        image_b = PLANS.get(sig, cols, before, ABSENT)
+        image_a = PLANS.get(sig, cols, after, ABSENT)
+        while pos < end:
+            b, pos = image_b(buf, pos)
+            a, pos = image_a(buf, pos)
+            rows.append((b, a))
+    else:
+        # PARTIAL_UPDATE_ROWS: value options and partial-JSON bits sit between the two images
+        while pos < end:
+            b, pos = decode_image(buf, pos, list(before), tm)
+            c = Cursor(buf, pos)
             partial: frozenset[int] = frozenset()
-            if is_partial:
-                c = Cursor(buf, pos)
-                options = c.lenenc() or 0
-                if options & 1:
-                    bits = c.bitmap(len(json_cols))
-                    partial = frozenset(col for k, col in enumerate(json_cols) if bits >> k & 1)
-                pos = c.pos
-            a, pos = decode_image(buf, pos, after, tm, partial)
+            if (c.lenenc() or 0) & 1:
+                bits = c.bitmap(len(json_cols))
+                partial = frozenset(col for k, col in enumerate(json_cols) if bits >> k & 1)
+            a, pos = decode_image(buf, c.pos, list(after), tm, partial)
             rows.append((b, a))
     if pos != end:
         raise ValueError(f"row data overran the event by {pos - end} bytes")

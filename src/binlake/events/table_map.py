@@ -9,6 +9,7 @@ from typing import Any
 
 from binlake.events.base import DecodeState, EventHeader
 from binlake.values.columns import ColumnDef, column_decoder
+from binlake.values.plan import layout_signature
 from binlake.values.types import CHARACTER_TYPES, META_LAYOUT, NUMERIC_TYPES, ColumnType
 from binlake.wire import Cursor
 
@@ -41,6 +42,7 @@ class TableMap:
     unknown_metadata: dict[int, bytes] = field(default_factory=dict)
     undecodable: str | None = None  # why rows of this table cannot be decoded from the binlog alone
     _decoders: list[Any] | None = field(default=None, repr=False, compare=False)
+    _signature: tuple[Any, ...] | None = field(default=None, repr=False, compare=False)
 
     @property
     def decoders(self) -> list[Callable[[bytes, int], tuple[Any, int]]]:
@@ -48,6 +50,13 @@ class TableMap:
         if self._decoders is None:
             self._decoders = [column_decoder(c) for c in self.columns]
         return self._decoders
+
+    @property
+    def signature(self) -> tuple[Any, ...]:
+        """What decides how this table's values decode (equal for the same table in every transaction)."""
+        if self._signature is None:
+            self._signature = layout_signature(self.columns)
+        return self._signature
 
     @property
     def json_columns(self) -> list[int]:

@@ -86,44 +86,57 @@ def decimal_size(precision: int, scale: int) -> int:
     return (intg // 9) * 4 + _DIG2BYTES[intg % 9] + (scale // 9) * 4 + _DIG2BYTES[scale % 9]
 
 
-def decode_decimal(buf: bytes, pos: int, precision: int, scale: int) -> tuple[Decimal, int]:
-    """MySQL's binary DECIMAL: sign bit flipped, negatives bitwise inverted, 9 digits per 4 bytes."""
+def _decimal_segments(precision: int, scale: int) -> list[tuple[int, int]]:
+    """(bytes, digits) of each stored group, most significant first."""
     intg = precision - scale
     intg0, intg0x = divmod(intg, 9)
     frac0, frac0x = divmod(scale, 9)
-    size = intg0 * 4 + _DIG2BYTES[intg0x] + frac0 * 4 + _DIG2BYTES[frac0x]
-    if pos + size > len(buf) or size == 0:
-        raise ValueError(f"DECIMAL({precision},{scale}) needs {size} bytes")
-    raw = bytearray(buf[pos : pos + size])
-    negative = not raw[0] & 0x80
-    raw[0] ^= 0x80
-    if negative:
-        raw = bytearray(b ^ 0xFF for b in raw)
-    p = 0
-    parts: list[str] = []
-    n = _DIG2BYTES[intg0x]
-    if n:
-        parts.append(str(int.from_bytes(raw[p : p + n], "big")))
-        p += n
-    for _ in range(intg0):
-        parts.append("%09d" % int.from_bytes(raw[p : p + 4], "big"))
-        p += 4
-    int_digits = "".join(parts) or "0"
-    fparts: list[str] = []
-    for _ in range(frac0):
-        fparts.append("%09d" % int.from_bytes(raw[p : p + 4], "big"))
-        p += 4
-    n = _DIG2BYTES[frac0x]
-    if n:
-        fparts.append(str(int.from_bytes(raw[p : p + n], "big")).zfill(frac0x))
-    text = ("-" if negative else "") + int_digits + ("." + "".join(fparts) if scale else "")
-    return Decimal(text), pos + size
+    segs = [(_DIG2BYTES[intg0x], intg0x)] if intg0x else []
+    segs += [(4, 9)] * (intg0 + frac0)
+    if frac0x:
+        segs.append((_DIG2BYTES[frac0x], frac0x))
+    return segs
+
+
+def decode_decimal(buf: bytes, pos: int, precision: int, scale: int) -> tuple[Decimal, int]:
+    """MySQL's binary DECIMAL: sign bit flipped, negatives bitwise inverted, 9 digits per 4 bytes."""
+    return decimal_decoder((precision << 8) | scale)(buf, pos)
 
 
 def decimal_decoder(meta: int) -> Decoder:
+    """One read of the whole value as an integer, then its base-10^9 groups by shifts."""
     precision, scale = meta >> 8, meta & 0xFF
+    segs = _decimal_segments(precision, scale)
+    size = sum(n for n, _ in segs)
+    if size == 0 or scale > precision:
+        raise ValueError(f"DECIMAL({precision},{scale}) is not a valid column type")
+    bits = size * 8
+    top = 1 << (bits - 1)
+    flip_negative = top ^ ((1 << bits) - 1)
+    # from the least significant group up: (shift, mask, power of ten above it)
+    plan = []
+    shift = 0
+    for nbytes, digits in reversed(segs):
+        plan.append((shift, (1 << (nbytes * 8)) - 1, 10**digits))
+        shift += nbytes * 8
+    suffix = f"E-{scale}" if scale else ""
+    from_bytes = int.from_bytes
 
     def dec_decimal(buf: bytes, pos: int) -> tuple[Decimal, int]:
-        return decode_decimal(buf, pos, precision, scale)
+        end = pos + size
+        if end > len(buf):
+            raise ValueError(f"DECIMAL({precision},{scale}) needs {size} bytes")
+        v = from_bytes(buf[pos:end], "big")
+        if v & top:
+            v ^= top
+            sign = ""
+        else:
+            v ^= flip_negative
+            sign = "-"
+        total, scale10 = 0, 1
+        for sh, mask, p10 in plan:
+            total += ((v >> sh) & mask) * scale10
+            scale10 *= p10
+        return Decimal(f"{sign}{total}{suffix}"), end
 
     return dec_decimal

@@ -1,0 +1,116 @@
+"""Full decoding speed: binlake vs python-mysql-replication (PyPI ``mysql-replication``) on the same
+event bytes, one core, in the same run; ``mariadb-binlog -vv`` (C) as a reference.
+
+    python benchmarks/decode.py [--size-mb 100]
+
+Prints MB/s and rows/s per core for each decoder and the ratio binlake / python-mysql-replication.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_binlog import ensure_binlog  # noqa: E402
+
+from binlake.events.rows import Rows  # noqa: E402
+from binlake.reader import BinlogReader  # noqa: E402
+
+
+def raw_events(path: Path):
+    """(offset, bytes) of every event, framed by the header length field only."""
+    data = path.read_bytes()
+    pos = 4
+    while pos + 19 <= len(data):
+        size = int.from_bytes(data[pos + 9 : pos + 13], "little")
+        yield pos, data[pos : pos + size]
+        pos += size
+
+
+def bench_binlake(files: list[Path]) -> tuple[float, int]:
+    rows = 0
+    t0 = time.process_time()
+    for f in files:
+        for ev in BinlogReader(f):
+            if isinstance(ev.body, Rows):
+                rows += len(ev.body.rows)
+    return time.process_time() - t0, rows
+
+
+class _Ctl:
+    """The bits of a control connection python-mysql-replication's event classes touch."""
+
+    charset = "utf8mb4"
+
+    def __init__(self, dbms: str) -> None:
+        self._dbms = dbms
+
+    def _get_dbms(self) -> str:
+        return self._dbms
+
+
+def bench_pmr(files: list[Path]) -> tuple[float, int]:
+    from pymysql.protocol import MysqlPacket
+    from pymysqlreplication import event, row_event
+    from pymysqlreplication.packet import BinLogPacketWrapper
+
+    allowed = {
+        row_event.TableMapEvent, row_event.WriteRowsEvent, row_event.UpdateRowsEvent, row_event.DeleteRowsEvent,
+        event.QueryEvent, event.XidEvent, event.FormatDescriptionEvent, event.RotateEvent, event.GtidEvent,
+        event.MariadbGtidEvent, event.MariadbAnnotateRowsEvent, event.MariadbBinLogCheckPointEvent,
+        event.MariadbGtidListEvent, event.StopEvent,
+    }
+    ctl = _Ctl("mariadb")
+    rows = 0
+    packets = [(b"\x00" + raw) for f in files for _, raw in raw_events(f)]  # framing outside the timer
+    t0 = time.process_time()
+    table_map: dict = {}
+    for pkt in packets:
+        w = BinLogPacketWrapper(
+            MysqlPacket(pkt, "utf8"), table_map, ctl, (10, 11, 0), True, allowed, None, None, None, None,
+            False, False, False, True, False,
+        )
+        ev = w.event
+        if isinstance(ev, row_event.RowsEvent):
+            rows += len(ev.rows)
+    return time.process_time() - t0, rows
+
+
+def bench_mariadb_binlog(files: list[Path]) -> float | None:
+    exe = shutil.which("mariadb-binlog")
+    if exe is None:
+        return None
+    t0 = time.time()
+    subprocess.run([exe, "-vv", "--base64-output=decode-rows", *map(str, files)], stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, check=False, env={**os.environ, "TZ": "UTC"})
+    return time.time() - t0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--size-mb", type=int, default=100)
+    args = ap.parse_args()
+    files = ensure_binlog(args.size_mb)
+    mb = sum(f.stat().st_size for f in files) / 1e6
+    print(f"binlog: {len(files)} file(s), {mb:.1f} MB")
+    t_ours, rows_ours = bench_binlake(files)
+    t_pmr, rows_pmr = bench_pmr(files)
+    t_c = bench_mariadb_binlog(files)
+    line = "{:<28} {:>9.1f} s {:>9.1f} MB/s {:>12,.0f} rows/s"
+    print(line.format("binlake", t_ours, mb / t_ours, rows_ours / t_ours))
+    print(line.format("python-mysql-replication", t_pmr, mb / t_pmr, rows_pmr / t_pmr))
+    if t_c is not None:
+        print(f"{'mariadb-binlog -vv (C, wall)':<28} {t_c:>9.1f} s {mb / t_c:>9.1f} MB/s")
+    print(f"rows decoded: binlake {rows_ours:,}, python-mysql-replication {rows_pmr:,}")
+    print(f"ratio binlake / python-mysql-replication: {t_pmr / t_ours:.2f}x per core")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,66 @@
+"""The ``binlake`` command: output formats, and one clear line (file, offset) with a non-zero exit
+for bad input, after everything intact has been printed."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def run(*args: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([sys.executable, "-m", "binlake.cli", *args], capture_output=True, timeout=120)
+
+
+def test_dump_json_one_object_per_event(corpus: Path) -> None:
+    path = corpus / "zalora-binlog-parser/gtid-fixtures/mysql-bin.01"
+    res = run("dump", "--format", "json", str(path))
+    assert res.returncode == 0, res.stderr
+    objs = [json.loads(line) for line in res.stdout.decode().splitlines()]
+    assert len(objs) == 60
+    rows = [o for o in objs if o["type"].endswith("ROWS_V2")]
+    assert rows and all(o["body"]["rows"] for o in rows)
+    assert objs[0]["type"] == "FORMAT_DESCRIPTION" and objs[0]["offset"] == 4
+
+
+def test_dump_text_positions(corpus: Path) -> None:
+    path = corpus / "zalora-binlog-parser/fixtures/mysql-bin.01"
+    res = run("dump", "--start-position", "197", "--stop-position", "428", str(path))
+    at = [line for line in res.stdout.decode().splitlines() if line.startswith("# at ")]
+    assert at == ["# at 4", "# at 197", "# at 258", "# at 397"]
+
+
+@pytest.mark.parametrize(
+    ("name", "kind", "offset"),
+    [
+        ("mysql-server-8.0.39/std_data/rpl_nogtid_encryption_master-bin.000002", "encrypted", 0),
+        ("mysql-server-8.0.39/std_data/binlog_truncated_prev_gtid_event.000001", "incomplete tail", 120),
+        ("mysql-server-8.0.39/std_data/binlog_recovery/duplicate_xid.000001", "CRC32 mismatch", None),
+        ("mysql-server-8.0.39/std_data/corrupt-relay-bin.000624", "malformed QUERY", 91204),
+        ("mariadb-server-10.3/std_data/binlog_before_20574.bin", "encrypted", 296),
+    ],
+)
+def test_bad_input_is_one_clear_line(corpus: Path, name: str, kind: str, offset: int | None) -> None:
+    path = corpus / name
+    res = run("dump", str(path))
+    err = res.stderr.decode()
+    assert res.returncode == 2
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith(f"binlake: error: {path}") and kind in err
+    if offset is not None:
+        assert f"offset {offset}" in err
+        printed = [int(line[5:]) for line in res.stdout.decode().splitlines() if line.startswith("# at ")]
+        assert all(p < offset for p in printed)
+        assert len(printed) >= (1 if offset else 0)
+
+
+def test_not_a_binlog_and_missing_file(tmp_path: Path) -> None:
+    junk = tmp_path / "junk"
+    junk.write_bytes(b"hello world")
+    res = run("dump", str(junk))
+    assert res.returncode == 2 and b"not a binlog file" in res.stderr and b"offset 0" in res.stderr
+    res = run("dump", str(tmp_path / "nope"))
+    assert res.returncode == 2 and b"No such file" in res.stderr and b"Traceback" not in res.stderr
