@@ -130,30 +130,16 @@ def decode_rows_data(ev: Rows, buf: bytes, tm: TableMap, is_partial: bool) -> No
         raise ValueError(f"rows event has {ev.column_count} columns, its table map {len(tm.columns)}")
     before = tuple(bits_set(ev.columns_before, ev.column_count))
     after = tuple(bits_set(ev.columns_after, ev.column_count))
-    json_cols = tm.json_columns if is_partial else []
     pos, end = 0, len(buf)
-    rows = ev.rows
     op = ev.operation
-    sig, cols = tm.signature, tm.columns
-    if op == "insert":
-        image = PLANS.get(sig, cols, after, ABSENT)
-        while pos < end:
-            img, pos = image(buf, pos)
-            rows.append((None, img))
-    elif op == "delete":
-        image = PLANS.get(sig, cols, before, ABSENT)
-        while pos < end:
-            img, pos = image(buf, pos)
-            rows.append((img, None))
-    elif not is_partial:
-        image_b = PLANS.get(sig, cols, before, ABSENT)
-        image_a = PLANS.get(sig, cols, after, ABSENT)
-        while pos < end:
-            b, pos = image_b(buf, pos)
-            a, pos = image_a(buf, pos)
-            rows.append((b, a))
+    if not is_partial:
+        decode_all = PLANS.get(
+            tm.signature, tm.columns, before if op != "insert" else None, after if op != "delete" else None, ABSENT
+        )
+        ev.rows, pos = decode_all(buf, 0, end)
     else:
         # PARTIAL_UPDATE_ROWS: value options and partial-JSON bits sit between the two images
+        json_cols = tm.json_columns
         while pos < end:
             b, pos = decode_image(buf, pos, list(before), tm)
             c = Cursor(buf, pos)
@@ -162,7 +148,7 @@ def decode_rows_data(ev: Rows, buf: bytes, tm: TableMap, is_partial: bool) -> No
                 bits = c.bitmap(len(json_cols))
                 partial = frozenset(col for k, col in enumerate(json_cols) if bits >> k & 1)
             a, pos = decode_image(buf, c.pos, list(after), tm, partial)
-            rows.append((b, a))
+            ev.rows.append((b, a))
     if pos != end:
         raise ValueError(f"row data overran the event by {pos - end} bytes")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from decimal import Decimal
+from decimal import Context, Decimal
 from typing import Any
 
 from binlake.values.types import ColumnType
@@ -79,6 +79,8 @@ def bit_length(meta: int) -> int:
 
 
 _DIG2BYTES = (0, 1, 1, 2, 2, 3, 3, 4, 4, 4)
+# Exact for every DECIMAL MySQL allows (65 digits): scaling never rounds under this context.
+DECIMAL_CONTEXT = Context(prec=100)
 
 
 def decimal_size(precision: int, scale: int) -> int:
@@ -86,7 +88,7 @@ def decimal_size(precision: int, scale: int) -> int:
     return (intg // 9) * 4 + _DIG2BYTES[intg % 9] + (scale // 9) * 4 + _DIG2BYTES[scale % 9]
 
 
-def _decimal_segments(precision: int, scale: int) -> list[tuple[int, int]]:
+def decimal_segments(precision: int, scale: int) -> list[tuple[int, int]]:
     """(bytes, digits) of each stored group, most significant first."""
     intg = precision - scale
     intg0, intg0x = divmod(intg, 9)
@@ -106,7 +108,7 @@ def decode_decimal(buf: bytes, pos: int, precision: int, scale: int) -> tuple[De
 def decimal_decoder(meta: int) -> Decoder:
     """One read of the whole value as an integer, then its base-10^9 groups by shifts."""
     precision, scale = meta >> 8, meta & 0xFF
-    segs = _decimal_segments(precision, scale)
+    segs = decimal_segments(precision, scale)
     size = sum(n for n, _ in segs)
     if size == 0 or scale > precision:
         raise ValueError(f"DECIMAL({precision},{scale}) is not a valid column type")
@@ -119,7 +121,6 @@ def decimal_decoder(meta: int) -> Decoder:
     for nbytes, digits in reversed(segs):
         plan.append((shift, (1 << (nbytes * 8)) - 1, 10**digits))
         shift += nbytes * 8
-    suffix = f"E-{scale}" if scale else ""
     from_bytes = int.from_bytes
 
     def dec_decimal(buf: bytes, pos: int) -> tuple[Decimal, int]:
@@ -127,16 +128,12 @@ def decimal_decoder(meta: int) -> Decoder:
         if end > len(buf):
             raise ValueError(f"DECIMAL({precision},{scale}) needs {size} bytes")
         v = from_bytes(buf[pos:end], "big")
-        if v & top:
-            v ^= top
-            sign = ""
-        else:
-            v ^= flip_negative
-            sign = "-"
+        negative = not v & top
+        v ^= flip_negative if negative else top
         total, scale10 = 0, 1
         for sh, mask, p10 in plan:
             total += ((v >> sh) & mask) * scale10
             scale10 *= p10
-        return Decimal(f"{sign}{total}{suffix}"), end
+        return Decimal(-total if negative else total).scaleb(-scale, DECIMAL_CONTEXT), end
 
     return dec_decimal

@@ -9,15 +9,19 @@ value is the same as the closures produce (tests run both paths on the real corp
 
 from __future__ import annotations
 
+import datetime as dt
 import struct
 from collections.abc import Callable
+from decimal import Decimal
 from typing import Any
 
 from binlake.values.charsets import codec_for
 from binlake.values.columns import ColumnDef, column_decoder
-from binlake.values.types import ColumnType
+from binlake.values.numeric import DECIMAL_CONTEXT, decimal_segments
+from binlake.values.temporal import MysqlDate, MysqlDateTime
+from binlake.values.types import ColumnType, string_max_length
 
-ImageDecoder = Callable[[bytes, int], tuple[list[Any], int]]
+RowsDecoder = Callable[[bytes, int, int], tuple[list[tuple[Any, Any]], int]]
 
 _INT_FMT = {
     ColumnType.TINY: ("b", "B", 1),
@@ -42,12 +46,8 @@ def _inline_float(col: ColumnDef, v: str, env: dict[str, Any]) -> list[str] | No
     return [f"{v} = {name}(buf, p)[0]", f"p += {4 if col.real_type == ColumnType.FLOAT else 8}"]
 
 
-def _inline_varchar(col: ColumnDef, v: str, env: dict[str, Any]) -> list[str] | None:
-    """VARCHAR in UTF-8 (or of unknown charset, read as UTF-8 when valid): the hot path of most tables."""
-    if codec_for(col.collation) not in ("utf-8", "?"):
-        return None
-    length = "buf[p]" if col.meta < 256 else "(buf[p] | buf[p + 1] << 8)"
-    width = 1 if col.meta < 256 else 2
+def _text_lines(v: str, width: int) -> list[str]:
+    length = {1: "buf[p]", 2: "(buf[p] | buf[p + 1] << 8)"}.get(width, f"int.from_bytes(buf[p:p + {width}], 'little')")
     return [
         f"e = p + {width} + {length}",
         "if e > L: raise ValueError('string runs past the row image')",
@@ -59,6 +59,121 @@ def _inline_varchar(col: ColumnDef, v: str, env: dict[str, Any]) -> list[str] | 
     ]
 
 
+def _utf8(col: ColumnDef) -> bool:
+    return codec_for(col.collation) in ("utf-8", "?")
+
+
+def _inline_varchar(col: ColumnDef, v: str, env: dict[str, Any]) -> list[str] | None:
+    """VARCHAR in UTF-8 (or of unknown charset, read as UTF-8 when valid): the hot path of most tables."""
+    return _text_lines(v, 1 if col.meta < 256 else 2) if _utf8(col) else None
+
+
+def _inline_char(col: ColumnDef, v: str, env: dict[str, Any]) -> list[str] | None:
+    return _text_lines(v, 1 if string_max_length(col.meta) < 256 else 2) if _utf8(col) else None
+
+
+def _inline_text(col: ColumnDef, v: str, env: dict[str, Any]) -> list[str] | None:
+    return _text_lines(v, col.meta) if _utf8(col) and 1 <= col.meta <= 4 else None
+
+
+def _inline_date(col: ColumnDef, v: str, env: dict[str, Any]) -> list[str] | None:
+    env["_date"], env["_MysqlDate"] = dt.date, MysqlDate
+    return [
+        "x = buf[p] | buf[p + 1] << 8 | buf[p + 2] << 16",
+        "try:",
+        f"    {v} = _date(x >> 9, (x >> 5) & 15, x & 31)",
+        "except ValueError:",
+        f"    {v} = _MysqlDate(x >> 9, (x >> 5) & 15, x & 31)",
+        "p += 3",
+    ]
+
+
+_FRAC_FMT = {0: ("", "0"), 1: ("B", "{a} * 10000"), 2: ("H", "{a} * 100"), 3: ("HB", "({a} << 8 | {b})")}
+
+
+def _temporal_read(col: ColumnDef, env: dict[str, Any], int_fmt: str, int_expr: str) -> tuple[list[str], int]:
+    """One struct read of a big-endian integer part and its fraction bytes: sets ``x`` and ``us``."""
+    n = (col.meta + 1) // 2
+    frac_fmt, frac_expr = _FRAC_FMT[n]
+    st = struct.Struct(">" + int_fmt + frac_fmt)
+    env[f"_t{col.index}"] = st.unpack_from
+    names = ["x0", "x1"][: len(int_fmt)] + ["f0", "f1"][: len(frac_fmt)]
+    lines = [f"{', '.join(names)}{',' if len(names) == 1 else ''} = _t{col.index}(buf, p)", f"x = {int_expr}",
+             f"us = {frac_expr.format(a='f0', b='f1')}"]
+    return lines, st.size
+
+
+def _inline_datetime2(col: ColumnDef, v: str, env: dict[str, Any]) -> list[str] | None:
+    env["_datetime"], env["_MysqlDateTime"] = dt.datetime, MysqlDateTime
+    read, size = _temporal_read(col, env, "IB", "(x0 << 8 | x1) - 0x8000000000")
+    return [
+        *read,
+        "if x < 0: x = -x",
+        "ymd = x >> 17; hms = x & 0x1FFFF; y, mo = divmod(ymd >> 5, 13)",
+        "try:",
+        f"    {v} = _datetime(y, mo, ymd & 31, hms >> 12, (hms >> 6) & 63, hms & 63, us)",
+        "except ValueError:",
+        f"    {v} = _MysqlDateTime(y, mo, ymd & 31, hms >> 12, (hms >> 6) & 63, hms & 63, us)",
+        f"p += {size}",
+    ]
+
+
+def _inline_timestamp2(col: ColumnDef, v: str, env: dict[str, Any]) -> list[str] | None:
+    env["_fromts"], env["_UTC"], env["_ZERO_TS"] = dt.datetime.fromtimestamp, dt.timezone.utc, MysqlDateTime(0, 0, 0)
+    read, size = _temporal_read(col, env, "I", "x0")
+    return [
+        *read,
+        f"{v} = (_fromts(x, _UTC).replace(microsecond=us) if us else _fromts(x, _UTC)) if x or us else _ZERO_TS",
+        f"p += {size}",
+    ]
+
+
+def _inline_set(col: ColumnDef, v: str, env: dict[str, Any]) -> list[str] | None:
+    """One-byte SETs: all 256 values precomputed."""
+    names = col.set_values
+    if names is None or col.meta & 0xFF != 1:
+        return None
+    table = [m if m >> len(names) else tuple(n for k, n in enumerate(names) if m >> k & 1) for m in range(256)]
+    env[f"_m{col.index}"] = table
+    return [f"{v} = _m{col.index}[buf[p]]", "p += 1"]
+
+
+def _inline_decimal(col: ColumnDef, v: str, env: dict[str, Any]) -> list[str] | None:
+    """DECIMAL unrolled: one integer read, its base-10^9 groups combined by constant shifts."""
+    precision, scale = col.meta >> 8, col.meta & 0xFF
+    if scale > precision or precision == 0:
+        return None
+    segs = decimal_segments(precision, scale)
+    size = sum(n for n, _ in segs)
+    bits = size * 8
+    top = 1 << (bits - 1)
+    env["_Decimal"] = Decimal
+    terms, shift, mult = [], 0, 1
+    for nbytes, digits in reversed(segs):
+        terms.append(f"((x >> {shift}) & {(1 << nbytes * 8) - 1}) * {mult}" if mult != 1 else f"((x >> {shift}) & {(1 << nbytes * 8) - 1})")
+        shift += nbytes * 8
+        mult *= 10**digits
+    env["_DCTX"] = DECIMAL_CONTEXT
+    value = " + ".join(terms)
+    make = (lambda expr: f"_Decimal({expr}).scaleb({-scale}, _DCTX)") if scale else (lambda expr: f"_Decimal({expr})")
+    return [
+        f"if p + {size} > L: raise ValueError('DECIMAL runs past the row image')",
+        f"x = int.from_bytes(buf[p:p + {size}], 'big')",
+        f"if x & {top}:",
+        f"    x ^= {top}",
+        f"    {v} = {make(value)}",
+        "else:",
+        f"    x ^= {top ^ ((1 << bits) - 1)}",
+        f"    {v} = {make('-(' + value + ')')}",
+        f"p += {size}",
+    ]
+
+
+def _inline_bit(col: ColumnDef, v: str, env: dict[str, Any]) -> list[str] | None:
+    n = ((col.meta >> 8) * 8 + (col.meta & 0xFF) + 7) // 8
+    return [f"{v} = int.from_bytes(buf[p:p + {n}], 'big')", f"p += {n}"] if n else None
+
+
 def _inline_year(col: ColumnDef, v: str, env: dict[str, Any]) -> list[str] | None:
     return [f"{v} = buf[p]", f"if {v}: {v} += 1900", "p += 1"]
 
@@ -67,8 +182,9 @@ def _inline_enum(col: ColumnDef, v: str, env: dict[str, Any]) -> list[str] | Non
     if col.enum_values is None or col.meta & 0xFF != 1:
         return None
     name = f"_n{col.index}"
-    env[name] = ["", *col.enum_values]
-    return [f"{v} = buf[p]", f"{v} = {name}[{v}] if {v} < {len(col.enum_values) + 1} else {v}", "p += 1"]
+    known = ["", *col.enum_values]
+    env[name] = [known[i] if i < len(known) else i for i in range(256)]  # unknown indexes stay ints
+    return [f"{v} = {name}[buf[p]]", "p += 1"]
 
 
 # type -> builder of inline code (None from a builder: use the closure instead)
@@ -80,37 +196,113 @@ INLINE: dict[int, Callable[[ColumnDef, str, dict[str, Any]], list[str] | None]] 
     ColumnType.FLOAT: _inline_float,
     ColumnType.DOUBLE: _inline_float,
     ColumnType.VARCHAR: _inline_varchar,
+    ColumnType.STRING: _inline_char,
+    ColumnType.BLOB: _inline_text,
     ColumnType.YEAR: _inline_year,
+    ColumnType.BIT: _inline_bit,
     ColumnType.ENUM: _inline_enum,
+    ColumnType.SET: _inline_set,
+    ColumnType.DATE: _inline_date,
+    ColumnType.NEWDATE: _inline_date,
+    ColumnType.DATETIME2: _inline_datetime2,
+    ColumnType.TIMESTAMP2: _inline_timestamp2,
+    ColumnType.NEWDECIMAL: _inline_decimal,
 }
 
 
-def compile_image_decoder(columns: list[ColumnDef], present: tuple[int, ...], absent: Any) -> ImageDecoder:
-    env: dict[str, Any] = {"ABSENT": absent}
+_FIXED_FMT = {
+    ColumnType.TINY: ("b", "B"),
+    ColumnType.SHORT: ("h", "H"),
+    ColumnType.LONG: ("i", "I"),
+    ColumnType.LONGLONG: ("q", "Q"),
+    ColumnType.FLOAT: ("f", "f"),
+    ColumnType.DOUBLE: ("d", "d"),
+}
+
+
+def _fixed_code(col: ColumnDef) -> str | None:
+    fmt = _FIXED_FMT.get(col.real_type)
+    return None if fmt is None else fmt[1] if col.unsigned else fmt[0]
+
+
+def _value_lines(col: ColumnDef, env: dict[str, Any]) -> list[str]:
+    v = f"v{col.index}"
+    builder = INLINE.get(col.real_type)
+    body = builder(col, v, env) if builder else None
+    if body is None:
+        env[f"_d{col.index}"] = column_decoder(col)
+        body = [f"{v}, p = _d{col.index}(buf, p)"]
+    return body
+
+
+def _image_lines(columns: list[ColumnDef], present: tuple[int, ...], env: dict[str, Any], tag: str) -> list[str]:
+    """Statements that read one image at ``p`` into ``row_{tag}`` (a list, ABSENT where not present).
+
+    Two paths: with no NULL in the image (the common case) runs of fixed-width numbers are read by
+    one ``struct`` call and no NULL bit is tested; otherwise every column tests its bit.
+    """
     nb = (len(present) + 7) >> 3
     lines = [
-        "def decode_image(buf, p):",
-        "    L = len(buf)",
-        f"    if p + {nb} > L: raise ValueError('row image ends inside its NULL bitmap')",
-        "    nulls = buf[p]" if nb == 1 else f"    nulls = int.from_bytes(buf[p:p + {nb}], 'little')",
-        f"    p += {nb}",
+        f"if p + {nb} > L: raise ValueError('row image ends inside its NULL bitmap')",
+        "nulls = buf[p]" if nb == 1 else f"nulls = int.from_bytes(buf[p:p + {nb}], 'little')",
+        f"p += {nb}",
+        "if not nulls:",
     ]
-    for j, i in enumerate(present):
+    run: list[ColumnDef] = []
+
+    def flush() -> None:
+        if not run:
+            return
+        st = struct.Struct("<" + "".join(_fixed_code(c) or "" for c in run))
+        name = f"_r{tag}{run[0].index}"
+        env[name] = st.unpack_from
+        targets = ", ".join(f"v{c.index}" for c in run)
+        lines.append(f"    {targets}{',' if len(run) == 1 else ''} = {name}(buf, p)")
+        lines.append(f"    p += {st.size}")
+        run.clear()
+
+    for i in present:
         col = columns[i]
-        v = f"v{i}"
-        builder = INLINE.get(col.real_type)
-        body = builder(col, v, env) if builder else None
-        if body is None:
-            env[f"_d{i}"] = column_decoder(col)
-            body = [f"{v}, p = _d{i}(buf, p)"]
+        if _fixed_code(col) is not None:
+            run.append(col)
+            continue
+        flush()
+        lines.extend("    " + line for line in _value_lines(col, env))
+    flush()
+    lines.append("else:")
+    for j, i in enumerate(present):
         lines.append(f"    if nulls & {1 << j}:")
-        lines.append(f"        {v} = None")
+        lines.append(f"        v{i} = None")
         lines.append("    else:")
-        lines.extend("        " + line for line in body)
+        lines.extend("        " + line for line in _value_lines(columns[i], env))
     values = ", ".join(f"v{i}" if i in present else "ABSENT" for i in range(len(columns)))
-    lines.append(f"    return [{values}], p")
-    exec(compile("\n".join(lines), f"<row image of {len(columns)} columns>", "exec"), env)  # noqa: S102
-    return env["decode_image"]  # type: ignore[no-any-return]
+    lines.append(f"row_{tag} = [{values}]")
+    return lines
+
+
+def compile_rows_decoder(
+    columns: list[ColumnDef], before: tuple[int, ...] | None, after: tuple[int, ...] | None, absent: Any
+) -> RowsDecoder:
+    """A function reading every row of a rows event: ``(buf, p, end) -> ([(before, after), …], p)``."""
+    env: dict[str, Any] = {"ABSENT": absent}
+    body: list[str] = []
+    if before is not None:
+        body += _image_lines(columns, before, env, "b")
+    if after is not None:
+        body += _image_lines(columns, after, env, "a")
+    pair = f"({'row_b' if before is not None else 'None'}, {'row_a' if after is not None else 'None'})"
+    lines = [
+        "def decode_rows(buf, p, end):",
+        "    L = len(buf)",
+        "    out = []",
+        "    append = out.append",
+        "    while p < end:",
+        *("        " + line for line in body),
+        f"        append({pair})",
+        "    return out, p",
+    ]
+    exec(compile("\n".join(lines), f"<rows of {len(columns)} columns>", "exec"), env)  # noqa: S102
+    return env["decode_rows"]  # type: ignore[no-any-return]
 
 
 def layout_signature(columns: list[ColumnDef]) -> tuple[Any, ...]:
@@ -124,19 +316,26 @@ def layout_signature(columns: list[ColumnDef]) -> tuple[Any, ...]:
 
 
 class PlanCache:
-    """Generated image decoders by (layout, present columns): table maps repeat in every transaction."""
+    """Generated rows decoders by (layout, present columns): table maps repeat in every transaction."""
 
     def __init__(self, limit: int = 4096) -> None:
         self.limit = limit
-        self._plans: dict[tuple[Any, ...], ImageDecoder] = {}
+        self._plans: dict[tuple[Any, ...], RowsDecoder] = {}
 
-    def get(self, signature: tuple[Any, ...], columns: list[ColumnDef], present: tuple[int, ...], absent: Any) -> ImageDecoder:
-        key = (signature, present)
+    def get(
+        self,
+        signature: tuple[Any, ...],
+        columns: list[ColumnDef],
+        before: tuple[int, ...] | None,
+        after: tuple[int, ...] | None,
+        absent: Any,
+    ) -> RowsDecoder:
+        key = (signature, before, after)
         fn = self._plans.get(key)
         if fn is None:
             if len(self._plans) >= self.limit:
                 self._plans.clear()
-            fn = self._plans[key] = compile_image_decoder(columns, present, absent)
+            fn = self._plans[key] = compile_rows_decoder(columns, before, after, absent)
         return fn
 
 
