@@ -19,7 +19,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_binlog import ensure_binlog  # noqa: E402
-
 from binlake.events.rows import Rows  # noqa: E402
 from binlake.reader import BinlogReader  # noqa: E402
 
@@ -62,10 +61,20 @@ def bench_pmr(files: list[Path]) -> tuple[float, int]:
     from pymysqlreplication.packet import BinLogPacketWrapper
 
     allowed = {
-        row_event.TableMapEvent, row_event.WriteRowsEvent, row_event.UpdateRowsEvent, row_event.DeleteRowsEvent,
-        event.QueryEvent, event.XidEvent, event.FormatDescriptionEvent, event.RotateEvent, event.GtidEvent,
-        event.MariadbGtidEvent, event.MariadbAnnotateRowsEvent, event.MariadbBinLogCheckPointEvent,
-        event.MariadbGtidListEvent, event.StopEvent,
+        row_event.TableMapEvent,
+        row_event.WriteRowsEvent,
+        row_event.UpdateRowsEvent,
+        row_event.DeleteRowsEvent,
+        event.QueryEvent,
+        event.XidEvent,
+        event.FormatDescriptionEvent,
+        event.RotateEvent,
+        event.GtidEvent,
+        event.MariadbGtidEvent,
+        event.MariadbAnnotateRowsEvent,
+        event.MariadbBinLogCheckPointEvent,
+        event.MariadbGtidListEvent,
+        event.StopEvent,
     }
     ctl = _Ctl("mariadb")
     rows = 0
@@ -74,8 +83,21 @@ def bench_pmr(files: list[Path]) -> tuple[float, int]:
     table_map: dict = {}
     for pkt in packets:
         w = BinLogPacketWrapper(
-            MysqlPacket(pkt, "utf8"), table_map, ctl, (10, 11, 0), True, allowed, None, None, None, None,
-            False, False, False, True, False,
+            MysqlPacket(pkt, "utf8"),
+            table_map,
+            ctl,
+            (10, 11, 0),
+            True,
+            allowed,
+            None,
+            None,
+            None,
+            None,
+            False,
+            False,
+            False,
+            True,
+            False,
         )
         ev = w.event
         if isinstance(ev, row_event.RowsEvent):
@@ -88,8 +110,13 @@ def bench_mariadb_binlog(files: list[Path]) -> float | None:
     if exe is None:
         return None
     t0 = time.time()
-    subprocess.run([exe, "-vv", "--base64-output=decode-rows", *map(str, files)], stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL, check=False, env={**os.environ, "TZ": "UTC"})
+    subprocess.run(
+        [exe, "-vv", "--base64-output=decode-rows", *map(str, files)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        check=False,
+        env={**os.environ, "TZ": "UTC"},
+    )
     return time.time() - t0
 
 

@@ -24,10 +24,15 @@ def _json_objects(text: str) -> list[dict[str, Any]]:
     return out
 
 
-ZALORA = [("fixtures/01.json", "fixtures/mysql-bin.01"), ("fixtures/02.json", "fixtures/mysql-bin.02"),
-          ("fixtures/03.json", "fixtures/mysql-bin.03"), ("fixtures/05.json", "fixtures/mysql-bin.05"),
-          ("fixtures/06.json", "fixtures/mysql-bin.06"), ("fixtures/07.json", "fixtures/mysql-bin.07"),
-          ("gtid-fixtures/01.json", "gtid-fixtures/mysql-bin.01")]
+ZALORA = [
+    ("fixtures/01.json", "fixtures/mysql-bin.01"),
+    ("fixtures/02.json", "fixtures/mysql-bin.02"),
+    ("fixtures/03.json", "fixtures/mysql-bin.03"),
+    ("fixtures/05.json", "fixtures/mysql-bin.05"),
+    ("fixtures/06.json", "fixtures/mysql-bin.06"),
+    ("fixtures/07.json", "fixtures/mysql-bin.07"),
+    ("gtid-fixtures/01.json", "gtid-fixtures/mysql-bin.01"),
+]
 
 
 def _values(row: dict[str, Any] | None) -> list[str]:
@@ -40,9 +45,13 @@ def test_zalora_expected_json(corpus: Path, expected: str, binlog: str) -> None:
     position: compare operation, table and each row's values."""
     base = corpus / "zalora-binlog-parser"
     want = [
-        (o["Type"].lower(), o["Header"]["Schema"], o["Header"]["Table"],
-         _values((o.get("OldData") or o.get("Data") or {}).get("Row")) if o["Type"] != "Insert" else None,
-         _values((o.get("NewData") or o.get("Data") or {}).get("Row")) if o["Type"] != "Delete" else None)
+        (
+            o["Type"].lower(),
+            o["Header"]["Schema"],
+            o["Header"]["Table"],
+            _values((o.get("OldData") or o.get("Data") or {}).get("Row")) if o["Type"] != "Insert" else None,
+            _values((o.get("NewData") or o.get("Data") or {}).get("Row")) if o["Type"] != "Delete" else None,
+        )
         for o in _json_objects((base / expected).read_text())
         if o["Type"] in ("Insert", "Update", "Delete")
     ]
@@ -52,9 +61,15 @@ def test_zalora_expected_json(corpus: Path, expected: str, binlog: str) -> None:
             d = event_dict(ev)["body"]
             op = {"insert": "insert", "update": "update", "delete": "delete"}[d["operation"]]
             for r in d["rows"]:
-                got.append((op, d["database"], d["table"],
-                            _values(r["before"]) if r["before"] is not None else None,
-                            _values(r["after"]) if r["after"] is not None else None))
+                got.append(
+                    (
+                        op,
+                        d["database"],
+                        d["table"],
+                        _values(r["before"]) if r["before"] is not None else None,
+                        _values(r["after"]) if r["after"] is not None else None,
+                    )
+                )
     assert got == want
 
 
@@ -67,8 +82,12 @@ def test_zalora_plaintext_mysqlbinlog(corpus: Path, n: str) -> None:
     theirs_rows = [line for line in text.splitlines() if line.startswith("###")]
     ours = list(render_text(BinlogReader(base / f"mysql-bin.{n}"), positional=True))
     assert [line for line in ours if line.startswith("###")] == theirs_rows
-    header = re.compile(r"^#\d{6} [ \d]\d:\d\d:\d\d (server id .*?)\t(Table_map|Write_rows|Update_rows|Delete_rows|Xid|Rotate).*")
-    theirs_heads = [m.group(0).split(" server id ", 1)[1] for line in text.splitlines() if (m := header.match(line))]
+    header = re.compile(
+        r"^#\d{6} [ \d]\d:\d\d:\d\d (server id .*?)\t(Table_map|Write_rows|Update_rows|Delete_rows|Xid|Rotate).*"
+    )
+    theirs_heads = [
+        m.group(0).split(" server id ", 1)[1] for line in text.splitlines() if (m := header.match(line))
+    ]
     ours_heads = [line.split(" server id ", 1)[1] for line in ours if header.match(line)]
     assert ours_heads == theirs_heads
     assert [line for line in ours if line.startswith("# at ")] == [
@@ -78,11 +97,20 @@ def test_zalora_plaintext_mysqlbinlog(corpus: Path, n: str) -> None:
 
 def test_mysql_test_row_verbose_result(corpus: Path) -> None:
     """mysql-test's binlog_row_mysqlbinlog_verbose: ``mysqlbinlog -v`` of four NDB binlogs."""
-    result = (corpus / "mysql-server-8.0.39/companions/suite/binlog/r/binlog_row_mysqlbinlog_verbose.result").read_text()
-    blocks = re.findall(r"Verbose statements from : (\S+)\n.*?\nstmt\n(.*?)drop table raw_binlog_rows;", result, re.S)
+    result = (
+        corpus / "mysql-server-8.0.39/companions/suite/binlog/r/binlog_row_mysqlbinlog_verbose.result"
+    ).read_text()
+    blocks = re.findall(
+        r"Verbose statements from : (\S+)\n.*?\nstmt\n(.*?)drop table raw_binlog_rows;", result, re.S
+    )
     assert len(blocks) == 4
     for name, body in blocks:
         expected = [line for line in body.splitlines() if line.startswith("###")]
         events = BinlogReader(corpus / "mysql-server-8.0.39/suite/binlog/std_data" / name)
-        ours = [line for ev in events if isinstance(ev.body, Rows) for line in rows_lines(ev.body, 1, positional=True)]
+        ours = [
+            line
+            for ev in events
+            if isinstance(ev.body, Rows)
+            for line in rows_lines(ev.body, 1, positional=True)
+        ]
         assert ours == expected, name

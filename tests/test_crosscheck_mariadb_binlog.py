@@ -39,7 +39,10 @@ def normalise(theirs: bytes, ours: bytes) -> str | None:
     """
     if theirs == ours:
         return None
-    if theirs.endswith(b"=1900 /* YEAR meta=0 nullable=1 is_null=0 */") and ours.replace(b"=0000 ", b"=1900 ") == theirs:
+    if (
+        theirs.endswith(b"=1900 /* YEAR meta=0 nullable=1 is_null=0 */")
+        and ours.replace(b"=0000 ", b"=1900 ") == theirs
+    ):
         return None
     if b" UNSIGNED meta=" in ours:
         ours_plain = ours.replace(b" UNSIGNED meta=", b" meta=")
@@ -50,7 +53,9 @@ def normalise(theirs: bytes, ours: bytes) -> str | None:
                 return None
     m_t, m_o = _VALUE.match(theirs), _VALUE.match(ours)
     if m_t and m_o and b"STRING(" in m_o.group(3) and m_t.group(3) == m_o.group(3):
-        if m_o.group(2).startswith(m_t.group(2)[:-1]) and set(m_o.group(2)[len(m_t.group(2)) - 1 : -1].split(b"\\x00")) <= {b""}:
+        if m_o.group(2).startswith(m_t.group(2)[:-1]) and set(
+            m_o.group(2)[len(m_t.group(2)) - 1 : -1].split(b"\\x00")
+        ) <= {b""}:
             return None
     return "differs"
 
@@ -63,7 +68,9 @@ def _rows(cmd: list[str]) -> list[bytes]:
 RECORDS = [r for r in corpus_index()["records"]]
 
 
-@pytest.mark.skipif(shutil.which("mariadb-binlog") is None, reason="mariadb-binlog (Debian mariadb-client) missing")
+@pytest.mark.skipif(
+    shutil.which("mariadb-binlog") is None, reason="mariadb-binlog (Debian mariadb-client) missing"
+)
 @pytest.mark.parametrize("record", RECORDS, ids=[r["path"] for r in RECORDS])
 def test_row_lines_match_mariadb_binlog(corpus: Path, record: dict) -> None:
     path = str(corpus / record["path"])

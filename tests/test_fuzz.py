@@ -21,8 +21,55 @@ FUZZ = settings(max_examples=300, deadline=2000, suppress_health_check=[HealthCh
 MAX_PEAK = 64 << 20  # bytes a single malformed file may make us allocate
 
 FDE_80 = (
-    struct.pack("<H", 4) + b"8.0.30".ljust(50, b"\0") + struct.pack("<I", 0) + b"\x13"
-    + bytes([0, 13, 0, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 98, 0, 4, 26, 8, 0, 0, 0, 8, 8, 8, 2, 0, 0, 0, 10, 10, 10, 42, 42, 0, 18, 52, 0, 0, 0, 0])
+    struct.pack("<H", 4)
+    + b"8.0.30".ljust(50, b"\0")
+    + struct.pack("<I", 0)
+    + b"\x13"
+    + bytes(
+        [
+            0,
+            13,
+            0,
+            8,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            98,
+            0,
+            4,
+            26,
+            8,
+            0,
+            0,
+            0,
+            8,
+            8,
+            8,
+            2,
+            0,
+            0,
+            0,
+            10,
+            10,
+            10,
+            42,
+            42,
+            0,
+            18,
+            52,
+            0,
+            0,
+            0,
+            0,
+        ]
+    )
     + b"\x00"  # checksum off, so arbitrary bytes reach the body decoders
 )
 
@@ -61,7 +108,14 @@ def test_arbitrary_body_for_every_event_type(code: int, body: bytes) -> None:
     dec = EventDecoder("fuzz")
     list(dec.decode(event(15, FDE_80 + b"\0\0\0\0", 4), 4))
     # give rows events a table to decode against
-    tm = (7).to_bytes(6, "little") + b"\0\0\x01d\0\x01t\0\x04" + bytes([3, 15, 246, 245]) + b"\x05" + b"\x10\x00\x0a\x02\x04" + b"\x0f"
+    tm = (
+        (7).to_bytes(6, "little")
+        + b"\0\0\x01d\0\x01t\0\x04"
+        + bytes([3, 15, 246, 245])
+        + b"\x05"
+        + b"\x10\x00\x0a\x02\x04"
+        + b"\x0f"
+    )
     list(dec.decode(event(19, tm, 200), 200))
     try:
         list(dec.decode(event(code, body, 300), 300))
@@ -81,7 +135,11 @@ def _corpus_files(corpus: Path) -> list[Path]:
     return [corpus / n for n in names]
 
 
-@settings(max_examples=200, deadline=3000, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=200,
+    deadline=3000,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(data=st.data())
 def test_mutated_real_files(corpus: Path, tmp_path: Path, data: st.DataObject) -> None:
     src = data.draw(st.sampled_from(_corpus_files(corpus)))
@@ -107,7 +165,14 @@ def test_forged_payload_size_does_not_inflate(tmp_path: Path) -> None:
     import zstandard
 
     data = zstandard.ZstdCompressor().compress(b"\0" * 100000)
-    fields = b"\x02\x01\x00" + b"\x03\x09\xfe" + (1 << 32).to_bytes(8, "little") + b"\x01\x01" + bytes([len(data) if len(data) < 251 else 0]) + b"\x00"
+    fields = (
+        b"\x02\x01\x00"
+        + b"\x03\x09\xfe"
+        + (1 << 32).to_bytes(8, "little")
+        + b"\x01\x01"
+        + bytes([len(data) if len(data) < 251 else 0])
+        + b"\x00"
+    )
     path = tmp_path / "p.bin"
     path.write_bytes(fde_file() + event(40, fields + data, 200))
     tracemalloc.start()

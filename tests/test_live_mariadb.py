@@ -73,7 +73,9 @@ def _row_lines(cmd: list[str]) -> list[bytes]:
     return [line for line in out.split(b"\n") if line.startswith(b"###")]
 
 
-@pytest.mark.skipif(shutil.which("mariadb-binlog") is None, reason="mariadb-binlog (Debian mariadb-client) missing")
+@pytest.mark.skipif(
+    shutil.which("mariadb-binlog") is None, reason="mariadb-binlog (Debian mariadb-client) missing"
+)
 def test_dump_text_agrees_with_mariadb_binlog(alltypes_binlogs: list[Path]) -> None:
     from tests.test_crosscheck_mariadb_binlog import normalise
 
@@ -96,9 +98,19 @@ def test_generated_decoders_equal_per_column_on_all_types(alltypes_binlogs: list
         for ev in read_events(f, decode_rows=False):
             body = ev.body
             if isinstance(body, Rows) and body.table is not None:
-                before = tuple(bits_set(body.columns_before, body.column_count)) if body.operation != "insert" else None
-                after = tuple(bits_set(body.columns_after, body.column_count)) if body.operation != "delete" else None
-                fast, _ = PLANS.get(body.table.signature, body.table.columns, before, after, ABSENT)(body.raw_rows, 0, len(body.raw_rows))
+                before = (
+                    tuple(bits_set(body.columns_before, body.column_count))
+                    if body.operation != "insert"
+                    else None
+                )
+                after = (
+                    tuple(bits_set(body.columns_after, body.column_count))
+                    if body.operation != "delete"
+                    else None
+                )
+                fast, _ = PLANS.get(body.table.signature, body.table.columns, before, after, ABSENT)(
+                    body.raw_rows, 0, len(body.raw_rows)
+                )
                 assert fast == generic_rows(body)
                 checked += 1
     assert checked >= 9

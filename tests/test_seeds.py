@@ -122,7 +122,12 @@ def test_seed_000_rows_match_mysqlbinlog() -> None:
     assert len(blocks) >= 2
     for raw, expected in blocks:
         events = _decode_concatenated(raw)
-        lines = [line for e in events if isinstance(e.body, Rows) for line in rows_lines(e.body, 2, positional=True)]
+        lines = [
+            line
+            for e in events
+            if isinstance(e.body, Rows)
+            for line in rows_lines(e.body, 2, positional=True)
+        ]
         assert [" ".join(x.split()) for x in lines] == [" ".join(x.split()) for x in expected]
 
 

@@ -46,7 +46,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="binlake", description="Exact, ordered change data from MySQL-family binlogs.")
+    p = argparse.ArgumentParser(
+        prog="binlake", description="Exact, ordered change data from MySQL-family binlogs."
+    )
     p.add_argument("--version", action="version", version=f"binlake {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
@@ -55,15 +57,34 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--format", choices=("text", "json"), default="text")
     d.add_argument("--start-position", type=int, help="first event offset (the format event is always read)")
     d.add_argument("--stop-position", type=int, help="stop before the event at or after this offset")
-    d.add_argument("--verify-checksum", dest="verify_checksum", action="store_true", default=True,
-                   help="verify every event's CRC32 (default)")
+    d.add_argument(
+        "--verify-checksum",
+        dest="verify_checksum",
+        action="store_true",
+        default=True,
+        help="verify every event's CRC32 (default)",
+    )
     d.add_argument("--no-verify-checksum", dest="verify_checksum", action="store_false")
-    d.add_argument("--no-require-fde", dest="require_fde", action="store_false", default=True,
-                   help="read a fragment without a FORMAT_DESCRIPTION event as MySQL 5.x v4 events")
-    d.add_argument("--positional", action="store_true",
-                   help="name columns @1, @2… even when the binlog carries names (as mysqlbinlog does)")
-    d.add_argument("-v", "--verbose", type=int, default=2, choices=(1, 2),
-                   help="2 (default) adds the /* TYPE meta nullable is_null */ comments of mysqlbinlog -vv")
+    d.add_argument(
+        "--no-require-fde",
+        dest="require_fde",
+        action="store_false",
+        default=True,
+        help="read a fragment without a FORMAT_DESCRIPTION event as MySQL 5.x v4 events",
+    )
+    d.add_argument(
+        "--positional",
+        action="store_true",
+        help="name columns @1, @2… even when the binlog carries names (as mysqlbinlog does)",
+    )
+    d.add_argument(
+        "-v",
+        "--verbose",
+        type=int,
+        default=2,
+        choices=(1, 2),
+        help="2 (default) adds the /* TYPE meta nullable is_null */ comments of mysqlbinlog -vv",
+    )
     d.set_defaults(func=cmd_dump)
 
     m = sub.add_parser("demo", help="write a sample binlog with a private MariaDB and decode it")

@@ -46,7 +46,9 @@ PROVISIONAL_FORMAT = FormatDescription(4, "", 0, HEADER_V4_LEN, b"", None)
 class EventDecoder:
     """Decodes the events of one stream (a file, a series of files, or a replication connection)."""
 
-    def __init__(self, source: str = "<stream>", *, verify_checksum: bool = True, decode_rows: bool = True) -> None:
+    def __init__(
+        self, source: str = "<stream>", *, verify_checksum: bool = True, decode_rows: bool = True
+    ) -> None:
         self.source = source
         self.state = DecodeState(verify_checksum=verify_checksum, decode_rows=decode_rows)
         self.encrypted_from: int | None = None
@@ -126,7 +128,10 @@ class EventDecoder:
         except DECODE_FAILURES as e:
             where = f" (inner event {inner} of the transaction payload)" if inner is not None else ""
             raise MalformedEventError(
-                f"malformed {type_name(code)} event{where}: {e}", event_type=code, source=self.source, offset=offset
+                f"malformed {type_name(code)} event{where}: {e}",
+                event_type=code,
+                source=self.source,
+                offset=offset,
             ) from None
         if isinstance(body, TableMap):
             self.state.table_maps[body.table_id] = body
@@ -162,20 +167,27 @@ class EventDecoder:
             data = payload.uncompressed()
         except ValueError as e:
             raise MalformedEventError(
-                f"cannot uncompress TRANSACTION_PAYLOAD: {e}", event_type=outer.type_code, source=self.source, offset=offset
+                f"cannot uncompress TRANSACTION_PAYLOAD: {e}",
+                event_type=outer.type_code,
+                source=self.source,
+                offset=offset,
             ) from None
         pos, index, hlen = 0, 0, self.header_length
         while pos < len(data):
             if pos + hlen > len(data):
                 raise MalformedEventError(
                     f"TRANSACTION_PAYLOAD ends inside the header of inner event {index}",
-                    event_type=outer.type_code, source=self.source, offset=offset,
+                    event_type=outer.type_code,
+                    source=self.source,
+                    offset=offset,
                 )
             header = self.parse_header(data[pos : pos + hlen], offset)
             if header.event_size < hlen or pos + header.event_size > len(data):
                 raise MalformedEventError(
                     f"inner event {index} of TRANSACTION_PAYLOAD has bad size {header.event_size}",
-                    event_type=outer.type_code, source=self.source, offset=offset,
+                    event_type=outer.type_code,
+                    source=self.source,
+                    offset=offset,
                 )
             yield self._decode_one(data[pos : pos + header.event_size], header, offset, inner=index)
             pos += header.event_size

@@ -12,7 +12,13 @@ from collections.abc import Iterator
 from typing import BinaryIO
 
 from binlake.decoder import EventDecoder
-from binlake.errors import BadMagicError, EncryptedBinlogError, IncompleteTailError, MalformedEventError, NoFormatDescriptionError
+from binlake.errors import (
+    BadMagicError,
+    EncryptedBinlogError,
+    IncompleteTailError,
+    MalformedEventError,
+    NoFormatDescriptionError,
+)
 from binlake.events.base import Event
 from binlake.events.types import EventType
 
@@ -32,7 +38,9 @@ def check_magic(head: bytes, source: str) -> None:
             source=source,
             offset=0,
         )
-    raise BadMagicError(f"not a binlog file: starts with {head!r}, expected {BINLOG_MAGIC!r}", source=source, offset=0)
+    raise BadMagicError(
+        f"not a binlog file: starts with {head!r}, expected {BINLOG_MAGIC!r}", source=source, offset=0
+    )
 
 
 class BinlogReader:
@@ -59,7 +67,9 @@ class BinlogReader:
         self.start_position = start_position
         self.stop_position = stop_position
         self.require_fde = require_fde
-        self.decoder = decoder or EventDecoder(self.path, verify_checksum=verify_checksum, decode_rows=decode_rows)
+        self.decoder = decoder or EventDecoder(
+            self.path, verify_checksum=verify_checksum, decode_rows=decode_rows
+        )
         self.decoder.source = self.path
         self.position = FIRST_EVENT  # where the next event starts
 
@@ -82,7 +92,10 @@ class BinlogReader:
         size = int.from_bytes(head[9:13], "little")
         if size < hlen:
             raise MalformedEventError(
-                f"event length {size} is shorter than its {hlen}-byte header", event_type=head[4], source=self.path, offset=pos
+                f"event length {size} is shorter than its {hlen}-byte header",
+                event_type=head[4],
+                source=self.path,
+                offset=pos,
             )
         # Never ask for more than the file holds: a damaged length must not make us allocate it.
         available = os.fstat(f.fileno()).st_size - pos

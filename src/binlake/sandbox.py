@@ -78,14 +78,20 @@ class PrivateMariaDB:
         cnf = self._write_config()
         if not (self.root / "data" / "mysql").exists():
             subprocess.run(
-                ["mariadb-install-db", f"--defaults-file={cnf}", "--auth-root-authentication-method=normal",
-                 "--skip-test-db"],
+                [
+                    "mariadb-install-db",
+                    f"--defaults-file={cnf}",
+                    "--auth-root-authentication-method=normal",
+                    "--skip-test-db",
+                ],
                 check=True,
                 capture_output=True,
             )
         self.proc = subprocess.Popen(
-            ["mariadbd", f"--defaults-file={cnf}"], start_new_session=True,
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            ["mariadbd", f"--defaults-file={cnf}"],
+            start_new_session=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

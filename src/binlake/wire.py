@@ -24,7 +24,7 @@ class ShortRead(Exception):
     """A layout asked for more bytes than the buffer holds."""
 
 
-def crc32(data: bytes | memoryview) -> int:
+def crc32(data: bytes | bytearray | memoryview) -> int:
     return zlib.crc32(data) & 0xFFFFFFFF
 
 

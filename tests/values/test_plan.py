@@ -13,7 +13,11 @@ from binlake.values.plan import PLANS
 from binlake.wire import bits_set
 from tests.conftest import corpus_index
 
-RECORDS = [r for r in corpus_index()["records"] if any(k.split(":")[0] in {"23", "24", "25", "30", "31", "32", "40"} for k in r.get("hist", {}))]
+RECORDS = [
+    r
+    for r in corpus_index()["records"]
+    if any(k.split(":")[0] in {"23", "24", "25", "30", "31", "32", "40"} for k in r.get("hist", {}))
+]
 
 
 def generic_rows(ev: Rows) -> list:
@@ -38,11 +42,25 @@ def test_generated_equals_per_column(corpus: Path, rec: dict) -> None:
     try:
         for ev in BinlogReader(corpus / rec["path"], decode_rows=False, verify_checksum=False):
             body = ev.body
-            if not isinstance(body, Rows) or body.table is None or body.partial or body.version == 0 or body.table.undecodable:
+            if (
+                not isinstance(body, Rows)
+                or body.table is None
+                or body.partial
+                or body.version == 0
+                or body.table.undecodable
+            ):
                 continue
-            before = tuple(bits_set(body.columns_before, body.column_count)) if body.operation != "insert" else None
-            after = tuple(bits_set(body.columns_after, body.column_count)) if body.operation != "delete" else None
-            fast, end = PLANS.get(body.table.signature, body.table.columns, before, after, ABSENT)(body.raw_rows, 0, len(body.raw_rows))
+            before = (
+                tuple(bits_set(body.columns_before, body.column_count))
+                if body.operation != "insert"
+                else None
+            )
+            after = (
+                tuple(bits_set(body.columns_after, body.column_count)) if body.operation != "delete" else None
+            )
+            fast, end = PLANS.get(body.table.signature, body.table.columns, before, after, ABSENT)(
+                body.raw_rows, 0, len(body.raw_rows)
+            )
             assert end == len(body.raw_rows)
             assert fast == generic_rows(body)
             checked += 1

@@ -31,8 +31,12 @@ def dec(type_code: int, raw: bytes, meta: int = 0, **kw) -> object:
 
 # 1 DECIMAL negative (MySQL decimal.c's documented vectors)
 def test_01_decimal() -> None:
-    assert dec(ColumnType.NEWDECIMAL, bytes.fromhex("810DFB38D204D2"), (14 << 8) | 4) == Decimal("1234567890.1234")
-    assert dec(ColumnType.NEWDECIMAL, bytes.fromhex("7EF204C72DFB2D"), (14 << 8) | 4) == Decimal("-1234567890.1234")
+    assert dec(ColumnType.NEWDECIMAL, bytes.fromhex("810DFB38D204D2"), (14 << 8) | 4) == Decimal(
+        "1234567890.1234"
+    )
+    assert dec(ColumnType.NEWDECIMAL, bytes.fromhex("7EF204C72DFB2D"), (14 << 8) | 4) == Decimal(
+        "-1234567890.1234"
+    )
     small = dec(ColumnType.NEWDECIMAL, bytes.fromhex("7FFFFFFFFFFFFFFFFFFE"), (20 << 8) | 10)
     assert small == Decimal("-0.0000000001") and str(small) == "-1E-10"
 
@@ -48,7 +52,10 @@ def test_02_03_time2_negative() -> None:
 
 
 # 4 DATETIME2 fractional seconds: 1, 2 and 3 bytes of fraction
-@pytest.mark.parametrize(("fsp", "frac_bytes", "usec"), [(1, b"\x46", 700000), (3, b"\x1b\x58", 700000), (6, b"\x0a\xae\x60", 700000)])
+@pytest.mark.parametrize(
+    ("fsp", "frac_bytes", "usec"),
+    [(1, b"\x46", 700000), (3, b"\x1b\x58", 700000), (6, b"\x0a\xae\x60", 700000)],
+)
 def test_04_datetime2_fsp(fsp: int, frac_bytes: bytes, usec: int) -> None:
     ymd = ((2017 * 13 + 11) << 5) | 15
     hms = (15 << 12) | (8 << 6) | 41
@@ -83,7 +90,14 @@ def test_08_year_zero() -> None:
 
 def _table_map(types: bytes, metas: bytes, optional: bytes, table_id: int = 1) -> bytes:
     body = table_id.to_bytes(6, "little") + b"\x01\x00" + b"\x01d\x00" + b"\x01t\x00"
-    body += bytes([len(types)]) + types + bytes([len(metas)]) + metas + b"\xff" * ((len(types) + 7) // 8) + optional
+    body += (
+        bytes([len(types)])
+        + types
+        + bytes([len(metas)])
+        + metas
+        + b"\xff" * ((len(types) + 7) // 8)
+        + optional
+    )
     return body
 
 
@@ -109,7 +123,16 @@ def test_09_10_signedness() -> None:
     types = bytes([ColumnType.YEAR, ColumnType.LONG, ColumnType.TINY])
     optional = b"\x01\x01" + bytes([0b01000000])  # SIGNEDNESS: YEAR no, INT yes, TINY no
     list(d.decode(_event(19, _table_map(types, b"", optional)), 100))
-    rows_body = (1).to_bytes(6, "little") + b"\x00\x00" + b"\x02\x00" + b"\x03\x07" + b"\x00" + b"\x00" + b"\xff\xff\xff\xff" + b"\xff"
+    rows_body = (
+        (1).to_bytes(6, "little")
+        + b"\x00\x00"
+        + b"\x02\x00"
+        + b"\x03\x07"
+        + b"\x00"
+        + b"\x00"
+        + b"\xff\xff\xff\xff"
+        + b"\xff"
+    )
     ev = list(d.decode(_event(30, rows_body), 200))[0]
     assert ev.body.rows[0][1] == [0, 4294967295, -1]
     cols = ev.body.table.columns
@@ -140,7 +163,10 @@ def test_12_13_string_lengths() -> None:
 # 14 BLOB length width 1..4
 @pytest.mark.parametrize("width", [1, 2, 3, 4])
 def test_14_blob_widths(width: int) -> None:
-    assert dec(ColumnType.BLOB, (3).to_bytes(width, "little") + b"\x00\x01\x02", width, collation=63) == b"\x00\x01\x02"
+    assert (
+        dec(ColumnType.BLOB, (3).to_bytes(width, "little") + b"\x00\x01\x02", width, collation=63)
+        == b"\x00\x01\x02"
+    )
 
 
 # 15 BINARY(n) gets its trailing zeros back; 16 binary vs text by collation 63
@@ -168,24 +194,49 @@ def test_18_float() -> None:
 
 # 19 JSON large containers inline INT32; small ones point to it; 20 keys are str
 def test_19_20_json_containers() -> None:
-    large = bytes([1]) + struct.pack("<II", 1, 4 + 4 + 6 + 5 + 1) + struct.pack("<IH", 19, 1) + bytes([7]) + struct.pack("<i", -5) + b"k"
+    large = (
+        bytes([1])
+        + struct.pack("<II", 1, 4 + 4 + 6 + 5 + 1)
+        + struct.pack("<IH", 19, 1)
+        + bytes([7])
+        + struct.pack("<i", -5)
+        + b"k"
+    )
     assert decode_json_binary(large) == {"k": -5}
-    small = bytes([0]) + struct.pack("<HH", 1, 2 + 2 + 4 + 3 + 1 + 4) + struct.pack("<HH", 11, 1) + bytes([7]) + struct.pack("<H", 12) + b"k" + struct.pack("<i", 7)
+    small = (
+        bytes([0])
+        + struct.pack("<HH", 1, 2 + 2 + 4 + 3 + 1 + 4)
+        + struct.pack("<HH", 11, 1)
+        + bytes([7])
+        + struct.pack("<H", 12)
+        + b"k"
+        + struct.pack("<i", 7)
+    )
     out = decode_json_binary(small)
     assert out == {"k": 7} and all(isinstance(k, str) for k in out)
 
 
 # 21 JSON opaque DECIMAL, DATE, DATETIME and TIME beyond 24 h (a real MySQL 9 file)
 def test_21_json_opaque(corpus: Path) -> None:
-    values = [ev.body.rows[0][1][0] for ev in BinlogReader(corpus / "blackbeam-rust_mysql_common/json-opaque.binlog") if isinstance(ev.body, Rows)]
+    values = [
+        ev.body.rows[0][1][0]
+        for ev in BinlogReader(corpus / "blackbeam-rust_mysql_common/json-opaque.binlog")
+        if isinstance(ev.body, Rows)
+    ]
     docs = [str(v) for v in values]
     assert '{"b": "2012-03-18"}' in docs and '{"c": "87:31:46.654321"}' in docs and '{"e": 9.00}' in docs
-    assert any(isinstance(v.value.get("c"), dt.timedelta) and v.value["c"] > dt.timedelta(hours=24) for v in values)
+    assert any(
+        isinstance(v.value.get("c"), dt.timedelta) and v.value["c"] > dt.timedelta(hours=24) for v in values
+    )
 
 
 # 22 PARTIAL_UPDATE_ROWS JSON diffs (a real MySQL 8.0.22 file)
 def test_22_partial_json(corpus: Path) -> None:
-    evs = [ev for ev in BinlogReader(corpus / "blackbeam-rust_mysql_common/json.binlog.000001") if ev.type_name == "PARTIAL_UPDATE_ROWS"]
+    evs = [
+        ev
+        for ev in BinlogReader(corpus / "blackbeam-rust_mysql_common/json.binlog.000001")
+        if ev.type_name == "PARTIAL_UPDATE_ROWS"
+    ]
     assert evs
     after = evs[0].body.rows[0][1]
     diff = after[1].diffs[0]
@@ -204,7 +255,15 @@ def test_24_25_partition_and_table_id_reuse() -> None:
     d = _decoder()
     list(d.decode(_event(19, _table_map(bytes([ColumnType.LONG]), b"", b"")), 100))
     extra = b"\x01\x05\x00"  # partition info: id 5
-    body = (1).to_bytes(6, "little") + b"\x01\x00" + struct.pack("<H", 2 + len(extra)) + extra + b"\x01\x01" + b"\x00" + struct.pack("<i", 42)
+    body = (
+        (1).to_bytes(6, "little")
+        + b"\x01\x00"
+        + struct.pack("<H", 2 + len(extra))
+        + extra
+        + b"\x01\x01"
+        + b"\x00"
+        + struct.pack("<i", 42)
+    )
     ev = list(d.decode(_event(30, body), 200))[0]
     assert ev.body.partition_id == 5 and ev.body.rows == [(None, [42])]
     list(d.decode(_event(19, _table_map(bytes([ColumnType.SHORT]), b"", b"")), 300))
@@ -214,9 +273,17 @@ def test_24_25_partition_and_table_id_reuse() -> None:
 
 # 27 ANONYMOUS_GTID keeps last_committed / sequence_number; 28 commit timestamps and length
 def test_27_28_gtid_fields(corpus: Path) -> None:
-    anon = [ev.body for ev in BinlogReader(corpus / "osheroff-mysql-binlog-connector-java/mysql-bin.checksum-crc32") if ev.type_name == "ANONYMOUS_GTID"]
+    anon = [
+        ev.body
+        for ev in BinlogReader(corpus / "osheroff-mysql-binlog-connector-java/mysql-bin.checksum-crc32")
+        if ev.type_name == "ANONYMOUS_GTID"
+    ]
     assert anon and anon[1].sequence_number == anon[0].sequence_number + 1 and anon[0].gtid is None
-    gtids = [ev for ev in BinlogReader(corpus / "blackbeam-rust_mysql_common/mysql-enum-string-set.000001") if ev.type_name == "GTID"]
+    gtids = [
+        ev
+        for ev in BinlogReader(corpus / "blackbeam-rust_mysql_common/mysql-enum-string-set.000001")
+        if ev.type_name == "GTID"
+    ]
     g = gtids[0].body
     assert g.original_commit_timestamp == g.immediate_commit_timestamp == 1647193191638429
     assert g.transaction_length == 336 and g.gtid == "93e95066-a2f4-11ec-9b69-9657f0ae95e2:1"
@@ -232,7 +299,9 @@ def test_31_compressed_transaction(corpus: Path) -> None:
     evs = list(BinlogReader(corpus / "osheroff-mysql-binlog-connector-java/mysql-bin.compressed"))
     payload = next(e for e in evs if e.type_name == "TRANSACTION_PAYLOAD")
     inner = [e for e in evs if e.inner_index is not None]
-    assert [e.inner_index for e in inner] == list(range(len(inner))) and payload.body.event_count == len(inner)
+    assert [e.inner_index for e in inner] == list(range(len(inner))) and payload.body.event_count == len(
+        inner
+    )
     assert {e.offset for e in inner} == {payload.offset}
     assert [e.type_name for e in inner] == ["QUERY", "TABLE_MAP", "UPDATE_ROWS_V2", "XID"]
     assert inner[2].body.rows[0][1][4] == "Western|Action"

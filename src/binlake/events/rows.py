@@ -134,7 +134,11 @@ def decode_rows_data(ev: Rows, buf: bytes, tm: TableMap, is_partial: bool) -> No
     op = ev.operation
     if not is_partial:
         decode_all = PLANS.get(
-            tm.signature, tm.columns, before if op != "insert" else None, after if op != "delete" else None, ABSENT
+            tm.signature,
+            tm.columns,
+            before if op != "insert" else None,
+            after if op != "delete" else None,
+            ABSENT,
         )
         ev.rows, pos = decode_all(buf, 0, end)
     else:
@@ -185,11 +189,20 @@ def decode_rows(buf: bytes, state: DecodeState, header: EventHeader) -> Rows:
     if compressed:
         data = uncompress_mariadb(data)
     ev = Rows(
-        op, version, table_id, flags, ncols, cols_before, cols_after, extra, partition_id,
-        source_partition_id, compressed=compressed,
+        op,
+        version,
+        table_id,
+        flags,
+        ncols,
+        cols_before,
+        cols_after,
+        extra,
+        partition_id,
+        source_partition_id,
+        compressed=compressed,
         partial=header.type_code == EventType.PARTIAL_UPDATE_ROWS,
     )
-    tm = state.table_maps.get(table_id)
+    tm: TableMap | None = state.table_maps.get(table_id)
     ev.table = tm
     reason = None
     if tm is None:
@@ -200,7 +213,7 @@ def decode_rows(buf: bytes, state: DecodeState, header: EventHeader) -> Rows:
         reason = tm.undecodable
     elif not state.decode_rows:
         reason = "row decoding was not asked for"
-    if reason:
+    if reason or tm is None:
         ev.raw_rows = data
         ev.undecoded_reason = reason
     else:

@@ -19,9 +19,14 @@ def _plain(v: Any) -> Any:
     if isinstance(v, bytes):
         return {"base64": base64.b64encode(v).decode()}
     if dataclasses.is_dataclass(v) and not isinstance(v, type):
-        return {f.name: _plain(getattr(v, f.name)) for f in dataclasses.fields(v) if not f.name.startswith("_")}
+        return {
+            f.name: _plain(getattr(v, f.name)) for f in dataclasses.fields(v) if not f.name.startswith("_")
+        }
     if isinstance(v, dict):
-        return {str(k) if not isinstance(k, tuple) else ":".join(x for x in k if x): _plain(x) for k, x in v.items()}
+        return {
+            str(k) if not isinstance(k, tuple) else ":".join(x for x in k if x): _plain(x)
+            for k, x in v.items()
+        }
     if isinstance(v, (list, tuple)):
         return [_plain(x) for x in v]
     return v

@@ -75,9 +75,15 @@ def _describe(ev: Event) -> tuple[str, list[str]]:
     """(summary after the header line, following lines) for one event."""
     b = ev.body
     if isinstance(b, FormatDescription):
-        return (f"Start: binlog v {b.binlog_version}, server v {b.server_version} created {_stamp(b.create_timestamp)}", [])
+        return (
+            f"Start: binlog v {b.binlog_version}, server v {b.server_version} created {_stamp(b.create_timestamp)}",
+            [],
+        )
     if isinstance(b, control.StartV3):
-        return (f"Start: binlog v {b.binlog_version}, server v {b.server_version} created {_stamp(b.create_timestamp)}", [])
+        return (
+            f"Start: binlog v {b.binlog_version}, server v {b.server_version} created {_stamp(b.create_timestamp)}",
+            [],
+        )
     if isinstance(b, query.Query):
         lines = []
         if b.database:
@@ -96,7 +102,9 @@ def _describe(ev: Event) -> tuple[str, list[str]]:
         parts = [f"last_committed={b.last_committed}", f"sequence_number={b.sequence_number}"]
         for attr in ("original_commit_timestamp", "immediate_commit_timestamp", "transaction_length"):
             if getattr(b, attr) is not None:
-                parts.append(f"{attr.replace('commit_timestamp', 'committed_timestamp') if attr.startswith('original') else attr}={getattr(b, attr)}")
+                parts.append(
+                    f"{attr.replace('commit_timestamp', 'committed_timestamp') if attr.startswith('original') else attr}={getattr(b, attr)}"
+                )
         head = "Anonymous_GTID" if b.anonymous else "GTID"
         nxt = "ANONYMOUS" if b.anonymous else b.gtid
         return (head + "\t" + "\t".join(parts), [f"SET @@SESSION.GTID_NEXT= '{nxt}'{DELIM}"])
@@ -104,7 +112,13 @@ def _describe(ev: Event) -> tuple[str, list[str]]:
         return ("Previous-GTIDs", [f"# {line}" for line in (str(b) or "[empty]").split("\n")])
     if isinstance(b, gtid.MariaGtid):
         kind = "" if b.standalone else " trans"
-        return (f"GTID {b.gtid}{kind}", [f"/*!100001 SET @@session.gtid_domain_id={b.domain_id}*/{DELIM}", "START TRANSACTION" if not b.standalone else ""])
+        return (
+            f"GTID {b.gtid}{kind}",
+            [
+                f"/*!100001 SET @@session.gtid_domain_id={b.domain_id}*/{DELIM}",
+                "START TRANSACTION" if not b.standalone else "",
+            ],
+        )
     if isinstance(b, gtid.MariaGtidList):
         return (f"Gtid list [{b}]", [])
     if isinstance(b, gtid.MariaBinlogCheckpoint):
@@ -127,7 +141,10 @@ def _describe(ev: Event) -> tuple[str, list[str]]:
         return (f"XA PREPARE X'{b.gtrid.hex()}',X'{b.bqual.hex()}',{b.format_id}", [])
     if isinstance(b, payload.TransactionPayload):
         ctype = {0: "ZSTD", 255: "NONE"}.get(b.compression_type, str(b.compression_type))
-        return (f"Transaction_Payload\tpayload_size={b.payload_size}\tcompression_type={ctype}\tuncompressed_size={b.uncompressed_size}", ["## Start of compressed events!"])
+        return (
+            f"Transaction_Payload\tpayload_size={b.payload_size}\tcompression_type={ctype}\tuncompressed_size={b.uncompressed_size}",
+            ["## Start of compressed events!"],
+        )
     if isinstance(b, control.Heartbeat):
         return (f"Heartbeat: {b.log_file} {b.log_position}", [])
     if isinstance(b, control.Incident):

@@ -205,7 +205,11 @@ def json_value(value: Any, col: ColumnDef) -> Any:
     if isinstance(value, PartialJson):
         return {
             "json_diff": [
-                {"op": d.operation, "path": d.path, **({} if d.operation == "REMOVE" else {"value": to_mysql_text(d.value)})}
+                {
+                    "op": d.operation,
+                    "path": d.path,
+                    **({} if d.operation == "REMOVE" else {"value": to_mysql_text(d.value)}),
+                }
                 for d in value.diffs
             ]
         }

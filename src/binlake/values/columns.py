@@ -73,7 +73,7 @@ _FACTORIES: dict[int, Callable[[ColumnDef], Decoder]] = {
     ColumnType.GEOMETRY: lambda c: strings.blob_decoder(c.meta, None),
     ColumnType.JSON: lambda c: strings.json_decoder(c.meta),
     ColumnType.VECTOR: lambda c: strings.vector_decoder(c.meta),
-    ColumnType.NULL: lambda c: (lambda buf, pos: (None, pos)),
+    ColumnType.NULL: lambda c: lambda buf, pos: (None, pos),
 }
 
 

@@ -70,7 +70,11 @@ def _varlen(buf: bytes, pos: int, end: int) -> tuple[int, int]:
 def _opaque(field_type: int, data: bytes) -> Any:
     if field_type == _OPAQUE_DECIMAL and len(data) >= 2:
         return decode_decimal(data, 2, data[0], data[1])[0]
-    if field_type in (_OPAQUE_DATE, _OPAQUE_DATETIME, _OPAQUE_TIMESTAMP, _OPAQUE_DATETIME2, _OPAQUE_TIMESTAMP2) and len(data) == 8:
+    if (
+        field_type
+        in (_OPAQUE_DATE, _OPAQUE_DATETIME, _OPAQUE_TIMESTAMP, _OPAQUE_DATETIME2, _OPAQUE_TIMESTAMP2)
+        and len(data) == 8
+    ):
         packed = int.from_bytes(data, "little", signed=True)
         neg = packed < 0
         packed = abs(packed)

@@ -23,7 +23,7 @@ from binlake.values.types import ColumnType, string_max_length
 
 RowsDecoder = Callable[[bytes, int, int], tuple[list[tuple[Any, Any]], int]]
 
-_INT_FMT = {
+_INT_FMT: dict[int, tuple[str, str, int]] = {
     ColumnType.TINY: ("b", "B", 1),
     ColumnType.SHORT: ("<h", "<H", 2),
     ColumnType.LONG: ("<i", "<I", 4),
@@ -47,7 +47,9 @@ def _inline_float(col: ColumnDef, v: str, env: dict[str, Any]) -> list[str] | No
 
 
 def _text_lines(v: str, width: int) -> list[str]:
-    length = {1: "buf[p]", 2: "(buf[p] | buf[p + 1] << 8)"}.get(width, f"int.from_bytes(buf[p:p + {width}], 'little')")
+    length = {1: "buf[p]", 2: "(buf[p] | buf[p + 1] << 8)"}.get(
+        width, f"int.from_bytes(buf[p:p + {width}], 'little')"
+    )
     return [
         f"e = p + {width} + {length}",
         "if e > L: raise ValueError('string runs past the row image')",
@@ -98,8 +100,11 @@ def _temporal_read(col: ColumnDef, env: dict[str, Any], int_fmt: str, int_expr: 
     st = struct.Struct(">" + int_fmt + frac_fmt)
     env[f"_t{col.index}"] = st.unpack_from
     names = ["x0", "x1"][: len(int_fmt)] + ["f0", "f1"][: len(frac_fmt)]
-    lines = [f"{', '.join(names)}{',' if len(names) == 1 else ''} = _t{col.index}(buf, p)", f"x = {int_expr}",
-             f"us = {frac_expr.format(a='f0', b='f1')}"]
+    lines = [
+        f"{', '.join(names)}{',' if len(names) == 1 else ''} = _t{col.index}(buf, p)",
+        f"x = {int_expr}",
+        f"us = {frac_expr.format(a='f0', b='f1')}",
+    ]
     return lines, st.size
 
 
@@ -119,7 +124,11 @@ def _inline_datetime2(col: ColumnDef, v: str, env: dict[str, Any]) -> list[str] 
 
 
 def _inline_timestamp2(col: ColumnDef, v: str, env: dict[str, Any]) -> list[str] | None:
-    env["_fromts"], env["_UTC"], env["_ZERO_TS"] = dt.datetime.fromtimestamp, dt.timezone.utc, MysqlDateTime(0, 0, 0)
+    env["_fromts"], env["_UTC"], env["_ZERO_TS"] = (
+        dt.datetime.fromtimestamp,
+        dt.timezone.utc,
+        MysqlDateTime(0, 0, 0),
+    )
     read, size = _temporal_read(col, env, "I", "x0")
     return [
         *read,
@@ -133,7 +142,9 @@ def _inline_set(col: ColumnDef, v: str, env: dict[str, Any]) -> list[str] | None
     names = col.set_values
     if names is None or col.meta & 0xFF != 1:
         return None
-    table = [m if m >> len(names) else tuple(n for k, n in enumerate(names) if m >> k & 1) for m in range(256)]
+    table = [
+        m if m >> len(names) else tuple(n for k, n in enumerate(names) if m >> k & 1) for m in range(256)
+    ]
     env[f"_m{col.index}"] = table
     return [f"{v} = _m{col.index}[buf[p]]", "p += 1"]
 
@@ -150,12 +161,20 @@ def _inline_decimal(col: ColumnDef, v: str, env: dict[str, Any]) -> list[str] | 
     env["_Decimal"] = Decimal
     terms, shift, mult = [], 0, 1
     for nbytes, digits in reversed(segs):
-        terms.append(f"((x >> {shift}) & {(1 << nbytes * 8) - 1}) * {mult}" if mult != 1 else f"((x >> {shift}) & {(1 << nbytes * 8) - 1})")
+        terms.append(
+            f"((x >> {shift}) & {(1 << nbytes * 8) - 1}) * {mult}"
+            if mult != 1
+            else f"((x >> {shift}) & {(1 << nbytes * 8) - 1})"
+        )
         shift += nbytes * 8
         mult *= 10**digits
     env["_DCTX"] = DECIMAL_CONTEXT
     value = " + ".join(terms)
-    make = (lambda expr: f"_Decimal({expr}).scaleb({-scale}, _DCTX)") if scale else (lambda expr: f"_Decimal({expr})")
+    make = (
+        (lambda expr: f"_Decimal({expr}).scaleb({-scale}, _DCTX)")
+        if scale
+        else (lambda expr: f"_Decimal({expr})")
+    )
     return [
         f"if p + {size} > L: raise ValueError('DECIMAL runs past the row image')",
         f"x = int.from_bytes(buf[p:p + {size}], 'big')",
@@ -210,7 +229,7 @@ INLINE: dict[int, Callable[[ColumnDef, str, dict[str, Any]], list[str] | None]] 
 }
 
 
-_FIXED_FMT = {
+_FIXED_FMT: dict[int, tuple[str, str]] = {
     ColumnType.TINY: ("b", "B"),
     ColumnType.SHORT: ("h", "H"),
     ColumnType.LONG: ("i", "I"),
@@ -235,7 +254,9 @@ def _value_lines(col: ColumnDef, env: dict[str, Any]) -> list[str]:
     return body
 
 
-def _image_lines(columns: list[ColumnDef], present: tuple[int, ...], env: dict[str, Any], tag: str) -> list[str]:
+def _image_lines(
+    columns: list[ColumnDef], present: tuple[int, ...], env: dict[str, Any], tag: str
+) -> list[str]:
     """Statements that read one image at ``p`` into ``row_{tag}`` (a list, ABSENT where not present).
 
     Two paths: with no NULL in the image (the common case) runs of fixed-width numbers are read by
@@ -308,9 +329,14 @@ def compile_rows_decoder(
 def layout_signature(columns: list[ColumnDef]) -> tuple[Any, ...]:
     """Everything about a table's columns that changes how their values decode."""
     return tuple(
-        (c.type_code, c.meta, c.unsigned, c.collation,
-         tuple(c.enum_values) if c.enum_values is not None else None,
-         tuple(c.set_values) if c.set_values is not None else None)
+        (
+            c.type_code,
+            c.meta,
+            c.unsigned,
+            c.collation,
+            tuple(c.enum_values) if c.enum_values is not None else None,
+            tuple(c.set_values) if c.set_values is not None else None,
+        )
         for c in columns
     )
 

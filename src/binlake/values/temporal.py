@@ -208,8 +208,10 @@ def format_datetime(v: Any, fsp: int = 6) -> str:
     else:
         if v.tzinfo is not None:
             v = v.astimezone(UTC).replace(tzinfo=None)
-        base = v.strftime("%Y-%m-%d %H:%M:%S") if v.year >= 1000 else (
-            f"{v.year:04d}-{v.month:02d}-{v.day:02d} {v.hour:02d}:{v.minute:02d}:{v.second:02d}"
+        base = (
+            v.strftime("%Y-%m-%d %H:%M:%S")
+            if v.year >= 1000
+            else (f"{v.year:04d}-{v.month:02d}-{v.day:02d} {v.hour:02d}:{v.minute:02d}:{v.second:02d}")
         )
         usec = v.microsecond
     return base + ("." + f"{usec:06d}"[:fsp] if fsp else "")

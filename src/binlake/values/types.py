@@ -102,9 +102,7 @@ CHARACTER_TYPES = frozenset(
     }
 )
 
-BLOB_TYPES = frozenset(
-    {ColumnType.BLOB, ColumnType.TINY_BLOB, ColumnType.MEDIUM_BLOB, ColumnType.LONG_BLOB}
-)
+BLOB_TYPES = frozenset({ColumnType.BLOB, ColumnType.TINY_BLOB, ColumnType.MEDIUM_BLOB, ColumnType.LONG_BLOB})
 
 
 def real_type(type_code: int, meta: int) -> int:
