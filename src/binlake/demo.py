@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import collections
 import json
+import shutil
 import time
 from pathlib import Path
 
@@ -45,6 +46,7 @@ def run_demo(workdir: str | Path, console: Console | None = None) -> int:
         console.print("[red]mariadbd is not installed: run ./dev setup (installs mariadb-server)[/red]")
         return 1
     started = time.time()
+    shutil.rmtree(root / "server", ignore_errors=True)  # every run starts from an empty server
     db = PrivateMariaDB(root / "server")
     db.start()
     try:

@@ -68,22 +68,21 @@ def rows_lines(body: rows.Rows, verbosity: int = 2, positional: bool = False) ->
             yield from _image_lines(after, cols, verbosity, positional)  # type: ignore[arg-type]
 
 
+_MARIA_GTID_MARKS = (
+    (gtid.MARIA_FL_DDL, " ddl"),
+    (gtid.MARIA_FL_TRANSACTIONAL, " trans"),
+    (gtid.MARIA_FL_WAITED, " waited"),
+)
+
 _ROWS_NAMES = {"insert": "Write_rows", "update": "Update_rows", "delete": "Delete_rows"}
 
 
 def _describe(ev: Event) -> tuple[str, list[str]]:
     """(summary after the header line, following lines) for one event."""
     b = ev.body
-    if isinstance(b, FormatDescription):
-        return (
-            f"Start: binlog v {b.binlog_version}, server v {b.server_version} created {_stamp(b.create_timestamp)}",
-            [],
-        )
-    if isinstance(b, control.StartV3):
-        return (
-            f"Start: binlog v {b.binlog_version}, server v {b.server_version} created {_stamp(b.create_timestamp)}",
-            [],
-        )
+    if isinstance(b, (FormatDescription, control.StartV3)):
+        created = f" created {_stamp(b.create_timestamp)}" if b.create_timestamp else ""
+        return (f"Start: binlog v {b.binlog_version}, server v {b.server_version}{created}", [])
     if isinstance(b, query.Query):
         lines = []
         if b.database:
@@ -111,14 +110,12 @@ def _describe(ev: Event) -> tuple[str, list[str]]:
     if isinstance(b, gtid.PreviousGtids):
         return ("Previous-GTIDs", [f"# {line}" for line in (str(b) or "[empty]").split("\n")])
     if isinstance(b, gtid.MariaGtid):
-        kind = "" if b.standalone else " trans"
-        return (
-            f"GTID {b.gtid}{kind}",
-            [
-                f"/*!100001 SET @@session.gtid_domain_id={b.domain_id}*/{DELIM}",
-                "START TRANSACTION" if not b.standalone else "",
-            ],
-        )
+        marks = "".join(text for flag, text in _MARIA_GTID_MARKS if b.flags & flag)
+        cid = f" cid={b.commit_id}" if b.commit_id is not None else ""
+        lines = [f"/*!100001 SET @@session.gtid_domain_id={b.domain_id}*/{DELIM}"]
+        if not b.standalone:
+            lines.append(f"START TRANSACTION{DELIM}")
+        return (f"GTID {b.gtid}{cid}{marks}", lines)
     if isinstance(b, gtid.MariaGtidList):
         return (f"Gtid list [{b}]", [])
     if isinstance(b, gtid.MariaBinlogCheckpoint):
