@@ -114,3 +114,16 @@ def test_mysql_test_row_verbose_result(corpus: Path) -> None:
             for line in rows_lines(ev.body, 1, positional=True)
         ]
         assert ours == expected, name
+
+
+def test_yelp_statements_equal_generating_sql(corpus: Path) -> None:
+    """A statement-format 5.0 binlog: its QUERY events are the generating SQL up to the first FLUSH
+    LOGS (the file holds the first log), BEGIN/COMMIT around each autocommitted INSERT."""
+    base = corpus / "yelp-ybinlogp"
+    text = (base / "gen_test_data.sql").read_text().split("FLUSH LOGS;")[0]
+    sql = "\n".join(line for line in text.splitlines() if not line.startswith("--"))
+    statements = [s.strip() for s in sql.split(";") if s.strip() and not s.strip().startswith("USE")]
+    queries = [
+        ev.body.query for ev in BinlogReader(base / "mysql-bin.default-path") if ev.type_name == "QUERY"
+    ]
+    assert [q for q in queries if q not in ("BEGIN", "COMMIT")] == statements
