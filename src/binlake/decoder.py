@@ -21,6 +21,7 @@ from binlake.events.base import (
     Event,
     EventHeader,
     FormatDescription,
+    Skipped,
     UnknownEvent,
 )
 from binlake.events.control import StartV3
@@ -86,6 +87,13 @@ class EventDecoder:
         yield event
         if isinstance(event.body, TransactionPayload):
             yield from self._inner_events(event, offset)
+
+    def skipped(self, head: bytes, offset: int) -> Event:
+        """An event known by its header only (its body was not read)."""
+        header = self.parse_header(head, offset)
+        fde = self.state.fde
+        kind = fde.effective_type(header.type_code) if fde else header.type_code
+        return Event(header, Skipped(), self.source, offset, None, None, kind)
 
     def _decode_one(self, raw: bytes, header: EventHeader, offset: int, inner: int | None = None) -> Event:
         hlen = self.header_length

@@ -49,7 +49,9 @@ class BinlogReader:
     ``start_position`` seeks to an event boundary after the format event has been read (the format
     event itself is always yielded first, so consumers know the layout). ``stop_position``: no event
     starting at or after it is yielded. ``require_fde=False`` reads a fragment without a format event
-    under the provisional v4 layout instead of raising ``NoFormatDescriptionError``.
+    under the provisional v4 layout instead of raising ``NoFormatDescriptionError``. Event types in
+    ``skip`` are not read at all (their bodies are seeked over and come out as ``Skipped``): the
+    header-only scan of position search and statistics uses it.
     """
 
     def __init__(
@@ -61,12 +63,14 @@ class BinlogReader:
         start_position: int | None = None,
         stop_position: int | None = None,
         require_fde: bool = True,
+        skip: frozenset[int] = frozenset(),
         decoder: EventDecoder | None = None,
     ) -> None:
         self.path = os.fspath(path)
         self.start_position = start_position
         self.stop_position = stop_position
         self.require_fde = require_fde
+        self.skip = skip
         self.decoder = decoder or EventDecoder(
             self.path, verify_checksum=verify_checksum, decode_rows=decode_rows
         )
@@ -78,7 +82,8 @@ class BinlogReader:
             check_magic(f.read(4), self.path)
             yield from self._events(f)
 
-    def _read_event(self, f: BinaryIO, pos: int) -> bytes | None:
+    def _read_event(self, f: BinaryIO, pos: int) -> tuple[bytes, int] | None:
+        """(the event's bytes, its size); only the header when its type is skipped."""
         hlen = self.decoder.header_length
         head = f.read(hlen)
         if not head:
@@ -99,14 +104,16 @@ class BinlogReader:
             )
         # Never ask for more than the file holds: a damaged length must not make us allocate it.
         available = os.fstat(f.fileno()).st_size - pos
-        rest = f.read(size - hlen) if size <= available else b""
-        if len(rest) < size - hlen:
+        if size > available:
             raise IncompleteTailError(
                 f"incomplete tail at offset {pos}: event of {size} bytes, file ends after {max(available, hlen)}",
                 source=self.path,
                 offset=pos,
             )
-        return head + rest
+        if self.skip and self.decoder.fde is not None and self.decoder.fde.effective_type(head[4]) in self.skip:
+            f.seek(pos + size)
+            return head, size
+        return head + f.read(size - hlen), size
 
     def _events(self, f: BinaryIO) -> Iterator[Event]:
         pos = FIRST_EVENT
@@ -115,9 +122,10 @@ class BinlogReader:
         while True:
             if stop is not None and pos >= stop:
                 return
-            raw = self._read_event(f, pos)
-            if raw is None:
+            got = self._read_event(f, pos)
+            if got is None:
                 return
+            raw, size = got
             if first and raw[4] not in FORMAT_EVENTS and self.require_fde and self.decoder.fde is None:
                 raise NoFormatDescriptionError(
                     f"first event is {raw[4]}, not a FORMAT_DESCRIPTION: the file's layout is unknown "
@@ -125,9 +133,11 @@ class BinlogReader:
                     source=self.path,
                     offset=pos,
                 )
-            events = self.decoder.decode(raw, pos)
-            yield from events
-            pos += len(raw)
+            if len(raw) < size:
+                yield self.decoder.skipped(raw, pos)
+            else:
+                yield from self.decoder.decode(raw, pos)
+            pos += size
             self.position = pos
             if first and self.start_position is not None and self.start_position > pos:
                 f.seek(self.start_position)

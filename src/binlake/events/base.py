@@ -65,6 +65,11 @@ class UnknownEvent:
 
 
 @dataclass(slots=True)
+class Skipped:
+    """An event whose body was not read (header-only scans): only its header is known."""
+
+
+@dataclass(slots=True)
 class FormatDescription:
     """How the rest of the file is laid out (FORMAT_DESCRIPTION, or implied by START_V3)."""
 

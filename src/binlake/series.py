@@ -1,0 +1,125 @@
+"""A series of binlog files read as one ordered stream: from a directory, a ``*.index`` file or a
+list. ROTATE events link the files; a missing or misplaced file is a clear error."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from binlake.errors import BinlogError
+from binlake.events.base import Event
+from binlake.events.control import Rotate
+from binlake.reader import BinlogReader
+
+_NUMBERED = re.compile(r"^(?P<base>.+)\.(?P<num>\d+)$")
+
+
+class SeriesError(BinlogError):
+    """The files of a series are missing, out of order, or do not link."""
+
+
+@dataclass(frozen=True)
+class Position:
+    """A place in a series: the file's index in the series, its path, a byte offset."""
+
+    file_seq: int
+    file: str
+    offset: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.offset}"
+
+
+def _from_index(index: Path) -> list[Path]:
+    out = []
+    for line in index.read_text().splitlines():
+        name = line.strip()
+        if not name:
+            continue
+        p = Path(name)
+        if not p.is_absolute():
+            p = index.parent / p.name if not (index.parent / p).exists() else index.parent / p
+        out.append(p)
+    return out
+
+
+def _numbered_files(directory: Path) -> list[Path]:
+    files = []
+    for p in directory.iterdir():
+        m = _NUMBERED.match(p.name)
+        if p.is_file() and m and not p.name.endswith(".index"):
+            files.append((m.group("base"), int(m.group("num")), p))
+    bases = {b for b, _, _ in files}
+    if len(bases) > 1:
+        raise SeriesError(f"{directory} holds several binlog series ({', '.join(sorted(bases))}); name one index file")
+    return [p for _, _, p in sorted(files)]
+
+
+class BinlogSeries:
+    """Files in binlog order. ``events()`` yields (file sequence number, event) across all of them."""
+
+    def __init__(self, files: list[Path], *, check_links: bool = True) -> None:
+        if not files:
+            raise SeriesError("no binlog files")
+        missing = [str(f) for f in files if not f.exists()]
+        if missing:
+            raise SeriesError(f"missing binlog file(s): {', '.join(missing)}")
+        self.files = files
+        self.check_links = check_links
+
+    @classmethod
+    def open(cls, *paths: str | os.PathLike[str], check_links: bool = True) -> BinlogSeries:
+        """A directory (its numbered files, or its ``*.index``), an index file, or files in order."""
+        files: list[Path] = []
+        for raw in paths:
+            p = Path(raw)
+            if p.is_dir():
+                indexes = sorted(p.glob("*.index"))
+                files += _from_index(indexes[0]) if len(indexes) == 1 else _numbered_files(p)
+            elif p.suffix == ".index":
+                files += _from_index(p)
+            else:
+                files.append(p)
+        return cls(files, check_links=check_links)
+
+    def _check_numbering(self) -> None:
+        nums = []
+        for f in self.files:
+            m = _NUMBERED.match(f.name)
+            nums.append((m.group("base"), int(m.group("num"))) if m else None)
+        for (a, b), f in zip(zip(nums, nums[1:], strict=False), self.files[1:], strict=False):
+            if a and b and a[0] == b[0] and b[1] <= a[1]:
+                raise SeriesError(f"{f} comes after a file numbered {a[1]}: files out of order", source=str(f))
+
+    def events(self, start: Position | None = None, stop: Position | None = None, **reader_options: object) -> Iterator[tuple[int, Event]]:
+        """Every event of the series from ``start`` (an event boundary) to before ``stop``."""
+        self._check_numbering()
+        for seq, f in enumerate(self.files):
+            if start is not None and seq < start.file_seq:
+                continue
+            if stop is not None and seq > stop.file_seq:
+                return
+            reader = BinlogReader(
+                f,
+                start_position=start.offset if start is not None and seq == start.file_seq else None,
+                stop_position=stop.offset if stop is not None and seq == stop.file_seq else None,
+                **reader_options,  # type: ignore[arg-type]
+            )
+            rotate: Rotate | None = None
+            for ev in reader:
+                if isinstance(ev.body, Rotate) and ev.header.log_pos != 0:
+                    rotate = ev.body
+                yield seq, ev
+            if self.check_links and rotate is not None and seq + 1 < len(self.files):
+                nxt = self.files[seq + 1].name
+                if rotate.next_file.rsplit("/", 1)[-1] != nxt:
+                    raise SeriesError(
+                        f"{f} rotates to {rotate.next_file}, but the next file of the series is {nxt}",
+                        source=str(f),
+                    )
+
+    def position(self, file_seq: int, offset: int) -> Position:
+        return Position(file_seq, str(self.files[file_seq]), offset)

@@ -1,0 +1,245 @@
+"""Transactions: events grouped GTID → BEGIN/DDL → table maps and rows → XID / COMMIT / XA PREPARE,
+with the metadata ordering needs. Sans-I/O: feed events, get finished transactions.
+
+The order key is (file sequence number in the series, start offset of the transaction): strictly
+increasing in binlog order, which is commit order for one server. Header timestamps are statement
+start times and XIDs are not in commit order (seed 000), so neither is used for ordering.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+from binlake.events.base import Event, Skipped
+from binlake.events.control import XaPrepare, Xid
+from binlake.events.gtid import Gtid, MariaGtid
+from binlake.events.query import Query
+from binlake.events.rows import Rows
+from binlake.events.table_map import TableMap
+from binlake.events.types import EventType
+
+# Events that describe the stream, never part of a transaction.
+CONTROL_EVENTS = frozenset(
+    {
+        EventType.FORMAT_DESCRIPTION, EventType.START_V3, EventType.ROTATE, EventType.STOP,
+        EventType.PREVIOUS_GTIDS, EventType.MARIA_GTID_LIST, EventType.MARIA_BINLOG_CHECKPOINT,
+        EventType.HEARTBEAT, EventType.HEARTBEAT_V2, EventType.INCIDENT, EventType.MARIA_START_ENCRYPTION,
+        EventType.PERCONA_START_ENCRYPTION, EventType.AURORA_PADDING, EventType.POLARDBX_CONSENSUS,
+    }
+)
+GTID_EVENTS = frozenset({EventType.GTID, EventType.ANONYMOUS_GTID, EventType.GTID_TAGGED, EventType.MARIA_GTID})
+
+# what ended a transaction
+COMMIT, ROLLBACK, DDL, XA_PREPARE, XA_COMMIT, XA_ROLLBACK, UNFINISHED = (
+    "commit", "rollback", "ddl", "xa_prepare", "xa_commit", "xa_rollback", "unfinished"
+)
+
+
+@dataclass(slots=True)
+class Transaction:
+    file_seq: int
+    source: str
+    start: int  # offset of its first event
+    end: int = 0  # offset just past its last event
+    end_source: str = ""
+    kind: str = UNFINISHED
+    gtid: str | None = None  # MySQL uuid[:tag]:n, or MariaDB domain-server-seq
+    anonymous: bool = False
+    server_id: int = 0
+    xid: int | None = None
+    xa_id: str | None = None  # XA transactions: the gtrid,bqual,formatID as XA statements print it
+    last_committed: int | None = None
+    sequence_number: int | None = None
+    commit_ts_us: int | None = None  # MySQL 8: immediate_commit_timestamp
+    original_commit_ts_us: int | None = None
+    first_header_ts: int = 0  # header time of its first event (a statement start time)
+    commit_header_ts: int = 0  # header time of the event that ended it
+    commit_exec_time: int = 0  # exec_time of the ending QUERY (seconds the statement ran)
+    tables: list[tuple[str, str]] = field(default_factory=list)
+    rows: int = 0
+    events: list[Event] = field(default_factory=list)
+    began: bool = False  # saw BEGIN / XA START
+    standalone: bool = False  # MariaDB FL_STANDALONE: ends at its statement
+
+    @property
+    def order_key(self) -> tuple[int, int]:
+        return (self.file_seq, self.start)
+
+    @property
+    def commit_time_us(self) -> int:
+        """The commit time: exact where the server wrote it (µs), else the ending event's header time."""
+        if self.commit_ts_us:
+            return self.commit_ts_us
+        return self.commit_header_ts * 1_000_000
+
+    @property
+    def commit_time_exact(self) -> bool:
+        return bool(self.commit_ts_us)
+
+    @property
+    def latest_commit_us(self) -> int:
+        """An upper bound of the commit time when the server did not write it: the ending event's
+        header second, plus the ending statement's run time, plus the rest of that second."""
+        if self.commit_ts_us:
+            return self.commit_ts_us
+        return (self.commit_header_ts + self.commit_exec_time + 1) * 1_000_000 - 1
+
+
+def _xa_id(query: str) -> str:
+    # "XA START X'..',X'..',1" -> "X'..',X'..',1"
+    return query.split(None, 2)[2].strip() if len(query.split(None, 2)) == 3 else ""
+
+
+class TransactionGrouper:
+    """Feed events in binlog order; ``feed`` returns the transactions they finish."""
+
+    def __init__(self, keep_events: bool = True) -> None:
+        self.keep_events = keep_events
+        self.current: Transaction | None = None
+        self.pending: list[Event] = []  # vendor events met between transactions (PolarDB-X GCN)
+
+    def _start(self, file_seq: int, ev: Event) -> Transaction:
+        t = Transaction(file_seq=file_seq, source=ev.source, start=ev.offset, server_id=ev.header.server_id,
+                        first_header_ts=ev.header.timestamp)
+        if self.pending:
+            t.start = min(t.start, self.pending[0].offset)
+            if self.keep_events:
+                t.events.extend(self.pending)
+            self.pending = []
+        self.current = t
+        return t
+
+    def _finish(self, ev: Event, kind: str) -> Transaction:
+        t = self.current
+        assert t is not None
+        t.kind = kind
+        t.end = ev.offset + ev.header.event_size
+        t.end_source = ev.source
+        t.commit_header_ts = ev.header.timestamp
+        if isinstance(ev.body, Query):
+            t.commit_exec_time = ev.body.exec_time
+        self.current = None
+        return t
+
+    def feed(self, file_seq: int, ev: Event) -> list[Transaction]:
+        code = ev.type_code
+        out: list[Transaction] = []
+        if code in CONTROL_EVENTS:
+            if code in (EventType.FORMAT_DESCRIPTION, EventType.ROTATE, EventType.STOP) and ev.inner_index is None:
+                if self.current is not None and ev.header.log_pos != 0 and code != EventType.FORMAT_DESCRIPTION:
+                    out.append(self._abandon())  # a transaction never spans files
+            return out
+        if code in GTID_EVENTS:
+            if self.current is not None:
+                out.append(self._abandon())
+            t = self._start(file_seq, ev)
+            self._take_gtid(t, ev)
+            self._add(t, ev)
+            return out
+        if code in (EventType.POLARDBX_GCN, EventType.POLARDBX_SEQUENCE) and self.current is None:
+            self.pending.append(ev)
+            return out
+        t = self.current if self.current is not None else self._start(file_seq, ev)
+        self._add(t, ev)
+        body = ev.body
+        if isinstance(body, Xid):
+            t.xid = body.xid
+            out.append(self._finish(ev, COMMIT))
+        elif isinstance(body, XaPrepare):
+            t.xa_id = f"X'{body.gtrid.hex()}',X'{body.bqual.hex()}',{body.format_id}"
+            out.append(self._finish(ev, XA_PREPARE))
+        elif isinstance(body, Query):
+            kind = self._query(t, body.query)
+            if kind:
+                out.append(self._finish(ev, kind))
+        elif code == EventType.TRANSACTION_PAYLOAD and isinstance(body, Skipped):
+            out.append(self._finish(ev, COMMIT))  # header-only scans: the payload holds the commit
+        return out
+
+    def _take_gtid(self, t: Transaction, ev: Event) -> None:
+        b = ev.body
+        if isinstance(b, Gtid):
+            t.gtid, t.anonymous = b.gtid, b.anonymous
+            t.last_committed, t.sequence_number = b.last_committed, b.sequence_number
+            t.commit_ts_us, t.original_commit_ts_us = b.immediate_commit_timestamp, b.original_commit_timestamp
+        elif isinstance(b, MariaGtid):
+            t.gtid, t.standalone = b.gtid, b.standalone
+            if b.commit_id is not None:
+                t.last_committed = b.commit_id
+
+    def _add(self, t: Transaction, ev: Event) -> None:
+        if self.keep_events:
+            t.events.append(ev)
+        b = ev.body
+        if isinstance(b, TableMap):
+            key = (b.database, b.table)
+            if key not in t.tables:
+                t.tables.append(key)
+        elif isinstance(b, Rows):
+            t.rows += len(b.rows)
+
+    def _query(self, t: Transaction, query: str) -> str | None:
+        """What this statement does to the open transaction: None (it goes on) or how it ends."""
+        head = query.lstrip()[:20].upper()
+        if head.startswith("BEGIN") or head.startswith("START TRANSACTION"):
+            t.began = True
+            return None
+        if head.startswith("XA START"):
+            t.began, t.xa_id = True, _xa_id(query)
+            return None
+        if head.startswith("XA END"):
+            return None
+        if head.startswith("XA PREPARE"):
+            t.xa_id = t.xa_id or _xa_id(query)
+            return XA_PREPARE
+        if head.startswith("XA COMMIT"):
+            t.xa_id = _xa_id(query).removesuffix(" ONE PHASE")
+            return XA_COMMIT
+        if head.startswith("XA ROLLBACK"):
+            t.xa_id = _xa_id(query)
+            return XA_ROLLBACK
+        if head.startswith("COMMIT"):
+            return COMMIT
+        if head.startswith("ROLLBACK"):
+            return ROLLBACK
+        if t.began and not t.standalone:
+            return None  # a statement-format change inside the transaction
+        return DDL if not _is_dml(head) else COMMIT
+
+    def _abandon(self) -> Transaction:
+        """The open transaction was cut off (a new GTID, a rotate): it is returned unfinished."""
+        t = self.current
+        assert t is not None
+        if t.events:
+            last = t.events[-1]
+            t.end, t.end_source = last.offset + last.header.event_size, last.source
+        t.kind = UNFINISHED
+        self.current = None
+        return t
+
+    def finish(self) -> list[Transaction]:
+        """End of input: an open transaction is returned as unfinished (its commit was not seen)."""
+        return [self._abandon()] if self.current is not None else []
+
+
+_DML = ("INSERT", "UPDATE", "DELETE", "REPLACE", "LOAD DATA", "CALL", "DO ", "SELECT", "SET ")
+
+
+def _is_dml(head: str) -> bool:
+    return head.startswith(_DML)
+
+
+def iter_transactions(
+    events: Iterable[tuple[int, Event]], keep_events: bool = True, include_unfinished: bool = False
+) -> Iterator[Transaction]:
+    """Transactions of (file sequence number, event) pairs in binlog order."""
+    g = TransactionGrouper(keep_events)
+    for seq, ev in events:
+        for t in g.feed(seq, ev):
+            if include_unfinished or t.kind != UNFINISHED:
+                yield t
+    for t in g.finish():
+        if include_unfinished:
+            yield t
+
