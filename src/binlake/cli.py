@@ -9,33 +9,79 @@ from collections.abc import Iterator, Sequence
 from binlake import __version__
 from binlake.errors import BinlogError
 from binlake.events.base import Event
+from binlake.filters import OPERATIONS, Selection, parse_datetime
+from binlake.gtid import GtidSet, GtidSetError, MariaGtidPos
 from binlake.reader import BinlogReader
+from binlake.txn import CONTROL_EVENTS, TransactionGrouper
 
 
-def _events(args: argparse.Namespace) -> Iterator[Event]:
-    for path in args.files:
-        yield from BinlogReader(
+def _file_events(args: argparse.Namespace) -> Iterator[tuple[int, Event]]:
+    """Events of the files in the order given: --start-position applies to the first file and
+    --stop-position to the last, as with mysqlbinlog."""
+    last = len(args.files) - 1
+    for seq, path in enumerate(args.files):
+        reader = BinlogReader(
             path,
             verify_checksum=args.verify_checksum,
-            start_position=args.start_position,
-            stop_position=args.stop_position,
+            start_position=args.start_position if seq == 0 else None,
+            stop_position=args.stop_position if seq == last else None,
             require_fde=args.require_fde,
         )
+        for ev in reader:
+            yield seq, ev
+
+
+def selection_from(args: argparse.Namespace) -> Selection:
+    return Selection(
+        start_time=args.start_datetime,
+        stop_time=args.stop_datetime,
+        include_gtids=args.include_gtids,
+        exclude_gtids=args.exclude_gtids,
+        databases=args.database or [],
+        tables=args.table or [],
+        operations=args.type or [],
+    )
+
+
+def selected_events(args: argparse.Namespace) -> Iterator[Event]:
+    """The events ``dump`` prints: everything, or the selected transactions' selected events."""
+    sel = selection_from(args)
+    if sel == Selection():
+        yield from (ev for _, ev in _file_events(args))
+        return
+    grouper = TransactionGrouper(keep_events=True)
+    for seq, ev in _file_events(args):
+        if ev.type_code in CONTROL_EVENTS:
+            yield ev
+            continue
+        for t in grouper.feed(seq, ev):
+            if sel.keeps(t):
+                yield from (e for e in t.events if sel.keeps_event(t, e))
+    for t in grouper.finish():
+        if sel.keeps(t):
+            yield from (e for e in t.events if sel.keeps_event(t, e))
 
 
 def cmd_dump(args: argparse.Namespace) -> int:
     from binlake.render.jsonl import render_jsonl
     from binlake.render.text import render_text
 
+    events = selected_events(args)
+    lines = render_jsonl(events) if args.format == "json" else render_text(events, verbosity=args.verbose, positional=args.positional)
     out = sys.stdout
-    lines = (
-        render_jsonl(_events(args))
-        if args.format == "json"
-        else render_text(_events(args), verbosity=args.verbose, positional=args.positional)
-    )
     for line in lines:
         out.write(line)
         out.write("\n")
+    return 0
+
+
+def cmd_find_position(args: argparse.Namespace) -> int:
+    from binlake.position import find_by_gtid_set, find_by_time
+    from binlake.series import BinlogSeries
+
+    series = BinlogSeries.open(*args.source)
+    found = find_by_time(series, args.datetime) if args.datetime else find_by_gtid_set(series, args.gtid_set)
+    print(found.describe())
     return 0
 
 
@@ -45,47 +91,66 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return run_demo(args.workdir)
 
 
+def _datetime(text: str) -> object:
+    try:
+        return parse_datetime(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a date/time (YYYY-MM-DD HH:MM:SS[.ffffff][+HH:MM])") from None
+
+
+def _gtid_set(text: str) -> GtidSet:
+    try:
+        return GtidSet.parse(text)
+    except GtidSetError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _gtid_any(text: str) -> GtidSet | MariaGtidPos:
+    try:
+        return MariaGtidPos.parse(text) if text.strip() and ":" not in text else GtidSet.parse(text)
+    except GtidSetError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _add_selection(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("selection (by commit time, GTID, schema, table, operation)")
+    g.add_argument("--start-datetime", type=_datetime, help="transactions committed at or after this time (UTC unless an offset is given)")
+    g.add_argument("--stop-datetime", type=_datetime, help="transactions committed before this time")
+    g.add_argument("--include-gtids", type=_gtid_set, help="only these GTIDs (a MySQL GTID set)")
+    g.add_argument("--exclude-gtids", type=_gtid_set, help="not these GTIDs")
+    g.add_argument("--database", action="append", help="only this schema (glob; repeatable)")
+    g.add_argument("--table", action="append", help="only this table, 'tbl' or 'db.tbl' (glob; repeatable)")
+    g.add_argument("--type", action="append", choices=OPERATIONS, help="only these changes (repeatable)")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="binlake", description="Exact, ordered change data from MySQL-family binlogs."
-    )
+    p = argparse.ArgumentParser(prog="binlake", description="Exact, ordered change data from MySQL-family binlogs.")
     p.add_argument("--version", action="version", version=f"binlake {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
     d = sub.add_parser("dump", help="decode binlog files to mysqlbinlog-style text or JSON lines")
     d.add_argument("files", nargs="+", help="binlog or relay log files, in order")
     d.add_argument("--format", choices=("text", "json"), default="text")
-    d.add_argument("--start-position", type=int, help="first event offset (the format event is always read)")
-    d.add_argument("--stop-position", type=int, help="stop before the event at or after this offset")
-    d.add_argument(
-        "--verify-checksum",
-        dest="verify_checksum",
-        action="store_true",
-        default=True,
-        help="verify every event's CRC32 (default)",
-    )
+    d.add_argument("--start-position", type=int, help="first event offset in the first file (its format event is always read)")
+    d.add_argument("--stop-position", type=int, help="stop before the event at or after this offset of the last file")
+    d.add_argument("--verify-checksum", dest="verify_checksum", action="store_true", default=True,
+                   help="verify every event's CRC32 (default)")
     d.add_argument("--no-verify-checksum", dest="verify_checksum", action="store_false")
-    d.add_argument(
-        "--no-require-fde",
-        dest="require_fde",
-        action="store_false",
-        default=True,
-        help="read a fragment without a FORMAT_DESCRIPTION event as MySQL 5.x v4 events",
-    )
-    d.add_argument(
-        "--positional",
-        action="store_true",
-        help="name columns @1, @2… even when the binlog carries names (as mysqlbinlog does)",
-    )
-    d.add_argument(
-        "-v",
-        "--verbose",
-        type=int,
-        default=2,
-        choices=(1, 2),
-        help="2 (default) adds the /* TYPE meta nullable is_null */ comments of mysqlbinlog -vv",
-    )
+    d.add_argument("--no-require-fde", dest="require_fde", action="store_false", default=True,
+                   help="read a fragment without a FORMAT_DESCRIPTION event as MySQL 5.x v4 events")
+    d.add_argument("--positional", action="store_true",
+                   help="name columns @1, @2… even when the binlog carries names (as mysqlbinlog does)")
+    d.add_argument("-v", "--verbose", type=int, default=2, choices=(1, 2),
+                   help="2 (default) adds the /* TYPE meta nullable is_null */ comments of mysqlbinlog -vv")
+    _add_selection(d)
     d.set_defaults(func=cmd_dump)
+
+    f = sub.add_parser("find-position", help="where to start reading for a point in time or a GTID set")
+    f.add_argument("source", nargs="+", help="a binlog directory, an index file, or files in order")
+    what = f.add_mutually_exclusive_group(required=True)
+    what.add_argument("--datetime", type=_datetime, help="first position of transactions committed at or after this time (UTC unless an offset is given)")
+    what.add_argument("--gtid-set", type=_gtid_any, help="a MySQL GTID set or a MariaDB GTID position already executed")
+    f.set_defaults(func=cmd_find_position)
 
     m = sub.add_parser("demo", help="write a sample binlog with a private MariaDB and decode it")
     m.add_argument("--workdir", default="out/demo", help="where the sample server and outputs go")
@@ -96,7 +161,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     if hasattr(sys.stdout, "reconfigure"):
         sys.stdout.reconfigure(errors="surrogateescape")  # string values print as their stored bytes
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     try:
         return int(args.func(args))
     except BinlogError as e:

@@ -1,0 +1,104 @@
+"""Selections shared by ``dump`` and everything downstream: by time, GTID, schema, table, operation.
+
+Times select by *commit* time (exact where the server wrote it, else the ending event's header time),
+so a transaction is kept or dropped whole; schema, table and operation select row changes within it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import fnmatch
+from dataclasses import dataclass, field
+
+from binlake.events.base import Event
+from binlake.events.query import Query
+from binlake.events.rows import Rows
+from binlake.events.table_map import TableMap
+from binlake.gtid import GtidSet, parse_gtid
+from binlake.txn import DDL, Transaction
+
+OPERATIONS = ("insert", "update", "delete", "ddl")
+
+
+def parse_datetime(text: str) -> dt.datetime:
+    """``YYYY-MM-DD[ HH:MM:SS[.ffffff]]`` or ISO 8601 with an offset; no offset means UTC."""
+    value = dt.datetime.fromisoformat(text.strip().replace(" ", "T", 1) if " " in text.strip() else text.strip())
+    return value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)
+
+
+def _us(value: dt.datetime) -> int:
+    return int(value.timestamp() * 1_000_000)
+
+
+@dataclass
+class Selection:
+    start_time: dt.datetime | None = None
+    stop_time: dt.datetime | None = None
+    include_gtids: GtidSet | None = None
+    exclude_gtids: GtidSet | None = None
+    databases: list[str] = field(default_factory=list)  # glob patterns
+    tables: list[str] = field(default_factory=list)  # "table" or "db.table" glob patterns
+    operations: list[str] = field(default_factory=list)
+
+    @property
+    def by_rows(self) -> bool:
+        return bool(self.databases or self.tables or self.operations)
+
+    def keeps_transaction(self, t: Transaction) -> bool:
+        when = t.commit_time_us
+        if self.start_time is not None and when < _us(self.start_time):
+            return False
+        if self.stop_time is not None and when >= _us(self.stop_time):
+            return False
+        if self.include_gtids is not None or self.exclude_gtids is not None:
+            inside = t.gtid is not None and ":" in t.gtid and self._in(self.include_gtids, t.gtid)
+            if self.include_gtids is not None and not inside:
+                return False
+            if self.exclude_gtids is not None and t.gtid is not None and ":" in t.gtid and self._in(self.exclude_gtids, t.gtid):
+                return False
+        if self.operations and t.kind == DDL and "ddl" not in self.operations:
+            return False
+        return True
+
+    @staticmethod
+    def _in(gtids: GtidSet | None, gtid: str) -> bool:
+        if gtids is None:
+            return False
+        sid, tag, gno = parse_gtid(gtid)
+        return gtids.contains(sid, gno, tag)
+
+    def keeps_table(self, database: str, table: str) -> bool:
+        if self.databases and not any(fnmatch.fnmatchcase(database, p) for p in self.databases):
+            return False
+        if self.tables and not any(
+            fnmatch.fnmatchcase(f"{database}.{table}" if "." in p else table, p) for p in self.tables
+        ):
+            return False
+        return True
+
+    def keeps_event(self, t: Transaction, ev: Event) -> bool:
+        """Within a kept transaction: row changes (and their table maps) of the selected tables and
+        operations; DDL by its database; everything else."""
+        b = ev.body
+        if isinstance(b, Rows):
+            if b.table is None:
+                return not self.by_rows
+            return self.keeps_table(b.table.database, b.table.table) and (
+                not self.operations or b.operation in self.operations
+            )
+        if isinstance(b, TableMap):
+            return self.keeps_table(b.database, b.table)
+        if isinstance(b, Query) and t.kind == DDL:
+            if self.operations and "ddl" not in self.operations:
+                return False
+            return not self.databases or any(fnmatch.fnmatchcase(b.database, p) for p in self.databases)
+        return True
+
+    def keeps(self, t: Transaction) -> bool:
+        """Whether anything of this transaction survives the selection."""
+        if not self.keeps_transaction(t):
+            return False
+        if not self.by_rows:
+            return True
+        return any(isinstance(e.body, (Rows, Query)) and self.keeps_event(t, e) and not (
+            isinstance(e.body, Query) and t.kind != DDL) for e in t.events)

@@ -1,0 +1,176 @@
+"""Where to start reading: the position for a point in time or for a GTID set, over a series.
+
+By time, the answer is the earliest transaction boundary such that every transaction that committed
+at or after T starts at or after it. Binlog order is commit order, so that is the start of the first
+transaction whose commit time is at or after T:
+
+- MySQL 8.0.1+ writes each transaction's commit time in microseconds (GTID ``immediate_commit_timestamp``):
+  the rule is exact.
+- Older servers and MariaDB write no commit time; header timestamps are statement *start* times
+  (seed 000). The event that ends a transaction (XID / COMMIT / DDL) starts before the commit and in
+  the same second or, for a statement, within its ``exec_time``; so the commit happened no later than
+  that header second + exec_time + 1 s. The safe rule starts at the first transaction whose latest
+  possible commit is at or after T: nothing committed at or after T is missed, and what is included
+  committed at most a second or so before T.
+
+Files are skipped without reading them: file i+1 is created after file i's last commit, so when file
+i+1's FORMAT_DESCRIPTION time is before T, no transaction of file i can qualify. Within a file only
+headers and small control events are read (``HEADER_ONLY``): row images are never decoded.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from binlake.events.gtid import MariaGtidList, PreviousGtids
+from binlake.events.types import ROWS_EVENT_KINDS, EventType
+from binlake.gtid import GtidAccumulator, GtidSet, MariaGtidPos, parse_gtid
+from binlake.reader import BinlogReader
+from binlake.series import BinlogSeries, Position
+from binlake.txn import Transaction, TransactionGrouper
+
+# Event types a header-only scan does not read: row images and their companions.
+HEADER_ONLY = frozenset(
+    {EventType.TABLE_MAP, EventType.ROWS_QUERY, EventType.MARIA_ANNOTATE_ROWS, EventType.TRANSACTION_PAYLOAD,
+     EventType.APPEND_BLOCK, EventType.BEGIN_LOAD_QUERY, *ROWS_EVENT_KINDS}
+)
+
+
+@dataclass
+class FileStart:
+    """What the first events of a file say: when it was created and what ran before it."""
+
+    path: Path
+    created: int  # FORMAT_DESCRIPTION header time (seconds)
+    previous_gtids: GtidSet | None
+    maria_gtid_list: MariaGtidPos | None
+
+
+def file_start(path: Path) -> FileStart:
+    created, prev, maria = 0, None, None
+    for ev in BinlogReader(path, skip=HEADER_ONLY):
+        if ev.type_code == EventType.FORMAT_DESCRIPTION:
+            created = ev.header.timestamp
+        elif isinstance(ev.body, PreviousGtids):
+            prev = GtidSet.from_dict(ev.body.sets)
+        elif isinstance(ev.body, MariaGtidList):
+            maria = MariaGtidPos(tuple(sorted(ev.body.gtids)))
+        elif ev.type_code not in (EventType.MARIA_BINLOG_CHECKPOINT, EventType.START_V3):
+            break
+    return FileStart(path, created, prev, maria)
+
+
+@dataclass
+class Found:
+    """A start position and the GTIDs executed before it."""
+
+    position: Position
+    executed: GtidSet | MariaGtidPos | None
+    transaction: Transaction | None  # the first transaction at or after the position (None: end)
+    exact: bool  # the commit time came from the server (False: the safe rule was used)
+
+    def describe(self) -> str:
+        lines = [f"file: {self.position.file}", f"position: {self.position.offset}"]
+        if self.executed is not None:
+            lines.append(f"executed before: {str(self.executed) or '(empty)'}")
+        t = self.transaction
+        if t is not None:
+            when = dt.datetime.fromtimestamp(t.commit_time_us / 1e6, dt.timezone.utc)
+            rule = "exact (server commit timestamp)" if self.exact else "safe rule (no commit timestamps in this binlog)"
+            lines.append(f"first transaction: {t.gtid or 'anonymous'} committed {when:%Y-%m-%d %H:%M:%S.%f} UTC, {rule}")
+        else:
+            lines.append("no transaction after it yet: this is the end of the series")
+        return "\n".join(lines)
+
+
+class _Executed:
+    """GTIDs executed so far, MySQL or MariaDB style, starting from a file's header."""
+
+    def __init__(self, start: FileStart) -> None:
+        self.mysql = GtidAccumulator(start.previous_gtids) if start.previous_gtids is not None else None
+        self.maria = start.maria_gtid_list
+
+    def add(self, t: Transaction) -> None:
+        if not t.gtid:
+            return
+        if self.maria is not None or "-" in t.gtid and ":" not in t.gtid:
+            d, s, n = (int(x) for x in t.gtid.split("-"))
+            self.maria = (self.maria or MariaGtidPos()).advance(d, s, n)
+        else:
+            sid, tag, gno = parse_gtid(t.gtid)
+            if self.mysql is None:
+                self.mysql = GtidAccumulator()
+            self.mysql.add(sid, gno, tag)
+
+    def value(self) -> GtidSet | MariaGtidPos | None:
+        if self.maria is not None:
+            return self.maria
+        return self.mysql.freeze() if self.mysql is not None else None
+
+
+def _transactions(series: BinlogSeries, first_file: int) -> Iterator[tuple[int, Transaction, _Executed]]:
+    """Header-only transactions from ``first_file`` on, with the executed set before each."""
+    for seq in range(first_file, len(series.files)):
+        executed = _Executed(file_start(series.files[seq]))
+        g = TransactionGrouper(keep_events=False)
+        for ev in BinlogReader(series.files[seq], skip=HEADER_ONLY):
+            for t in g.feed(seq, ev):
+                yield seq, t, executed
+                executed.add(t)
+        for t in g.finish():
+            yield seq, t, executed
+
+
+def _end(series: BinlogSeries) -> Position:
+    last = len(series.files) - 1
+    return series.position(last, series.files[last].stat().st_size)
+
+
+def find_by_time(series: BinlogSeries, when: dt.datetime | int) -> Found:
+    """The start position for transactions committed at or after ``when`` (aware datetime or µs)."""
+    t_us = when if isinstance(when, int) else int(when.timestamp() * 1_000_000)
+    starts = [file_start(f) for f in series.files]
+    first = 0
+    for i in range(len(starts) - 1):
+        if (starts[i + 1].created + 1) * 1_000_000 <= t_us:  # file i ended before T
+            first = i + 1
+    executed: _Executed | None = None
+    for seq, t, ex in _transactions(series, first):
+        executed = ex
+        bound = t.commit_ts_us if t.commit_time_exact else t.latest_commit_us
+        if bound is not None and bound >= t_us:
+            return Found(series.position(seq, t.start), ex.value(), t, t.commit_time_exact)
+    return Found(_end(series), executed.value() if executed else None, None, True)
+
+
+def find_by_gtid_set(series: BinlogSeries, gtids: GtidSet | MariaGtidPos) -> Found:
+    """Where a replica that has executed ``gtids`` must start: the first transaction not in the set."""
+    starts = [file_start(f) for f in series.files]
+    first = 0
+    for i, s in enumerate(starts):
+        if isinstance(gtids, GtidSet) and s.previous_gtids is not None and s.previous_gtids.issubset(gtids):
+            first = i
+        elif isinstance(gtids, MariaGtidPos) and s.maria_gtid_list is not None and all(
+            gtids.contains(d, n) for d, _, n in s.maria_gtid_list.gtids
+        ):
+            first = i
+    executed: _Executed | None = None
+    for seq, t, ex in _transactions(series, first):
+        executed = ex
+        if not _contains(gtids, t.gtid):
+            return Found(series.position(seq, t.start), ex.value(), t, t.commit_time_exact)
+    return Found(_end(series), executed.value() if executed else None, None, True)
+
+
+def _contains(gtids: GtidSet | MariaGtidPos, gtid: str | None) -> bool:
+    if gtid is None:
+        return False
+    if isinstance(gtids, MariaGtidPos):
+        if ":" in gtid:
+            return False
+        d, _, n = (int(x) for x in gtid.split("-"))
+        return gtids.contains(d, n)
+    return ":" in gtid and gtid in gtids

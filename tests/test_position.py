@@ -1,0 +1,108 @@
+"""Position search against brute force: from the position found for T, no transaction that
+committed at or after T is missed, and none that committed well before T is included."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from binlake.gtid import GtidSet, MariaGtidPos
+from binlake.position import find_by_gtid_set, find_by_time
+from binlake.series import BinlogSeries
+from binlake.txn import Transaction, iter_transactions
+
+REAL_SERIES = [
+    ["mysql-server-8.0.39/std_data/replicated-bin.000001", "mysql-server-8.0.39/std_data/replicated-bin.000002"],
+    ["mysql-server-8.0.39/zip-extracted/upgrade/data_wl13352_8017/data_upgrade/binlog.000002"],
+    ["blackbeam-rust_mysql_common/json.binlog.000001"],
+    ["osheroff-mysql-binlog-connector-java/mysql-bin.checksum-crc32"],  # 5.7: no commit timestamps
+    ["zalora-binlog-parser/gtid-fixtures/mysql-bin.01"],
+]
+
+
+def all_transactions(series: BinlogSeries) -> list[Transaction]:
+    return list(iter_transactions(series.events(), keep_events=False))
+
+
+def probe_times(txns: list[Transaction]) -> list[int]:
+    ts = {t.commit_time_us for t in txns}
+    out = set()
+    for x in ts:
+        out |= {x - 1_000_001, x - 1, x, x + 1, x + 500_000}
+    return sorted(out | {min(ts) - 10**7, max(ts) + 10**7})
+
+
+def check(series: BinlogSeries, txns: list[Transaction], t_us: int, slack_us: int) -> None:
+    found = find_by_time(series, t_us)
+    pos = (found.position.file_seq, found.position.offset)
+    for t in txns:
+        if t.commit_time_us >= t_us + (0 if t.commit_time_exact else slack_us):
+            assert t.order_key >= pos, f"T={t_us}: {t.gtid} committed at {t.commit_time_us} starts before {pos}"
+        if t.order_key >= pos:
+            assert t.latest_commit_us >= t_us - slack_us, f"T={t_us}: {t.gtid} committed well before T but included"
+    if found.transaction is not None:
+        assert found.transaction.order_key == pos
+
+
+@pytest.mark.parametrize("names", REAL_SERIES, ids=lambda n: n[0])
+def test_time_search_on_real_binlogs(corpus: Path, names: list[str]) -> None:
+    series = BinlogSeries.open(*(corpus / n for n in names))
+    txns = all_transactions(series)
+    exact = all(t.commit_time_exact for t in txns)
+    for t_us in probe_times(txns):
+        check(series, txns, t_us, 0 if exact else 2_000_000)
+
+
+@pytest.mark.slow
+def test_time_search_on_a_live_server(mariadb: Any) -> None:
+    """MariaDB writes no commit times: the client's clock around each COMMIT is the truth."""
+    mariadb.execute("CREATE DATABASE IF NOT EXISTS tpos", "CREATE TABLE IF NOT EXISTS tpos.t (id INT PRIMARY KEY, v INT)")
+    files_before = len(mariadb.flush_binlogs())
+    conn = mariadb.connect("tpos")
+    windows = []
+    with conn.cursor() as cur:
+        for i in range(12):
+            before = time.time_ns() // 1000
+            cur.execute("INSERT INTO t VALUES (%s, %s)", (i, i))
+            windows.append((before, time.time_ns() // 1000))
+            time.sleep(0.35)
+    conn.close()
+    files = mariadb.flush_binlogs()[files_before - 1 : -1]
+    series = BinlogSeries.open(*files)
+    txns = [t for t in all_transactions(series) if t.tables == [] or ("tpos", "t") in t.tables]
+    ours = [t for t in txns if t.rows]  # skip the checkpoint/DDL noise; the inserts, in order
+    assert len(ours) == 12
+    for before, after in windows:
+        for t_us in (before - 1, before, after, after + 1, (before + after) // 2):
+            found = find_by_time(series, t_us)
+            pos = (found.position.file_seq, found.position.offset)
+            for (b, a), t in zip(windows, ours, strict=True):
+                if b >= t_us:
+                    assert t.order_key >= pos  # committed at or after T: never missed
+                if a < t_us - 2_000_000:
+                    assert t.order_key < pos  # committed well before T: not included
+
+
+def test_gtid_search(corpus: Path) -> None:
+    names = REAL_SERIES[0]
+    series = BinlogSeries.open(*(corpus / n for n in names))
+    txns = all_transactions(series)
+    sid = txns[0].gtid.split(":")[0]
+    for n in range(0, 10):
+        have = GtidSet.parse(f"{sid}:1-{n}") if n else GtidSet()
+        found = find_by_gtid_set(series, have)
+        later = [t for t in txns if t.order_key >= (found.position.file_seq, found.position.offset)]
+        assert [t.gtid for t in later] == [t.gtid for t in txns if t.gtid not in have]
+        assert found.executed == have
+
+
+def test_mariadb_gtid_search(corpus: Path) -> None:
+    series = BinlogSeries.open(corpus / "mariadb-server-10.3/std_data/rpl/master-bin-seq_10.3.36.000001")
+    txns = all_transactions(series)
+    found = find_by_gtid_set(series, MariaGtidPos.parse("0-1-100"))
+    assert found.transaction is not None and found.transaction.gtid == "0-1-101"
+    assert str(found.executed) == "0-1-100"
+    assert [t.gtid for t in txns].index("0-1-101") == [t.order_key for t in txns].index(found.transaction.order_key)
