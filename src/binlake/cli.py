@@ -12,7 +12,7 @@ from binlake.events.base import Event
 from binlake.filters import OPERATIONS, Selection, parse_datetime
 from binlake.gtid import GtidSet, GtidSetError, MariaGtidPos
 from binlake.reader import BinlogReader
-from binlake.txn import CONTROL_EVENTS, TransactionGrouper
+from binlake.txn import CONTROL_EVENTS, Transaction, TransactionGrouper
 
 
 def _file_events(args: argparse.Namespace) -> Iterator[tuple[int, Event]]:
@@ -70,6 +70,27 @@ def cmd_dump(args: argparse.Namespace) -> int:
     lines = render_jsonl(events) if args.format == "json" else render_text(events, verbosity=args.verbose, positional=args.positional)
     out = sys.stdout
     for line in lines:
+        out.write(line)
+        out.write("\n")
+    return 0
+
+
+def selected_transactions(args: argparse.Namespace) -> Iterator[Transaction]:
+    """Finished transactions that pass the selection, with only their selected events."""
+    sel = selection_from(args)
+    grouper = TransactionGrouper(keep_events=True)
+    for seq, ev in _file_events(args):
+        for t in grouper.feed(seq, ev):
+            if sel.keeps(t):
+                t.events = [e for e in t.events if sel.keeps_event(t, e)]
+                yield t
+
+
+def cmd_sql(args: argparse.Namespace) -> int:
+    from binlake.render.sql import render_sql
+
+    out = sys.stdout
+    for line in render_sql(selected_transactions(args), flashback=args.flashback):
         out.write(line)
         out.write("\n")
     return 0
@@ -144,6 +165,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="2 (default) adds the /* TYPE meta nullable is_null */ comments of mysqlbinlog -vv")
     _add_selection(d)
     d.set_defaults(func=cmd_dump)
+
+    q = sub.add_parser("sql", help="redo SQL of the row changes, or --flashback SQL that undoes them")
+    q.add_argument("files", nargs="+", help="binlog files, in order")
+    q.add_argument("--flashback", action="store_true", help="undo: newest first, INSERT<->DELETE, UPDATE images swapped")
+    q.add_argument("--start-position", type=int, help="first event offset in the first file")
+    q.add_argument("--stop-position", type=int, help="stop before this offset of the last file")
+    q.add_argument("--no-verify-checksum", dest="verify_checksum", action="store_false", default=True)
+    q.set_defaults(require_fde=True)
+    _add_selection(q)
+    q.set_defaults(func=cmd_sql)
 
     f = sub.add_parser("find-position", help="where to start reading for a point in time or a GTID set")
     f.add_argument("source", nargs="+", help="a binlog directory, an index file, or files in order")

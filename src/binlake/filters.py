@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import fnmatch
+import re
 from dataclasses import dataclass, field
 
 from binlake.events.base import Event
@@ -18,6 +19,23 @@ from binlake.gtid import GtidSet, parse_gtid
 from binlake.txn import DDL, Transaction
 
 OPERATIONS = ("insert", "update", "delete", "ddl")
+
+# `db`.`tbl` or db.tbl in a statement: the databases a DDL touches besides its default one
+_QUALIFIED = re.compile(r"(?:`((?:[^`]|``)+)`|\b([A-Za-z0-9_$]+))\s*\.\s*(?:`|[A-Za-z_$])")
+_DATABASE_DDL = re.compile(r"^\s*(?:CREATE|DROP|ALTER)\s+(?:DATABASE|SCHEMA)\s+(?:IF\s+(?:NOT\s+)?EXISTS\s+)?`?([^`\s;]+)", re.I)
+
+
+def statement_databases(q: Query) -> set[str]:
+    """The databases a statement works on: its default one, the server's list of updated
+    databases (MySQL), ``db.`` prefixes in the text, and the target of CREATE/DROP DATABASE."""
+    dbs = {q.database} if q.database else set()
+    dbs |= set(q.status.get("updated_db_names") or [])
+    m = _DATABASE_DDL.match(q.query)
+    if m:
+        dbs.add(m.group(1))
+    for quoted, bare in _QUALIFIED.findall(q.query):
+        dbs.add(quoted.replace("``", "`") if quoted else bare)
+    return dbs
 
 
 def parse_datetime(text: str) -> dt.datetime:
@@ -91,7 +109,8 @@ class Selection:
         if isinstance(b, Query) and t.kind == DDL:
             if self.operations and "ddl" not in self.operations:
                 return False
-            return not self.databases or any(fnmatch.fnmatchcase(b.database, p) for p in self.databases)
+            dbs = statement_databases(b)
+            return not self.databases or any(fnmatch.fnmatchcase(d, p) for d in dbs for p in self.databases)
         return True
 
     def keeps(self, t: Transaction) -> bool:

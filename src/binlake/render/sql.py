@@ -1,0 +1,202 @@
+"""Redo SQL and flashback (undo) SQL from row changes.
+
+Redo replays transactions in order; flashback undoes them in reverse order (INSERT <-> DELETE, UPDATE
+with its images swapped). A row is found by its primary key when the binlog names it, else by every
+column the image carries (NULL-safe ``<=>``; FLOAT columns are left out because a float32 never
+equals its decimal text) with ``LIMIT 1``. Literals are exact for every type; the script sets
+``time_zone='+00:00'`` (TIMESTAMP values are UTC) and ``NAMES utf8mb4``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Iterable, Iterator
+from decimal import Decimal
+from typing import Any
+
+from binlake.errors import BinlogError
+from binlake.events.query import Query
+from binlake.events.rows import ABSENT, PartialJson, Rows
+from binlake.events.table_map import TableMap
+from binlake.render.values import _f32
+from binlake.values.columns import ColumnDef
+from binlake.values.json_binary import Json, to_mysql_text
+from binlake.values.numeric import bit_length
+from binlake.values.temporal import MysqlDate, MysqlDateTime, format_date, format_datetime, format_time
+from binlake.values.types import ColumnType
+from binlake.txn import DDL, Transaction
+
+# CREATE/DROP DATABASE carry the database as their default: USE would fail (or touch the wrong one).
+_DATABASE_DDL = re.compile(r"^\s*(CREATE|DROP|ALTER)\s+(DATABASE|SCHEMA)\b", re.IGNORECASE)
+
+HEADER = ["SET NAMES utf8mb4;", "SET time_zone = '+00:00';", "SET SESSION sql_mode = '';"]
+
+_ESCAPES = {"\\": "\\\\", "'": "\\'", "\0": "\\0", "\n": "\\n", "\r": "\\r", "\x1a": "\\Z"}
+
+
+class SqlError(BinlogError):
+    """Row changes that cannot be written as SQL (no column names known, for one)."""
+
+
+def quote_ident(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def quote_str(text: str) -> str:
+    return "'" + "".join(_ESCAPES.get(ch, ch) for ch in text) + "'"
+
+
+def literal(value: Any, col: ColumnDef) -> str:
+    """An exact SQL literal for one decoded value."""
+    if value is None:
+        return "NULL"
+    t = col.real_type
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if t == ColumnType.BIT:
+        return "b'" + format(value, f"0{max(bit_length(col.meta), 1)}b") + "'"
+    if t == ColumnType.SET and isinstance(value, tuple):
+        return quote_str(",".join(value))
+    if t == ColumnType.GEOMETRY and isinstance(value, bytes) and len(value) >= 4:
+        return f"ST_GeomFromWKB(X'{value[4:].hex()}', {int.from_bytes(value[:4], 'little')})"
+    if t == ColumnType.VECTOR:
+        return "STRING_TO_VECTOR('[" + ",".join(_f32(v) for v in value) + "]')"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, Decimal):
+        return format(value, "f")
+    if isinstance(value, float):
+        return _f32(value) if t == ColumnType.FLOAT else repr(value)
+    if isinstance(value, str):
+        return quote_str(value)
+    if isinstance(value, bytes):
+        return f"X'{value.hex()}'"
+    if isinstance(value, (dt.datetime, MysqlDateTime)):
+        fsp = col.meta if t in (ColumnType.DATETIME2, ColumnType.TIMESTAMP2) else 0
+        return quote_str(format_datetime(value, fsp))
+    if isinstance(value, (dt.date, MysqlDate)):
+        return quote_str(format_date(value))
+    if isinstance(value, dt.timedelta):
+        return quote_str(format_time(value, col.meta if t == ColumnType.TIME2 else 0))
+    if isinstance(value, Json):
+        return quote_str(to_mysql_text(value.value))
+    raise SqlError(f"no SQL literal for {type(value).__name__} in column {col.label}")
+
+
+def _partial(value: PartialJson, col: ColumnDef) -> str:
+    expr = quote_ident(col.name or "")
+    for d in value.diffs:
+        arg = "" if d.operation == "REMOVE" else f", CAST({quote_str(to_mysql_text(d.value))} AS JSON)"
+        expr = f"JSON_{d.operation}({expr}, {quote_str(d.path)}{arg})"
+    return expr
+
+
+def _names(tm: TableMap) -> list[str]:
+    if any(c.name is None for c in tm.columns):
+        raise SqlError(
+            f"column names of `{tm.database}`.`{tm.table}` are not in the binlog (binlog_row_metadata=MINIMAL "
+            "or MySQL 5.x): SQL needs them",
+        )
+    return [c.name or "" for c in tm.columns]
+
+
+# Values that never compare equal to their own literal: float32, MySQL JSON, geometry.
+_NOT_COMPARABLE = frozenset({ColumnType.FLOAT, ColumnType.JSON, ColumnType.GEOMETRY})
+
+
+def _where(tm: TableMap, image: list[Any]) -> str:
+    cols = tm.columns
+    keys = [i for i in tm.primary_key if image[i] is not ABSENT]
+    if not keys or len(keys) < len(tm.primary_key):
+        usable = [i for i, v in enumerate(image) if v is not ABSENT and not isinstance(v, PartialJson)]
+        keys = [i for i in usable if cols[i].real_type not in _NOT_COMPARABLE] or usable
+    parts = [f"{quote_ident(cols[i].name or '')} <=> {literal(image[i], cols[i])}" for i in keys]
+    return " AND ".join(parts) or "FALSE"
+
+
+def _insert(tm: TableMap, image: list[Any]) -> str:
+    cols = [c for c, v in zip(tm.columns, image, strict=True) if v is not ABSENT]
+    names = ", ".join(quote_ident(c.name or "") for c in cols)
+    values = ", ".join(literal(image[c.index], c) for c in cols)
+    return f"INSERT INTO {quote_ident(tm.database)}.{quote_ident(tm.table)} ({names}) VALUES ({values});"
+
+
+def _update(tm: TableMap, before: list[Any], after: list[Any]) -> str:
+    sets = []
+    for c in tm.columns:
+        v = after[c.index]
+        if v is ABSENT:
+            continue
+        rhs = _partial(v, c) if isinstance(v, PartialJson) else literal(v, c)
+        sets.append(f"{quote_ident(c.name or '')} = {rhs}")
+    return f"UPDATE {quote_ident(tm.database)}.{quote_ident(tm.table)} SET {', '.join(sets)} WHERE {_where(tm, before)} LIMIT 1;"
+
+
+def _delete(tm: TableMap, image: list[Any]) -> str:
+    return f"DELETE FROM {quote_ident(tm.database)}.{quote_ident(tm.table)} WHERE {_where(tm, image)} LIMIT 1;"
+
+
+def redo_statements(t: Transaction) -> list[str]:
+    out: list[str] = []
+    for ev in t.events:
+        b = ev.body
+        if isinstance(b, Query) and t.kind == DDL:
+            if b.database and not _DATABASE_DDL.match(b.query):
+                out.append(f"USE {quote_ident(b.database)};")
+            out.append(b.query.rstrip().rstrip(";") + ";")
+        elif isinstance(b, Rows) and b.table is not None and not b.undecoded_reason:
+            tm = b.table
+            _names(tm)
+            for before, after in b.rows:
+                if b.operation == "insert":
+                    out.append(_insert(tm, after))  # type: ignore[arg-type]
+                elif b.operation == "delete":
+                    out.append(_delete(tm, before))  # type: ignore[arg-type]
+                else:
+                    out.append(_update(tm, before, after))  # type: ignore[arg-type]
+    return out
+
+
+def flashback_statements(t: Transaction) -> list[str]:
+    out: list[str] = []
+    for ev in reversed(t.events):
+        b = ev.body
+        if isinstance(b, Query) and t.kind == DDL:
+            out.append(f"-- cannot undo DDL at {ev.source}:{ev.offset}: {b.query.splitlines()[0][:200]}")
+        elif isinstance(b, Rows) and b.table is not None and not b.undecoded_reason:
+            tm = b.table
+            _names(tm)
+            for before, after in reversed(b.rows):
+                if b.operation == "insert":
+                    out.append(_delete(tm, after))  # type: ignore[arg-type]
+                elif b.operation == "delete":
+                    out.append(_insert(tm, before))  # type: ignore[arg-type]
+                else:  # a partial-JSON edit is undone too: the before image holds the whole document
+                    out.append(_update(tm, after, before))  # type: ignore[arg-type]
+    return out
+
+
+def render_sql(transactions: Iterable[Transaction], flashback: bool = False) -> Iterator[str]:
+    """SQL lines for the transactions (given in binlog order)."""
+    yield from HEADER
+    if not flashback:
+        for t in transactions:
+            yield from _block(t, redo_statements(t))
+        return
+    # undo runs newest first: keep each transaction's SQL text (not its events) until the end
+    blocks = [list(_block(t, flashback_statements(t))) for t in transactions]
+    for block in reversed(blocks):
+        yield from block
+
+
+def _block(t: Transaction, stmts: list[str]) -> Iterator[str]:
+    if not stmts:
+        return
+    yield f"-- {t.gtid or 'anonymous'} at {t.source}:{t.start}"
+    if t.kind == DDL:
+        yield from stmts
+    else:
+        yield "BEGIN;"
+        yield from stmts
+        yield "COMMIT;"
