@@ -96,6 +96,17 @@ def cmd_sql(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_stats(args: argparse.Namespace) -> int:
+    from binlake.stats import collect, print_stats, write_plot
+
+    stats = collect(selected_transactions(args), top=args.top)
+    print_stats(stats)
+    if args.plot:
+        write_plot(stats, args.plot)
+        print(f"charts written to {args.plot}")
+    return 0
+
+
 def cmd_find_position(args: argparse.Namespace) -> int:
     from binlake.position import find_by_gtid_set, find_by_time
     from binlake.series import BinlogSeries
@@ -175,6 +186,16 @@ def build_parser() -> argparse.ArgumentParser:
     q.set_defaults(require_fde=True)
     _add_selection(q)
     q.set_defaults(func=cmd_sql)
+
+    st = sub.add_parser("stats", help="activity, hot tables, big and long transactions, group commits, parallelism")
+    st.add_argument("files", nargs="+", help="binlog files, in order")
+    st.add_argument("--plot", help="also write charts to FILE.html (self-contained) or FILE.png (needs matplotlib)")
+    st.add_argument("--top", type=int, default=5, help="how many largest / longest transactions to list")
+    st.add_argument("--start-position", type=int)
+    st.add_argument("--stop-position", type=int)
+    st.add_argument("--no-verify-checksum", dest="verify_checksum", action="store_false", default=True)
+    st.set_defaults(require_fde=True, func=cmd_stats)
+    _add_selection(st)
 
     f = sub.add_parser("find-position", help="where to start reading for a point in time or a GTID set")
     f.add_argument("source", nargs="+", help="a binlog directory, an index file, or files in order")
