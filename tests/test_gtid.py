@@ -38,21 +38,33 @@ def test_algebra_matches_sets(a: set, b: set) -> None:
 
 
 def test_parse_and_print_mysql_forms() -> None:
-    s = GtidSet.parse("3E11FA47-71CA-11E1-9E33-C80AA9429562:1-5:7:6,\n 93e95066-a2f4-11ec-9b69-9657f0ae95e2:mytag:1-3")
-    assert str(s) == "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-7,\n93e95066-a2f4-11ec-9b69-9657f0ae95e2:mytag:1-3"
-    assert "3e11fa47-71ca-11e1-9e33-c80aa9429562:4" in s and "93e95066-a2f4-11ec-9b69-9657f0ae95e2:mytag:2" in s
+    s = GtidSet.parse(
+        "3E11FA47-71CA-11E1-9E33-C80AA9429562:1-5:7:6,\n 93e95066-a2f4-11ec-9b69-9657f0ae95e2:mytag:1-3"
+    )
+    assert (
+        str(s) == "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-7,\n93e95066-a2f4-11ec-9b69-9657f0ae95e2:mytag:1-3"
+    )
+    assert (
+        "3e11fa47-71ca-11e1-9e33-c80aa9429562:4" in s and "93e95066-a2f4-11ec-9b69-9657f0ae95e2:mytag:2" in s
+    )
     assert "93e95066-a2f4-11ec-9b69-9657f0ae95e2:2" not in s
     mixed = GtidSet.parse("3e11fa47-71ca-11e1-9e33-c80aa9429562:1-2:mytag:5")
     assert len(mixed) == 3 and str(mixed) == "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-2:mytag:5"
     assert not GtidSet.parse("") and len(GtidSet.parse("")) == 0
-    for bad in ("nonsense:1", "3e11fa47-71ca-11e1-9e33-c80aa9429562:0", "3e11fa47-71ca-11e1-9e33-c80aa9429562:5-3"):
+    for bad in (
+        "nonsense:1",
+        "3e11fa47-71ca-11e1-9e33-c80aa9429562:0",
+        "3e11fa47-71ca-11e1-9e33-c80aa9429562:5-3",
+    ):
         with pytest.raises(GtidSetError):
             GtidSet.parse(bad)
 
 
 def test_mariadb_positions() -> None:
     p = MariaGtidPos.parse("0-1-100,1-2-7")
-    assert str(p) == "0-1-100,1-2-7" and p.contains(0, 100) and not p.contains(0, 101) and not p.contains(5, 1)
+    assert (
+        str(p) == "0-1-100,1-2-7" and p.contains(0, 100) and not p.contains(0, 101) and not p.contains(5, 1)
+    )
     assert str(p.advance(0, 3, 101)) == "0-3-101,1-2-7"
     assert str(p.union(MariaGtidPos.parse("1-2-9,2-1-1"))) == "0-1-100,1-2-9,2-1-1"
     with pytest.raises(GtidSetError):

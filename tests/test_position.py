@@ -15,7 +15,10 @@ from binlake.series import BinlogSeries
 from binlake.txn import Transaction, iter_transactions
 
 REAL_SERIES = [
-    ["mysql-server-8.0.39/std_data/replicated-bin.000001", "mysql-server-8.0.39/std_data/replicated-bin.000002"],
+    [
+        "mysql-server-8.0.39/std_data/replicated-bin.000001",
+        "mysql-server-8.0.39/std_data/replicated-bin.000002",
+    ],
     ["mysql-server-8.0.39/zip-extracted/upgrade/data_wl13352_8017/data_upgrade/binlog.000002"],
     ["blackbeam-rust_mysql_common/json.binlog.000001"],
     ["osheroff-mysql-binlog-connector-java/mysql-bin.checksum-crc32"],  # 5.7: no commit timestamps
@@ -40,9 +43,13 @@ def check(series: BinlogSeries, txns: list[Transaction], t_us: int, slack_us: in
     pos = (found.position.file_seq, found.position.offset)
     for t in txns:
         if t.commit_time_us >= t_us + (0 if t.commit_time_exact else slack_us):
-            assert t.order_key >= pos, f"T={t_us}: {t.gtid} committed at {t.commit_time_us} starts before {pos}"
+            assert t.order_key >= pos, (
+                f"T={t_us}: {t.gtid} committed at {t.commit_time_us} starts before {pos}"
+            )
         if t.order_key >= pos:
-            assert t.latest_commit_us >= t_us - slack_us, f"T={t_us}: {t.gtid} committed well before T but included"
+            assert t.latest_commit_us >= t_us - slack_us, (
+                f"T={t_us}: {t.gtid} committed well before T but included"
+            )
     if found.transaction is not None:
         assert found.transaction.order_key == pos
 
@@ -59,7 +66,9 @@ def test_time_search_on_real_binlogs(corpus: Path, names: list[str]) -> None:
 @pytest.mark.slow
 def test_time_search_on_a_live_server(mariadb: Any) -> None:
     """MariaDB writes no commit times: the client's clock around each COMMIT is the truth."""
-    mariadb.execute("CREATE DATABASE IF NOT EXISTS tpos", "CREATE TABLE IF NOT EXISTS tpos.t (id INT PRIMARY KEY, v INT)")
+    mariadb.execute(
+        "CREATE DATABASE IF NOT EXISTS tpos", "CREATE TABLE IF NOT EXISTS tpos.t (id INT PRIMARY KEY, v INT)"
+    )
     files_before = len(mariadb.flush_binlogs())
     conn = mariadb.connect("tpos")
     windows = []
@@ -105,4 +114,6 @@ def test_mariadb_gtid_search(corpus: Path) -> None:
     found = find_by_gtid_set(series, MariaGtidPos.parse("0-1-100"))
     assert found.transaction is not None and found.transaction.gtid == "0-1-101"
     assert str(found.executed) == "0-1-100"
-    assert [t.gtid for t in txns].index("0-1-101") == [t.order_key for t in txns].index(found.transaction.order_key)
+    assert [t.gtid for t in txns].index("0-1-101") == [t.order_key for t in txns].index(
+        found.transaction.order_key
+    )

@@ -53,10 +53,15 @@ def run_sql(db: PrivateMariaDB, lines: list[str]) -> None:
 
 def test_redo_sql_reproduces_the_source(mariadb: Any, tmp_path: Path) -> None:
     run_workload(mariadb, database="redo_src")
-    mariadb.execute("ALTER TABLE redo_src.alltypes ADD COLUMN extra INT DEFAULT 7", "UPDATE redo_src.alltypes SET extra = id * 2")
+    mariadb.execute(
+        "ALTER TABLE redo_src.alltypes ADD COLUMN extra INT DEFAULT 7",
+        "UPDATE redo_src.alltypes SET extra = id * 2",
+    )
     files = mariadb.flush_binlogs()[:-1]
     lines = sql_for(files, databases=["redo_src"])
-    assert any(line.startswith("UPDATE") for line in lines) and any(line.startswith("DELETE") for line in lines)
+    assert any(line.startswith("UPDATE") for line in lines) and any(
+        line.startswith("DELETE") for line in lines
+    )
     with PrivateMariaDB(tmp_path / "replica") as replica:
         run_sql(replica, lines)
         assert dump_table(replica, "redo_src", "alltypes") == dump_table(mariadb, "redo_src", "alltypes")
@@ -95,9 +100,17 @@ def test_literals_are_exact() -> None:
     assert lit(Decimal("-0.000000001"), ColumnType.NEWDECIMAL, (10 << 8) | 9) == "-0.000000001"
     assert lit(b"\x00\xff", ColumnType.BLOB, 2) == "X'00ff'"
     assert lit(MysqlDate(0, 0, 0), ColumnType.DATE) == "'0000-00-00'"
-    assert lit(MysqlDateTime(2013, 0, 0, 0, 0, 0, 500000), ColumnType.DATETIME2, 2) == "'2013-00-00 00:00:00.50'"
-    assert lit(-dt.timedelta(hours=16, minutes=8, seconds=4, milliseconds=250), ColumnType.TIME2, 3) == "'-16:08:04.250'"
-    assert lit(dt.datetime(2038, 1, 19, 3, 14, 7, tzinfo=dt.timezone.utc), ColumnType.TIMESTAMP2, 0) == "'2038-01-19 03:14:07'"
+    assert (
+        lit(MysqlDateTime(2013, 0, 0, 0, 0, 0, 500000), ColumnType.DATETIME2, 2) == "'2013-00-00 00:00:00.50'"
+    )
+    assert (
+        lit(-dt.timedelta(hours=16, minutes=8, seconds=4, milliseconds=250), ColumnType.TIME2, 3)
+        == "'-16:08:04.250'"
+    )
+    assert (
+        lit(dt.datetime(2038, 1, 19, 3, 14, 7, tzinfo=dt.timezone.utc), ColumnType.TIMESTAMP2, 0)
+        == "'2038-01-19 03:14:07'"
+    )
     assert lit(5, ColumnType.BIT, (1 << 8) | 5) == "b'0000000000101'"
     assert lit(Json({"a": [1, None]}), ColumnType.JSON, 4) == """'{"a": [1, null]}'"""
     assert lit(0.1, ColumnType.DOUBLE, 8) == "0.1"

@@ -21,7 +21,9 @@ def test_boundaries(corpus: Path, rec: dict) -> None:
     g = TransactionGrouper(keep_events=True)
     txns, seen = [], []
     try:
-        for seq, ev in BinlogSeries.open(corpus / rec["path"]).events(verify_checksum=False, require_fde=False):
+        for seq, ev in BinlogSeries.open(corpus / rec["path"]).events(
+            verify_checksum=False, require_fde=False
+        ):
             seen.append(ev)
             txns += g.feed(seq, ev)
     except BinlogError:
@@ -39,13 +41,17 @@ def test_boundaries(corpus: Path, rec: dict) -> None:
     assert keys == sorted(keys) and len(set(keys)) == len(keys)
     for a, b in zip(txns, txns[1:], strict=False):
         assert a.start < a.end <= b.start
-    assert all(t.kind != UNFINISHED for t in txns[:-1]) or "orphan" in rec["path"] or "recovery" in rec["path"]
+    assert (
+        all(t.kind != UNFINISHED for t in txns[:-1]) or "orphan" in rec["path"] or "recovery" in rec["path"]
+    )
     for t in txns:
         assert t.rows == sum(len(e.body.rows) for e in t.events if isinstance(e.body, Rows))
 
 
 def test_kinds_and_metadata(corpus: Path) -> None:
-    s = BinlogSeries.open(corpus / "mysql-server-8.0.39/std_data/binlog_recovery/duplicate_xid_xa_commit.000001")
+    s = BinlogSeries.open(
+        corpus / "mysql-server-8.0.39/std_data/binlog_recovery/duplicate_xid_xa_commit.000001"
+    )
     g = TransactionGrouper()
     txns = [t for seq, ev in s.events(verify_checksum=False) for t in g.feed(seq, ev)]
     assert [t.kind for t in txns] == ["commit", "xa_prepare", "xa_commit", "xa_commit"]
@@ -72,3 +78,21 @@ def test_series_links_and_order(corpus: Path, tmp_path: Path) -> None:
     c.write_bytes(b.read_bytes())
     with pytest.raises(SeriesError, match="rotates to replicated-bin.000002"):
         list(BinlogSeries.open(a, c).events())
+
+
+def test_compressed_transaction_is_one_transaction(corpus: Path) -> None:
+    s = BinlogSeries.open(corpus / "osheroff-mysql-binlog-connector-java/mysql-bin.compressed")
+    g = TransactionGrouper()
+    txns = [t for seq, ev in s.events() for t in g.feed(seq, ev)]
+    assert len(txns) == 1
+    t = txns[0]
+    assert t.kind == "commit" and t.rows == 1 and len(t.tables) == 1
+    assert [e.type_name for e in t.events] == [
+        "ANONYMOUS_GTID",
+        "TRANSACTION_PAYLOAD",
+        "QUERY",
+        "TABLE_MAP",
+        "UPDATE_ROWS_V2",
+        "XID",
+    ]
+    assert t.end == t.events[1].end_offset  # ends where the payload ends, not at the inner XID's offset

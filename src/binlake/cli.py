@@ -67,7 +67,11 @@ def cmd_dump(args: argparse.Namespace) -> int:
     from binlake.render.text import render_text
 
     events = selected_events(args)
-    lines = render_jsonl(events) if args.format == "json" else render_text(events, verbosity=args.verbose, positional=args.positional)
+    lines = (
+        render_jsonl(events)
+        if args.format == "json"
+        else render_text(events, verbosity=args.verbose, positional=args.positional)
+    )
     out = sys.stdout
     for line in lines:
         out.write(line)
@@ -107,6 +111,34 @@ def cmd_stats(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_index(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from binlake.position import index_file
+    from binlake.series import BinlogSeries
+    from binlake.stats import _ts
+
+    series = BinlogSeries.open(*args.source)
+    table = Table(title=f"{len(series.files)} binlog file(s) (header-only scan)")
+    for c in ("file", "size", "events", "transactions", "first commit", "last commit", "previous GTIDs"):
+        table.add_column(c)
+    for f in series.files:
+        ix = index_file(f)
+        prev = ix.previous_gtids if ix.previous_gtids is not None else ix.maria_gtid_list
+        table.add_row(
+            f.name,
+            f"{ix.size:,}",
+            f"{ix.events:,}",
+            f"{ix.transactions:,}",
+            _ts(ix.first_commit_us),
+            _ts(ix.last_commit_us),
+            str(prev) if prev is not None else "-",
+        )
+    Console().print(table)
+    return 0
+
+
 def cmd_find_position(args: argparse.Namespace) -> int:
     from binlake.position import find_by_gtid_set, find_by_time
     from binlake.series import BinlogSeries
@@ -127,7 +159,9 @@ def _datetime(text: str) -> object:
     try:
         return parse_datetime(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a date/time (YYYY-MM-DD HH:MM:SS[.ffffff][+HH:MM])") from None
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a date/time (YYYY-MM-DD HH:MM:SS[.ffffff][+HH:MM])"
+        ) from None
 
 
 def _gtid_set(text: str) -> GtidSet:
@@ -146,7 +180,11 @@ def _gtid_any(text: str) -> GtidSet | MariaGtidPos:
 
 def _add_selection(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("selection (by commit time, GTID, schema, table, operation)")
-    g.add_argument("--start-datetime", type=_datetime, help="transactions committed at or after this time (UTC unless an offset is given)")
+    g.add_argument(
+        "--start-datetime",
+        type=_datetime,
+        help="transactions committed at or after this time (UTC unless an offset is given)",
+    )
     g.add_argument("--stop-datetime", type=_datetime, help="transactions committed before this time")
     g.add_argument("--include-gtids", type=_gtid_set, help="only these GTIDs (a MySQL GTID set)")
     g.add_argument("--exclude-gtids", type=_gtid_set, help="not these GTIDs")
@@ -156,30 +194,59 @@ def _add_selection(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="binlake", description="Exact, ordered change data from MySQL-family binlogs.")
+    p = argparse.ArgumentParser(
+        prog="binlake", description="Exact, ordered change data from MySQL-family binlogs."
+    )
     p.add_argument("--version", action="version", version=f"binlake {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
     d = sub.add_parser("dump", help="decode binlog files to mysqlbinlog-style text or JSON lines")
     d.add_argument("files", nargs="+", help="binlog or relay log files, in order")
     d.add_argument("--format", choices=("text", "json"), default="text")
-    d.add_argument("--start-position", type=int, help="first event offset in the first file (its format event is always read)")
-    d.add_argument("--stop-position", type=int, help="stop before the event at or after this offset of the last file")
-    d.add_argument("--verify-checksum", dest="verify_checksum", action="store_true", default=True,
-                   help="verify every event's CRC32 (default)")
+    d.add_argument(
+        "--start-position",
+        type=int,
+        help="first event offset in the first file (its format event is always read)",
+    )
+    d.add_argument(
+        "--stop-position", type=int, help="stop before the event at or after this offset of the last file"
+    )
+    d.add_argument(
+        "--verify-checksum",
+        dest="verify_checksum",
+        action="store_true",
+        default=True,
+        help="verify every event's CRC32 (default)",
+    )
     d.add_argument("--no-verify-checksum", dest="verify_checksum", action="store_false")
-    d.add_argument("--no-require-fde", dest="require_fde", action="store_false", default=True,
-                   help="read a fragment without a FORMAT_DESCRIPTION event as MySQL 5.x v4 events")
-    d.add_argument("--positional", action="store_true",
-                   help="name columns @1, @2… even when the binlog carries names (as mysqlbinlog does)")
-    d.add_argument("-v", "--verbose", type=int, default=2, choices=(1, 2),
-                   help="2 (default) adds the /* TYPE meta nullable is_null */ comments of mysqlbinlog -vv")
+    d.add_argument(
+        "--no-require-fde",
+        dest="require_fde",
+        action="store_false",
+        default=True,
+        help="read a fragment without a FORMAT_DESCRIPTION event as MySQL 5.x v4 events",
+    )
+    d.add_argument(
+        "--positional",
+        action="store_true",
+        help="name columns @1, @2… even when the binlog carries names (as mysqlbinlog does)",
+    )
+    d.add_argument(
+        "-v",
+        "--verbose",
+        type=int,
+        default=2,
+        choices=(1, 2),
+        help="2 (default) adds the /* TYPE meta nullable is_null */ comments of mysqlbinlog -vv",
+    )
     _add_selection(d)
     d.set_defaults(func=cmd_dump)
 
     q = sub.add_parser("sql", help="redo SQL of the row changes, or --flashback SQL that undoes them")
     q.add_argument("files", nargs="+", help="binlog files, in order")
-    q.add_argument("--flashback", action="store_true", help="undo: newest first, INSERT<->DELETE, UPDATE images swapped")
+    q.add_argument(
+        "--flashback", action="store_true", help="undo: newest first, INSERT<->DELETE, UPDATE images swapped"
+    )
     q.add_argument("--start-position", type=int, help="first event offset in the first file")
     q.add_argument("--stop-position", type=int, help="stop before this offset of the last file")
     q.add_argument("--no-verify-checksum", dest="verify_checksum", action="store_false", default=True)
@@ -187,9 +254,13 @@ def build_parser() -> argparse.ArgumentParser:
     _add_selection(q)
     q.set_defaults(func=cmd_sql)
 
-    st = sub.add_parser("stats", help="activity, hot tables, big and long transactions, group commits, parallelism")
+    st = sub.add_parser(
+        "stats", help="activity, hot tables, big and long transactions, group commits, parallelism"
+    )
     st.add_argument("files", nargs="+", help="binlog files, in order")
-    st.add_argument("--plot", help="also write charts to FILE.html (self-contained) or FILE.png (needs matplotlib)")
+    st.add_argument(
+        "--plot", help="also write charts to FILE.html (self-contained) or FILE.png (needs matplotlib)"
+    )
     st.add_argument("--top", type=int, default=5, help="how many largest / longest transactions to list")
     st.add_argument("--start-position", type=int)
     st.add_argument("--stop-position", type=int)
@@ -197,11 +268,21 @@ def build_parser() -> argparse.ArgumentParser:
     st.set_defaults(require_fde=True, func=cmd_stats)
     _add_selection(st)
 
+    ix = sub.add_parser("index", help="per-file summary of a series from a header-only scan")
+    ix.add_argument("source", nargs="+", help="a binlog directory, an index file, or files in order")
+    ix.set_defaults(func=cmd_index)
+
     f = sub.add_parser("find-position", help="where to start reading for a point in time or a GTID set")
     f.add_argument("source", nargs="+", help="a binlog directory, an index file, or files in order")
     what = f.add_mutually_exclusive_group(required=True)
-    what.add_argument("--datetime", type=_datetime, help="first position of transactions committed at or after this time (UTC unless an offset is given)")
-    what.add_argument("--gtid-set", type=_gtid_any, help="a MySQL GTID set or a MariaDB GTID position already executed")
+    what.add_argument(
+        "--datetime",
+        type=_datetime,
+        help="first position of transactions committed at or after this time (UTC unless an offset is given)",
+    )
+    what.add_argument(
+        "--gtid-set", type=_gtid_any, help="a MySQL GTID set or a MariaDB GTID position already executed"
+    )
     f.set_defaults(func=cmd_find_position)
 
     m = sub.add_parser("demo", help="write a sample binlog with a private MariaDB and decode it")

@@ -22,7 +22,9 @@ OPERATIONS = ("insert", "update", "delete", "ddl")
 
 # `db`.`tbl` or db.tbl in a statement: the databases a DDL touches besides its default one
 _QUALIFIED = re.compile(r"(?:`((?:[^`]|``)+)`|\b([A-Za-z0-9_$]+))\s*\.\s*(?:`|[A-Za-z_$])")
-_DATABASE_DDL = re.compile(r"^\s*(?:CREATE|DROP|ALTER)\s+(?:DATABASE|SCHEMA)\s+(?:IF\s+(?:NOT\s+)?EXISTS\s+)?`?([^`\s;]+)", re.I)
+_DATABASE_DDL = re.compile(
+    r"^\s*(?:CREATE|DROP|ALTER)\s+(?:DATABASE|SCHEMA)\s+(?:IF\s+(?:NOT\s+)?EXISTS\s+)?`?([^`\s;]+)", re.I
+)
 
 
 def statement_databases(q: Query) -> set[str]:
@@ -40,7 +42,9 @@ def statement_databases(q: Query) -> set[str]:
 
 def parse_datetime(text: str) -> dt.datetime:
     """``YYYY-MM-DD[ HH:MM:SS[.ffffff]]`` or ISO 8601 with an offset; no offset means UTC."""
-    value = dt.datetime.fromisoformat(text.strip().replace(" ", "T", 1) if " " in text.strip() else text.strip())
+    value = dt.datetime.fromisoformat(
+        text.strip().replace(" ", "T", 1) if " " in text.strip() else text.strip()
+    )
     return value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)
 
 
@@ -72,7 +76,12 @@ class Selection:
             inside = t.gtid is not None and ":" in t.gtid and self._in(self.include_gtids, t.gtid)
             if self.include_gtids is not None and not inside:
                 return False
-            if self.exclude_gtids is not None and t.gtid is not None and ":" in t.gtid and self._in(self.exclude_gtids, t.gtid):
+            if (
+                self.exclude_gtids is not None
+                and t.gtid is not None
+                and ":" in t.gtid
+                and self._in(self.exclude_gtids, t.gtid)
+            ):
                 return False
         if self.operations and t.kind == DDL and "ddl" not in self.operations:
             return False
@@ -119,5 +128,9 @@ class Selection:
             return False
         if not self.by_rows:
             return True
-        return any(isinstance(e.body, (Rows, Query)) and self.keeps_event(t, e) and not (
-            isinstance(e.body, Query) and t.kind != DDL) for e in t.events)
+        return any(
+            isinstance(e.body, (Rows, Query))
+            and self.keeps_event(t, e)
+            and not (isinstance(e.body, Query) and t.kind != DDL)
+            for e in t.events
+        )

@@ -34,8 +34,15 @@ from binlake.txn import Transaction, TransactionGrouper
 
 # Event types a header-only scan does not read: row images and their companions.
 HEADER_ONLY = frozenset(
-    {EventType.TABLE_MAP, EventType.ROWS_QUERY, EventType.MARIA_ANNOTATE_ROWS, EventType.TRANSACTION_PAYLOAD,
-     EventType.APPEND_BLOCK, EventType.BEGIN_LOAD_QUERY, *ROWS_EVENT_KINDS}
+    {
+        EventType.TABLE_MAP,
+        EventType.ROWS_QUERY,
+        EventType.MARIA_ANNOTATE_ROWS,
+        EventType.TRANSACTION_PAYLOAD,
+        EventType.APPEND_BLOCK,
+        EventType.BEGIN_LOAD_QUERY,
+        *ROWS_EVENT_KINDS,
+    }
 )
 
 
@@ -79,8 +86,14 @@ class Found:
         t = self.transaction
         if t is not None:
             when = dt.datetime.fromtimestamp(t.commit_time_us / 1e6, dt.timezone.utc)
-            rule = "exact (server commit timestamp)" if self.exact else "safe rule (no commit timestamps in this binlog)"
-            lines.append(f"first transaction: {t.gtid or 'anonymous'} committed {when:%Y-%m-%d %H:%M:%S.%f} UTC, {rule}")
+            rule = (
+                "exact (server commit timestamp)"
+                if self.exact
+                else "safe rule (no commit timestamps in this binlog)"
+            )
+            lines.append(
+                f"first transaction: {t.gtid or 'anonymous'} committed {when:%Y-%m-%d %H:%M:%S.%f} UTC, {rule}"
+            )
         else:
             lines.append("no transaction after it yet: this is the end of the series")
         return "\n".join(lines)
@@ -153,8 +166,10 @@ def find_by_gtid_set(series: BinlogSeries, gtids: GtidSet | MariaGtidPos) -> Fou
     for i, s in enumerate(starts):
         if isinstance(gtids, GtidSet) and s.previous_gtids is not None and s.previous_gtids.issubset(gtids):
             first = i
-        elif isinstance(gtids, MariaGtidPos) and s.maria_gtid_list is not None and all(
-            gtids.contains(d, n) for d, _, n in s.maria_gtid_list.gtids
+        elif (
+            isinstance(gtids, MariaGtidPos)
+            and s.maria_gtid_list is not None
+            and all(gtids.contains(d, n) for d, _, n in s.maria_gtid_list.gtids)
         ):
             first = i
     executed: _Executed | None = None
@@ -174,3 +189,48 @@ def _contains(gtids: GtidSet | MariaGtidPos, gtid: str | None) -> bool:
         d, _, n = (int(x) for x in gtid.split("-"))
         return gtids.contains(d, n)
     return ":" in gtid and gtid in gtids
+
+
+@dataclass
+class FileIndex:
+    """What a header-only scan learns about one file (cheap enough to build for every file)."""
+
+    path: Path
+    size: int
+    events: int
+    transactions: int
+    first_header_ts: int | None
+    last_header_ts: int | None
+    first_commit_us: int | None
+    last_commit_us: int | None
+    commit_times_exact: bool
+    previous_gtids: GtidSet | None
+    maria_gtid_list: MariaGtidPos | None
+
+
+def index_file(path: Path) -> FileIndex:
+    start = file_start(path)
+    g = TransactionGrouper(keep_events=False)
+    events = 0
+    first_ts = last_ts = None
+    commits: list[Transaction] = []
+    for ev in BinlogReader(path, skip=HEADER_ONLY):
+        events += 1
+        ts = ev.header.timestamp
+        first_ts = ts if first_ts is None else first_ts
+        last_ts = ts
+        commits += g.feed(0, ev)
+    done = [t for t in commits if t.kind != "unfinished"]
+    return FileIndex(
+        path=path,
+        size=path.stat().st_size,
+        events=events,
+        transactions=len(done),
+        first_header_ts=first_ts,
+        last_header_ts=last_ts,
+        first_commit_us=done[0].commit_time_us if done else None,
+        last_commit_us=done[-1].commit_time_us if done else None,
+        commit_times_exact=all(t.commit_time_exact for t in done) if done else False,
+        previous_gtids=start.previous_gtids,
+        maria_gtid_list=start.maria_gtid_list,
+    )

@@ -110,7 +110,11 @@ class BinlogReader:
                 source=self.path,
                 offset=pos,
             )
-        if self.skip and self.decoder.fde is not None and self.decoder.fde.effective_type(head[4]) in self.skip:
+        if (
+            self.skip
+            and self.decoder.fde is not None
+            and self.decoder.fde.effective_type(head[4]) in self.skip
+        ):
             f.seek(pos + size)
             return head, size
         return head + f.read(size - hlen), size

@@ -54,7 +54,9 @@ def _numbered_files(directory: Path) -> list[Path]:
             files.append((m.group("base"), int(m.group("num")), p))
     bases = {b for b, _, _ in files}
     if len(bases) > 1:
-        raise SeriesError(f"{directory} holds several binlog series ({', '.join(sorted(bases))}); name one index file")
+        raise SeriesError(
+            f"{directory} holds several binlog series ({', '.join(sorted(bases))}); name one index file"
+        )
     return [p for _, _, p in sorted(files)]
 
 
@@ -92,9 +94,13 @@ class BinlogSeries:
             nums.append((m.group("base"), int(m.group("num"))) if m else None)
         for (a, b), f in zip(zip(nums, nums[1:], strict=False), self.files[1:], strict=False):
             if a and b and a[0] == b[0] and b[1] <= a[1]:
-                raise SeriesError(f"{f} comes after a file numbered {a[1]}: files out of order", source=str(f))
+                raise SeriesError(
+                    f"{f} comes after a file numbered {a[1]}: files out of order", source=str(f)
+                )
 
-    def events(self, start: Position | None = None, stop: Position | None = None, **reader_options: object) -> Iterator[tuple[int, Event]]:
+    def events(
+        self, start: Position | None = None, stop: Position | None = None, **reader_options: object
+    ) -> Iterator[tuple[int, Event]]:
         """Every event of the series from ``start`` (an event boundary) to before ``stop``."""
         self._check_numbering()
         for seq, f in enumerate(self.files):

@@ -111,7 +111,11 @@ def collect(transactions: Iterable[Transaction], top: int = 5) -> Stats:
 
 
 def _ts(us: int | None) -> str:
-    return "-" if us is None else dt.datetime.fromtimestamp(us / 1e6, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return (
+        "-"
+        if us is None
+        else dt.datetime.fromtimestamp(us / 1e6, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    )
 
 
 def print_stats(s: Stats, console: object | None = None) -> None:
@@ -122,12 +126,19 @@ def print_stats(s: Stats, console: object | None = None) -> None:
     span = max(((s.last_us or 0) - (s.first_us or 0)) / 1e6, 1e-9)
     summary = Table(title="binlog statistics", show_header=False)
     for k, v in [
-        ("commits from", _ts(s.first_us)), ("to", _ts(s.last_us)), ("transactions", f"{s.transactions:,}"),
-        ("row changes", f"{s.rows:,}"), ("bytes in transactions", f"{s.bytes:,}"),
-        ("transactions / s", f"{s.transactions / span:,.1f}"), ("rows / s", f"{s.rows / span:,.1f}"),
+        ("commits from", _ts(s.first_us)),
+        ("to", _ts(s.last_us)),
+        ("transactions", f"{s.transactions:,}"),
+        ("row changes", f"{s.rows:,}"),
+        ("bytes in transactions", f"{s.bytes:,}"),
+        ("transactions / s", f"{s.transactions / span:,.1f}"),
+        ("rows / s", f"{s.rows / span:,.1f}"),
         ("kinds", ", ".join(f"{k} {n}" for k, n in s.kinds.most_common())),
         ("group commits", ", ".join(f"{n}×{size}" for size, n in sorted(s.group_sizes.items()))),
-        ("logical-clock parallelism", f"{s.parallelism:.2f}" + ("" if s.logical_clock else " (no logical clock: serial)")),
+        (
+            "logical-clock parallelism",
+            f"{s.parallelism:.2f}" + ("" if s.logical_clock else " (no logical clock: serial)"),
+        ),
     ]:
         summary.add_row(k, v)
     con.print(summary)
@@ -176,10 +187,16 @@ def write_plot(s: Stats, path: str) -> None:
 
         fig, axes = plt.subplots(3, 1, figsize=(10, 8))
         for ax, (title, data) in zip(
-            axes, (("transactions per second", s.per_second), ("rows per second", s.rows_per_second)), strict=False
+            axes,
+            (("transactions per second", s.per_second), ("rows per second", s.rows_per_second)),
+            strict=False,
         ):
             xs = sorted(data)
-            ax.bar([dt.datetime.fromtimestamp(x, dt.timezone.utc) for x in xs], [data[x] for x in xs], width=1 / 86400)
+            ax.bar(
+                [dt.datetime.fromtimestamp(x, dt.timezone.utc) for x in xs],
+                [data[x] for x in xs],
+                width=1 / 86400,
+            )
             ax.set_title(title)
         sizes = sorted(s.group_sizes)
         axes[2].bar([str(x) for x in sizes], [s.group_sizes[x] for x in sizes])

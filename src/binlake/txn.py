@@ -22,17 +22,35 @@ from binlake.events.types import EventType
 # Events that describe the stream, never part of a transaction.
 CONTROL_EVENTS = frozenset(
     {
-        EventType.FORMAT_DESCRIPTION, EventType.START_V3, EventType.ROTATE, EventType.STOP,
-        EventType.PREVIOUS_GTIDS, EventType.MARIA_GTID_LIST, EventType.MARIA_BINLOG_CHECKPOINT,
-        EventType.HEARTBEAT, EventType.HEARTBEAT_V2, EventType.INCIDENT, EventType.MARIA_START_ENCRYPTION,
-        EventType.PERCONA_START_ENCRYPTION, EventType.AURORA_PADDING, EventType.POLARDBX_CONSENSUS,
+        EventType.FORMAT_DESCRIPTION,
+        EventType.START_V3,
+        EventType.ROTATE,
+        EventType.STOP,
+        EventType.PREVIOUS_GTIDS,
+        EventType.MARIA_GTID_LIST,
+        EventType.MARIA_BINLOG_CHECKPOINT,
+        EventType.HEARTBEAT,
+        EventType.HEARTBEAT_V2,
+        EventType.INCIDENT,
+        EventType.MARIA_START_ENCRYPTION,
+        EventType.PERCONA_START_ENCRYPTION,
+        EventType.AURORA_PADDING,
+        EventType.POLARDBX_CONSENSUS,
     }
 )
-GTID_EVENTS = frozenset({EventType.GTID, EventType.ANONYMOUS_GTID, EventType.GTID_TAGGED, EventType.MARIA_GTID})
+GTID_EVENTS = frozenset(
+    {EventType.GTID, EventType.ANONYMOUS_GTID, EventType.GTID_TAGGED, EventType.MARIA_GTID}
+)
 
 # what ended a transaction
 COMMIT, ROLLBACK, DDL, XA_PREPARE, XA_COMMIT, XA_ROLLBACK, UNFINISHED = (
-    "commit", "rollback", "ddl", "xa_prepare", "xa_commit", "xa_rollback", "unfinished"
+    "commit",
+    "rollback",
+    "ddl",
+    "xa_prepare",
+    "xa_commit",
+    "xa_rollback",
+    "unfinished",
 )
 
 
@@ -98,10 +116,17 @@ class TransactionGrouper:
         self.keep_events = keep_events
         self.current: Transaction | None = None
         self.pending: list[Event] = []  # vendor events met between transactions (PolarDB-X GCN)
+        self._payload_size = 0  # size of the last TRANSACTION_PAYLOAD, whose inner events follow it
+        self._last_end, self._last_source = 0, ""  # where the last event of the open transaction ends
 
     def _start(self, file_seq: int, ev: Event) -> Transaction:
-        t = Transaction(file_seq=file_seq, source=ev.source, start=ev.offset, server_id=ev.header.server_id,
-                        first_header_ts=ev.header.timestamp)
+        t = Transaction(
+            file_seq=file_seq,
+            source=ev.source,
+            start=ev.offset,
+            server_id=ev.header.server_id,
+            first_header_ts=ev.header.timestamp,
+        )
         if self.pending:
             t.start = min(t.start, self.pending[0].offset)
             if self.keep_events:
@@ -114,7 +139,8 @@ class TransactionGrouper:
         t = self.current
         assert t is not None
         t.kind = kind
-        t.end = ev.offset + ev.header.event_size
+        # an event unpacked from a TRANSACTION_PAYLOAD shares its offset: the payload's end is the end
+        t.end = ev.offset + (self._payload_size if ev.inner_index is not None else ev.header.event_size)
         t.end_source = ev.source
         t.commit_header_ts = ev.header.timestamp
         if isinstance(ev.body, Query):
@@ -126,8 +152,15 @@ class TransactionGrouper:
         code = ev.type_code
         out: list[Transaction] = []
         if code in CONTROL_EVENTS:
-            if code in (EventType.FORMAT_DESCRIPTION, EventType.ROTATE, EventType.STOP) and ev.inner_index is None:
-                if self.current is not None and ev.header.log_pos != 0 and code != EventType.FORMAT_DESCRIPTION:
+            if (
+                code in (EventType.FORMAT_DESCRIPTION, EventType.ROTATE, EventType.STOP)
+                and ev.inner_index is None
+            ):
+                if (
+                    self.current is not None
+                    and ev.header.log_pos != 0
+                    and code != EventType.FORMAT_DESCRIPTION
+                ):
                     out.append(self._abandon())  # a transaction never spans files
             return out
         if code in GTID_EVENTS:
@@ -162,7 +195,10 @@ class TransactionGrouper:
         if isinstance(b, Gtid):
             t.gtid, t.anonymous = b.gtid, b.anonymous
             t.last_committed, t.sequence_number = b.last_committed, b.sequence_number
-            t.commit_ts_us, t.original_commit_ts_us = b.immediate_commit_timestamp, b.original_commit_timestamp
+            t.commit_ts_us, t.original_commit_ts_us = (
+                b.immediate_commit_timestamp,
+                b.original_commit_timestamp,
+            )
         elif isinstance(b, MariaGtid):
             t.gtid, t.standalone = b.gtid, b.standalone
             if b.commit_id is not None:
@@ -171,6 +207,10 @@ class TransactionGrouper:
     def _add(self, t: Transaction, ev: Event) -> None:
         if self.keep_events:
             t.events.append(ev)
+        if ev.type_code == EventType.TRANSACTION_PAYLOAD and ev.inner_index is None:
+            self._payload_size = ev.header.event_size
+        size = self._payload_size if ev.inner_index is not None else ev.header.event_size
+        self._last_end, self._last_source = ev.offset + size, ev.source
         b = ev.body
         if isinstance(b, TableMap):
             key = (b.database, b.table)
@@ -211,9 +251,7 @@ class TransactionGrouper:
         """The open transaction was cut off (a new GTID, a rotate): it is returned unfinished."""
         t = self.current
         assert t is not None
-        if t.events:
-            last = t.events[-1]
-            t.end, t.end_source = last.offset + last.header.event_size, last.source
+        t.end, t.end_source = self._last_end, self._last_source
         t.kind = UNFINISHED
         self.current = None
         return t
@@ -242,4 +280,3 @@ def iter_transactions(
     for t in g.finish():
         if include_unfinished:
             yield t
-

@@ -20,12 +20,12 @@ from binlake.events.query import Query
 from binlake.events.rows import ABSENT, PartialJson, Rows
 from binlake.events.table_map import TableMap
 from binlake.render.values import _f32
+from binlake.txn import DDL, Transaction
 from binlake.values.columns import ColumnDef
 from binlake.values.json_binary import Json, to_mysql_text
 from binlake.values.numeric import bit_length
 from binlake.values.temporal import MysqlDate, MysqlDateTime, format_date, format_datetime, format_time
 from binlake.values.types import ColumnType
-from binlake.txn import DDL, Transaction
 
 # CREATE/DROP DATABASE carry the database as their default: USE would fail (or touch the wrong one).
 _DATABASE_DDL = re.compile(r"^\s*(CREATE|DROP|ALTER)\s+(DATABASE|SCHEMA)\b", re.IGNORECASE)
@@ -134,7 +134,9 @@ def _update(tm: TableMap, before: list[Any], after: list[Any]) -> str:
 
 
 def _delete(tm: TableMap, image: list[Any]) -> str:
-    return f"DELETE FROM {quote_ident(tm.database)}.{quote_ident(tm.table)} WHERE {_where(tm, image)} LIMIT 1;"
+    return (
+        f"DELETE FROM {quote_ident(tm.database)}.{quote_ident(tm.table)} WHERE {_where(tm, image)} LIMIT 1;"
+    )
 
 
 def redo_statements(t: Transaction) -> list[str]:
