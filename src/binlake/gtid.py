@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 import uuid as _uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 Interval = tuple[int, int]  # inclusive
@@ -75,7 +75,7 @@ class GtidSet:
     sets: tuple[tuple[Key, tuple[Interval, ...]], ...] = ()
 
     @classmethod
-    def from_dict(cls, d: dict[Key, Iterable[Interval]]) -> GtidSet:
+    def from_dict(cls, d: Mapping[Key, Iterable[Interval]]) -> GtidSet:
         items = []
         for key, ivs in d.items():
             norm = _normalise(ivs)
