@@ -107,7 +107,9 @@ class EventDecoder:
                 body = BODY_DECODERS[code](raw[hlen:], self.state, seen)
                 if body.header_length < HEADER_V4_LEN:
                     raise ValueError(f"header length {body.header_length} is below 19")
-                if body.checksum_alg == 1 and inner is None:
+                if (
+                    body.checksum_alg is not None and inner is None
+                ):  # the FDE carries a CRC32 even when checksums are off
                     checksum = self._verify_fde_checksum(raw, header, offset)
                 self.state.fde = body
                 return Event(header, body, self.source, offset, checksum, inner, code)

@@ -70,3 +70,74 @@ __all__ = [
     "UnknownEvent",
     "type_name",
 ]
+
+BodyEncoder = Callable[[Any, FormatDescription], bytes]
+
+
+def _table_id_width(fde: FormatDescription, code: int, default: int) -> int:
+    return 4 if fde.post_header_len(code, default) == 6 else 6
+
+
+BODY_ENCODERS: dict[int, BodyEncoder] = {
+    EventType.FORMAT_DESCRIPTION: lambda b, f: control.encode_format_description(b),
+    EventType.START_V3: lambda b, f: control.encode_start_v3(b),
+    EventType.QUERY: lambda b, f: query.encode_query(b, f.post_header_len(EventType.QUERY, 13)),
+    EventType.EXECUTE_LOAD_QUERY: lambda b, f: query.encode_query(b, 13),
+    EventType.MARIA_QUERY_COMPRESSED: lambda b, f: query.encode_query(
+        b, f.post_header_len(EventType.QUERY, 13)
+    ),
+    EventType.STOP: lambda b, f: control.encode_stop(b),
+    EventType.ROTATE: lambda b, f: control.encode_rotate(b),
+    EventType.INTVAR: lambda b, f: control.encode_intvar(b),
+    EventType.LOAD: lambda b, f: load.encode_load(b),
+    EventType.NEW_LOAD: lambda b, f: load.encode_load(b),
+    EventType.CREATE_FILE: lambda b, f: load.encode_load(b),
+    EventType.APPEND_BLOCK: lambda b, f: control.encode_file_block(b),
+    EventType.EXEC_LOAD: lambda b, f: control.encode_file_block(b),
+    EventType.DELETE_FILE: lambda b, f: control.encode_file_block(b),
+    EventType.BEGIN_LOAD_QUERY: lambda b, f: control.encode_file_block(b),
+    EventType.RAND: lambda b, f: control.encode_rand(b),
+    EventType.USER_VAR: lambda b, f: control.encode_user_var(b),
+    EventType.XID: lambda b, f: control.encode_xid(b),
+    EventType.TABLE_MAP: lambda b, f: table_map.encode_table_map(
+        b, _table_id_width(f, EventType.TABLE_MAP, 8), f.is_mariadb
+    ),
+    EventType.INCIDENT: lambda b, f: control.encode_incident(b),
+    EventType.HEARTBEAT: lambda b, f: control.encode_heartbeat(b),
+    EventType.ROWS_QUERY: lambda b, f: control.encode_rows_query(b),
+    EventType.GTID: lambda b, f: gtid.encode_gtid(b),
+    EventType.ANONYMOUS_GTID: lambda b, f: gtid.encode_gtid(b),
+    EventType.PREVIOUS_GTIDS: lambda b, f: gtid.encode_previous_gtids(b),
+    EventType.GTID_TAGGED: lambda b, f: gtid.encode_gtid_tagged(b),
+    EventType.XA_PREPARE: lambda b, f: control.encode_xa_prepare(b),
+    EventType.TRANSACTION_PAYLOAD: lambda b, f: payload.encode_transaction_payload(b),
+    EventType.MARIA_ANNOTATE_ROWS: lambda b, f: control.encode_annotate_rows(b),
+    EventType.MARIA_BINLOG_CHECKPOINT: lambda b, f: gtid.encode_maria_checkpoint(b),
+    EventType.MARIA_GTID: lambda b, f: gtid.encode_maria_gtid(b),
+    EventType.MARIA_GTID_LIST: lambda b, f: gtid.encode_maria_gtid_list(b),
+    EventType.MARIA_START_ENCRYPTION: lambda b, f: vendor.encode_start_encryption(b),
+    EventType.PERCONA_START_ENCRYPTION: lambda b, f: vendor.encode_start_encryption(b),
+    EventType.POLARDBX_SEQUENCE: lambda b, f: vendor.encode_polarx_sequence(b),
+    EventType.POLARDBX_GCN: lambda b, f: vendor.encode_polarx_gcn(b),
+}
+for _code in (
+    EventType.POLARDBX_CONSENSUS,
+    EventType.AURORA_PADDING,
+    EventType.IGNORABLE,
+    EventType.TRANSACTION_CONTEXT,
+    EventType.VIEW_CHANGE,
+    EventType.SLAVE,
+):
+    BODY_ENCODERS[_code] = lambda b, f: vendor.encode_opaque(b)
+for _code in ROWS_EVENT_KINDS:
+    BODY_ENCODERS[_code] = lambda b, f, _c=_code: rows.encode_rows(b, _table_id_width(f, _c, 10))
+
+
+def encode_body(type_code: int, body: Any, fde: FormatDescription) -> bytes:
+    """The bytes of an event body (between the common header and the checksum)."""
+    if isinstance(body, UnknownEvent):
+        return body.raw
+    encoder = BODY_ENCODERS.get(type_code)
+    if encoder is None:
+        raise ValueError(f"no encoder for {type_name(type_code)} events")
+    return encoder(body, fde)

@@ -3,6 +3,7 @@ MariaDB GTID / GTID_LIST / BINLOG_CHECKPOINT."""
 
 from __future__ import annotations
 
+import struct
 import uuid
 from dataclasses import dataclass, field
 
@@ -34,6 +35,8 @@ class Gtid:
     immediate_server_version: int | None = None
     original_server_version: int | None = None
     commit_group_ticket: int | None = None
+    tagged_fields: tuple[int, ...] = ()  # GTID_TAGGED: the field ids in the order written
+    tagged_last_non_ignorable: int = 0
 
     @property
     def gtid(self) -> str | None:
@@ -112,10 +115,12 @@ def decode_gtid_tagged(buf: bytes, state: DecodeState, header: EventHeader) -> G
     if end > len(buf) or end < c.pos:
         raise ShortRead(f"tagged GTID payload size {size} does not fit the event")
     body = Cursor(buf, c.pos, end)
-    ev = Gtid(flags=0, sid="", gno=0)
+    ev = Gtid(flags=0, sid="", gno=0, tagged_last_non_ignorable=last_non_ignorable)
     seen_original_ts = seen_original_ver = False
+    order: list[int] = []
     while body.remaining:
         fid = read_varlen_uint(body)
+        order.append(fid)
         if fid == 0:
             ev.flags = read_varlen_uint(body)
         elif fid == 1:
@@ -146,6 +151,7 @@ def decode_gtid_tagged(buf: bytes, state: DecodeState, header: EventHeader) -> G
             raise ValueError(f"unknown non-ignorable field {fid} in tagged GTID")
         else:
             break  # an ignorable field of a newer server: its length is unknown, stop here
+    ev.tagged_fields = tuple(order)
     if not seen_original_ts:
         ev.original_commit_timestamp = ev.immediate_commit_timestamp
     if not seen_original_ver:
@@ -239,6 +245,7 @@ def decode_maria_gtid(buf: bytes, state: DecodeState, header: EventHeader) -> Ma
 class MariaGtidList:
     flags: int
     gtids: list[tuple[int, int, int]]  # (domain_id, server_id, seq_no)
+    tail: bytes = b""  # bytes some servers write after the list
 
     def __str__(self) -> str:
         return ",".join(f"{d}-{s}-{n}" for d, s, n in self.gtids)
@@ -250,7 +257,8 @@ def decode_maria_gtid_list(buf: bytes, state: DecodeState, header: EventHeader) 
     count, flags = word & 0x0FFFFFFF, word >> 28
     if count * 16 > c.remaining:
         raise ShortRead(f"{count} GTIDs do not fit in {c.remaining} bytes")
-    return MariaGtidList(flags, [(c.u32(), c.u32(), c.u64()) for _ in range(count)])
+    gtids = [(c.u32(), c.u32(), c.u64()) for _ in range(count)]
+    return MariaGtidList(flags, gtids, c.rest())
 
 
 @dataclass(slots=True)
@@ -261,3 +269,124 @@ class MariaBinlogCheckpoint:
 def decode_maria_checkpoint(buf: bytes, state: DecodeState, header: EventHeader) -> MariaBinlogCheckpoint:
     c = Cursor(buf)
     return MariaBinlogCheckpoint(c.take(c.u32()).decode("utf-8", "surrogateescape"))
+
+
+# ---- encoders -----------------------------------------------------------------------------------
+
+
+def encode_lenenc(n: int) -> bytes:
+    from binlake.wire import encode_lenenc as enc
+
+    return enc(n)
+
+
+def encode_gtid(b: Gtid) -> bytes:
+    out = bytes([b.flags]) + (uuid.UUID(b.sid).bytes if b.sid else b"\0" * 16) + b.gno.to_bytes(8, "little")
+    if b.last_committed is None:
+        return out
+    out += b"\x02" + b.last_committed.to_bytes(8, "little") + (b.sequence_number or 0).to_bytes(8, "little")
+    if b.immediate_commit_timestamp is None:
+        return out
+    if (
+        b.original_commit_timestamp is not None
+        and b.original_commit_timestamp != b.immediate_commit_timestamp
+    ):
+        out += (b.immediate_commit_timestamp | 1 << 55).to_bytes(
+            7, "little"
+        ) + b.original_commit_timestamp.to_bytes(7, "little")
+    else:
+        out += b.immediate_commit_timestamp.to_bytes(7, "little")
+    if b.transaction_length is None:
+        return out
+    out += encode_lenenc(b.transaction_length)
+    if b.immediate_server_version is None:
+        return out
+    if b.original_server_version is not None and b.original_server_version != b.immediate_server_version:
+        out += (b.immediate_server_version | 1 << 31).to_bytes(
+            4, "little"
+        ) + b.original_server_version.to_bytes(4, "little")
+    else:
+        out += b.immediate_server_version.to_bytes(4, "little")
+    if b.commit_group_ticket is not None:
+        out += b.commit_group_ticket.to_bytes(8, "little")
+    return out
+
+
+def encode_previous_gtids(b: PreviousGtids) -> bytes:
+    tagged = any(tag for _, tag in b.sets)
+    n = len(b.sets)
+    out = bytearray(((1 << 56) | (n << 8) | 1).to_bytes(8, "little") if tagged else n.to_bytes(8, "little"))
+    for (sid, tag), ivs in b.sets.items():
+        out += uuid.UUID(sid).bytes
+        if tagged:
+            raw = tag.encode()
+            out += _varlen_uint(len(raw)) + raw
+        out += len(ivs).to_bytes(8, "little")
+        for a, e in ivs:
+            out += a.to_bytes(8, "little") + (e + 1).to_bytes(8, "little")
+    return bytes(out)
+
+
+def _varlen_uint(n: int) -> bytes:
+    """MySQL serialization library integer (see ``read_varlen_uint``)."""
+    for k in range(1, 9):
+        if n < 1 << (7 * k):
+            return ((n << k) | ((1 << (k - 1)) - 1)).to_bytes(k, "little")
+    return b"\xff" + n.to_bytes(8, "little")
+
+
+def encode_maria_gtid(b: MariaGtid) -> bytes:
+    out = struct.pack("<QIB", b.seq_no, b.domain_id, b.flags)
+    if b.commit_id is not None:
+        out += struct.pack("<Q", b.commit_id)
+    elif b.xa_format_id is not None:
+        gt, bq = b.xa_gtrid or b"", b.xa_bqual or b""
+        out += struct.pack("<IBB", b.xa_format_id, len(gt), len(bq)) + gt + bq
+    else:
+        out += b"\0" * 6
+    if b.flags_extra is not None:
+        out += bytes([b.flags_extra]) + b.extra
+    return out
+
+
+def encode_maria_gtid_list(b: MariaGtidList) -> bytes:
+    out = struct.pack("<I", len(b.gtids) | (b.flags << 28))
+    return out + b"".join(struct.pack("<IIQ", d, s, n) for d, s, n in b.gtids) + b.tail
+
+
+def encode_maria_checkpoint(b: MariaBinlogCheckpoint) -> bytes:
+    raw = b.file.encode("utf-8", "surrogateescape")
+    return struct.pack("<I", len(raw)) + raw
+
+
+def _varlen_int(n: int) -> bytes:
+    return _varlen_uint(n << 1 if n >= 0 else ((-(n + 1)) << 1) | 1)
+
+
+def encode_gtid_tagged(b: Gtid) -> bytes:
+    """GTID_TAGGED_LOG_EVENT: serialization format v2, fields in the order they were written."""
+    writers = {
+        0: lambda: _varlen_uint(b.flags),
+        1: lambda: b"".join(_varlen_uint(x) for x in uuid.UUID(b.sid).bytes),
+        2: lambda: _varlen_int(b.gno),
+        3: lambda: _varlen_uint(len((b.tag or "").encode())) + (b.tag or "").encode(),
+        4: lambda: _varlen_int(b.last_committed or 0),
+        5: lambda: _varlen_int(b.sequence_number or 0),
+        6: lambda: _varlen_uint(b.immediate_commit_timestamp or 0),
+        7: lambda: _varlen_uint(b.original_commit_timestamp or 0),
+        8: lambda: _varlen_uint(b.transaction_length or 0),
+        9: lambda: _varlen_uint(b.immediate_server_version or 0),
+        10: lambda: _varlen_uint(b.original_server_version or 0),
+        11: lambda: _varlen_uint(b.commit_group_ticket or 0),
+    }
+    order = b.tagged_fields or tuple(range(12))
+    fields = b"".join(_varlen_uint(f) + writers[f]() for f in order)
+    head = _varlen_uint(b.tagged_last_non_ignorable)
+    size = 1 + len(head) + len(fields)
+    for _ in range(3):  # the size counts its own encoding
+        total = size + len(_varlen_uint(size))
+        if total == size + len(_varlen_uint(total)):
+            size = total
+            break
+        size = total - len(_varlen_uint(size)) + len(_varlen_uint(total))
+    return b"\x02" + _varlen_uint(size) + head + fields

@@ -64,3 +64,19 @@ def decode_transaction_payload(buf: bytes, state: DecodeState, header: EventHead
     if size != len(payload):
         raise ValueError(f"payload size field {size} but {len(payload)} bytes follow")
     return TransactionPayload(fields[2], size, fields[3], payload)
+
+
+def encode_transaction_payload(b: TransactionPayload) -> bytes:
+    """Fields in the order MySQL writes them: compression type, uncompressed size, payload size."""
+    from binlake.wire import encode_lenenc
+
+    out = bytearray()
+    for kind, value in ((2, b.compression_type), (3, b.uncompressed_size), (1, b.payload_size)):
+        v = encode_lenenc(value)
+        out += encode_lenenc(kind) + encode_lenenc(len(v)) + v
+    return bytes(out) + b"\x00" + b.payload
+
+
+def compress_payload(events: bytes, level: int = 3) -> TransactionPayload:
+    data = zstandard.ZstdCompressor(level=level).compress(events)
+    return TransactionPayload(COMPRESSION_ZSTD, len(data), len(events), data)

@@ -3,6 +3,7 @@ ones included; MariaDB's compressed QUERY and EXECUTE_LOAD_QUERY share the layou
 
 from __future__ import annotations
 
+import struct
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -96,6 +97,7 @@ class Query:
     status_raw_tail: bytes = b""  # status bytes after a code we do not know (kept, never dropped)
     compressed: bool = False
     load_file_id: int | None = None  # EXECUTE_LOAD_QUERY
+    load_extra: bytes = b""  # EXECUTE_LOAD_QUERY: file-name positions and duplicate handling
 
 
 def parse_status_vars(block: bytes) -> tuple[dict[str, Any], bytes]:
@@ -141,10 +143,10 @@ def decode_query(buf: bytes, state: DecodeState, header: EventHeader) -> Query:
     db_len = c.u8()
     error_code = c.u16()
     status_len = c.u16() if post >= 13 else 0
-    load_file_id = None
+    load_file_id, load_extra = None, b""
     if header.type_code == EventType.EXECUTE_LOAD_QUERY:
         load_file_id = c.u32()
-        c.skip(9)  # fn_pos_start, fn_pos_end, dup_handling
+        load_extra = c.take(9)  # fn_pos_start, fn_pos_end, dup_handling
     else:
         c.pos = post if post > c.pos else c.pos
     status, tail = parse_status_vars(c.take(status_len))
@@ -164,4 +166,84 @@ def decode_query(buf: bytes, state: DecodeState, header: EventHeader) -> Query:
         tail,
         compressed,
         load_file_id,
+        load_extra,
     )
+
+
+# ---- encoder ----------------------------------------------------------------------------------
+
+
+def _w_str1(v: str) -> bytes:
+    raw = v.encode("utf-8", "surrogateescape")
+    return bytes([len(raw)]) + raw
+
+
+_STATUS_WRITERS: dict[str, tuple[int, Callable[[Any], bytes]]] = {
+    "flags2": (0, lambda v: v.to_bytes(4, "little")),
+    "sql_mode": (1, lambda v: v.to_bytes(8, "little")),
+    "catalog": (2, lambda v: _w_str1(v) + b"\0"),
+    "auto_increment": (3, lambda v: v["increment"].to_bytes(2, "little") + v["offset"].to_bytes(2, "little")),
+    "charset": (
+        4,
+        lambda v: b"".join(v[k].to_bytes(2, "little") for k in ("client", "connection", "server")),
+    ),
+    "time_zone": (5, _w_str1),
+    "catalog_nz": (6, _w_str1),
+    "lc_time_names": (7, lambda v: v.to_bytes(2, "little")),
+    "charset_database": (8, lambda v: v.to_bytes(2, "little")),
+    "table_map_for_update": (9, lambda v: v.to_bytes(8, "little")),
+    "master_data_written": (10, lambda v: v.to_bytes(4, "little")),
+    "invoker": (11, lambda v: _w_str1(v["user"]) + _w_str1(v["host"])),
+    "updated_db_names": (
+        12,
+        lambda v: (
+            b"\xfe"
+            if v is None
+            else bytes([len(v)]) + b"".join(d.encode("utf-8", "surrogateescape") + b"\0" for d in v)
+        ),
+    ),
+    "microseconds": (13, lambda v: v.to_bytes(3, "little")),
+    "commit_ts": (14, lambda v: v.to_bytes(8, "little")),
+    "commit_ts2": (15, lambda v: v.to_bytes(8, "little")),
+    "explicit_defaults_for_timestamp": (16, lambda v: v.to_bytes(1, "little")),
+    "ddl_logged_with_xid": (17, lambda v: v.to_bytes(8, "little")),
+    "default_collation_for_utf8mb4": (18, lambda v: v.to_bytes(2, "little")),
+    "sql_require_primary_key": (19, lambda v: v.to_bytes(1, "little")),
+    "default_table_encryption": (20, lambda v: v.to_bytes(1, "little")),
+    "hrnow": (128, lambda v: v.to_bytes(3, "little")),
+    "xid": (129, lambda v: v.to_bytes(8, "little")),
+    "gtid_flags3": (130, lambda v: v.to_bytes(1, "little")),
+    "character_set_collations": (
+        131,
+        lambda v: bytes([len(v)]) + b"".join(a.to_bytes(2, "little") + b.to_bytes(2, "little") for a, b in v),
+    ),
+    "lizard_commit_gcn": (200, lambda v: v.to_bytes(8, "little")),
+    "lizard_prepare_gcn": (201, lambda v: v.to_bytes(8, "little")),
+}
+
+
+def encode_status_vars(status: dict[str, Any], tail: bytes = b"") -> bytes:
+    out = bytearray()
+    for name, value in status.items():
+        code, write = _STATUS_WRITERS[name]
+        out.append(code)
+        out += write(value)
+    return bytes(out) + tail
+
+
+def compress_mariadb(data: bytes) -> bytes:
+    size = len(data)
+    lenlen = max(1, (size.bit_length() + 7) // 8)
+    return bytes([0x80 | lenlen]) + size.to_bytes(lenlen, "big") + zlib.compress(data)
+
+
+def encode_query(b: Query, post_header_len: int = 13) -> bytes:
+    status = encode_status_vars(b.status, b.status_raw_tail)
+    db = b.database.encode("utf-8", "surrogateescape")
+    out = struct.pack("<IIBH", b.thread_id, b.exec_time, len(db), b.error_code)
+    if post_header_len >= 13:
+        out += struct.pack("<H", len(status))
+    if b.load_file_id is not None:
+        out += struct.pack("<I", b.load_file_id) + b.load_extra
+    text = b.query.encode("utf-8", "surrogateescape")
+    return out + status + db + b"\0" + (compress_mariadb(text) if b.compressed else text)

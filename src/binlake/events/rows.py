@@ -10,12 +10,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from binlake.events.base import DecodeState, EventHeader
-from binlake.events.query import uncompress_mariadb
+from binlake.events.query import compress_mariadb, uncompress_mariadb
 from binlake.events.table_map import TableMap, read_table_id
 from binlake.events.types import ROWS_EVENT_KINDS, EventType
 from binlake.values.json_binary import decode_json_binary
 from binlake.values.plan import PLANS
-from binlake.wire import Cursor, bits_set
+from binlake.wire import Cursor, bits_set, encode_lenenc
 
 
 class _Absent:
@@ -77,6 +77,8 @@ class Rows:
     undecoded_reason: str | None = None
     compressed: bool = False
     partial: bool = False
+    # MySQL 8 writes the unused bits of each NULL bitmap as 0, older servers and MariaDB as 1
+    null_padding: bool = True
 
     @property
     def end_of_statement(self) -> bool:
@@ -132,6 +134,9 @@ def decode_rows_data(ev: Rows, buf: bytes, tm: TableMap, is_partial: bool) -> No
     after = tuple(bits_set(ev.columns_after, ev.column_count))
     pos, end = 0, len(buf)
     op = ev.operation
+    first = before if op != "insert" else after
+    if buf and len(first) % 8:
+        ev.null_padding = bool(buf[(len(first) - 1) >> 3] >> (len(first) % 8))
     if not is_partial:
         decode_all = PLANS.get(
             tm.signature,
@@ -178,11 +183,11 @@ def decode_rows(buf: bytes, state: DecodeState, header: EventHeader) -> Rows:
                 source_partition_id = int.from_bytes(extra[3:5], "little")
     ncols = c.lenenc() or 0
     cols_before = cols_after = 0
-    mask = (1 << ncols) - 1
+    # bitmaps are kept as written (servers set the padding bits); readers look at the first ncols bits
     if op in ("delete", "update"):
-        cols_before = c.bitmap(ncols) & mask
+        cols_before = c.bitmap(ncols)
     if op == "insert" or (op == "update" and version > 0):
-        cols_after = c.bitmap(ncols) & mask
+        cols_after = c.bitmap(ncols)
     elif op == "update":
         cols_after = cols_before
     data = c.rest()
@@ -219,3 +224,88 @@ def decode_rows(buf: bytes, state: DecodeState, header: EventHeader) -> Rows:
     else:
         decode_rows_data(ev, data, tm, ev.partial)
     return ev
+
+
+# ---- encoder ------------------------------------------------------------------------------------
+
+
+def _encode_image(
+    tm: TableMap,
+    present: list[int],
+    image: list[Any],
+    partial: frozenset[int] = frozenset(),
+    padding: bool = True,
+) -> bytes:
+    encoders = tm.encoders
+    nulls = 0
+    values = bytearray()
+    for j, i in enumerate(present):
+        v = image[i]
+        if v is None:
+            nulls |= 1 << j
+        elif i in partial:
+            diffs = _encode_diffs(v)
+            values += len(diffs).to_bytes(tm.columns[i].meta, "little") + diffs
+        else:
+            values += encoders[i](v)
+    nb = (len(present) + 7) >> 3
+    if padding:
+        nulls |= ((1 << nb * 8) - 1) ^ ((1 << len(present)) - 1)
+    return nulls.to_bytes(nb, "little") + bytes(values)
+
+
+def _encode_diffs(p: PartialJson) -> bytes:
+    from binlake.values.json_binary import encode_json_binary
+
+    out = bytearray()
+    ops = {v: k for k, v in JSON_DIFF_OPS.items()}
+    for d in p.diffs:
+        path = d.path.encode("utf-8", "surrogateescape")
+        out += bytes([ops[d.operation]]) + encode_lenenc(len(path)) + path
+        if d.operation != "REMOVE":
+            value = encode_json_binary(d.value)
+            out += encode_lenenc(len(value)) + value
+    return bytes(out)
+
+
+def encode_rows_data(ev: Rows, tm: TableMap) -> bytes:
+    before = bits_set(ev.columns_before, ev.column_count)
+    after = bits_set(ev.columns_after, ev.column_count)
+    json_cols = tm.json_columns
+    out = bytearray()
+    for b, a in ev.rows:
+        if b is not None:
+            out += _encode_image(tm, before, b, padding=ev.null_padding)
+        if ev.partial:
+            partial = frozenset(i for i in json_cols if a is not None and isinstance(a[i], PartialJson))
+            if partial:
+                bits = sum(1 << k for k, col in enumerate(json_cols) if col in partial)
+                out += encode_lenenc(1) + bits.to_bytes((len(json_cols) + 7) // 8, "little")
+            else:
+                out += encode_lenenc(0)
+        else:
+            partial = frozenset()
+        if a is not None:
+            out += _encode_image(tm, after, a, partial, padding=ev.null_padding)
+    return bytes(out)
+
+
+def encode_rows(ev: Rows, table_id_width: int = 6) -> bytes:
+    out = bytearray(ev.table_id.to_bytes(table_id_width, "little") + ev.flags.to_bytes(2, "little"))
+    if ev.version == 2:
+        out += (len(ev.extra) + 2).to_bytes(2, "little") + ev.extra
+    nbytes = (ev.column_count + 7) // 8
+    out += encode_lenenc(ev.column_count)
+    if ev.operation in ("delete", "update"):
+        out += ev.columns_before.to_bytes(nbytes, "little")
+    if ev.operation == "insert" or (ev.operation == "update" and ev.version > 0):
+        out += ev.columns_after.to_bytes(nbytes, "little")
+    if ev.raw_rows is not None:
+        data = ev.raw_rows
+    else:
+        if ev.table is None:
+            raise ValueError("rows without a table map cannot be encoded")
+        data = encode_rows_data(ev, ev.table)
+    if ev.compressed:
+        data = compress_mariadb(data)
+    return bytes(out) + data

@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from binlake.events.base import DecodeState, EventHeader
-from binlake.values.columns import ColumnDef, column_decoder
+from binlake.values.columns import ColumnDef, column_decoder, column_encoder
 from binlake.values.plan import layout_signature
 from binlake.values.types import CHARACTER_TYPES, META_LAYOUT, NUMERIC_TYPES, ColumnType
-from binlake.wire import Cursor
+from binlake.wire import Cursor, encode_lenenc
 
 # Optional metadata field codes (Table_map_log_event::Optional_metadata_field_type)
 OPT_SIGNEDNESS = 1
@@ -41,8 +41,14 @@ class TableMap:
     has_optional_metadata: bool = False
     unknown_metadata: dict[int, bytes] = field(default_factory=dict)
     undecodable: str | None = None  # why rows of this table cannot be decoded from the binlog alone
+    # how the optional metadata was laid out (so the event re-encodes as written)
+    metadata_order: list[int] = field(default_factory=list)
+    has_metadata_block: bool = True  # servers before 5.1.18 wrote no metadata and no NULL bitmap
+    default_collation: int | None = None  # DEFAULT_CHARSET's default (else COLUMN_CHARSET was used)
+    enum_default_collation: int | None = None
     _decoders: list[Any] | None = field(default=None, repr=False, compare=False)
     _signature: tuple[Any, ...] | None = field(default=None, repr=False, compare=False)
+    _encoders: list[Any] | None = field(default=None, repr=False, compare=False)
 
     @property
     def decoders(self) -> list[Callable[[bytes, int], tuple[Any, int]]]:
@@ -50,6 +56,13 @@ class TableMap:
         if self._decoders is None:
             self._decoders = [column_decoder(c) for c in self.columns]
         return self._decoders
+
+    @property
+    def encoders(self) -> list[Callable[[Any], bytes]]:
+        """One value encoder per column (the writer's side of the decode plan)."""
+        if self._encoders is None:
+            self._encoders = [column_encoder(c) for c in self.columns]
+        return self._encoders
 
     @property
     def signature(self) -> tuple[Any, ...]:
@@ -100,14 +113,16 @@ def _default_charset(data: bytes) -> tuple[int, dict[int, int]]:
     return default, exceptions
 
 
-def _apply_collations(cols: list[ColumnDef], data: bytes, per_column: bool) -> None:
+def _apply_collations(cols: list[ColumnDef], data: bytes, per_column: bool) -> int | None:
+    """Set each column's collation; returns the default collation when the default form was used."""
     if per_column:
         for col, coll in zip(cols, _lenenc_list(data), strict=False):
             col.collation = coll
-        return
+        return None
     default, exceptions = _default_charset(data)
     for i, col in enumerate(cols):
         col.collation = exceptions.get(i, default)
+    return default
 
 
 def apply_optional_metadata(tm: TableMap, data: bytes, mariadb: bool = False) -> None:
@@ -125,15 +140,16 @@ def apply_optional_metadata(tm: TableMap, data: bytes, mariadb: bool = False) ->
     while c.remaining:
         kind = c.u8()
         value = c.take(c.lenenc() or 0)
+        tm.metadata_order.append(kind)
         if kind == OPT_SIGNEDNESS:
             for col, unsigned in zip(numeric, _msb_bits(value, len(numeric)), strict=False):
                 col.unsigned = unsigned
         elif kind == OPT_DEFAULT_CHARSET:
-            _apply_collations(character, value, per_column=False)
+            tm.default_collation = _apply_collations(character, value, per_column=False)
         elif kind == OPT_COLUMN_CHARSET:
             _apply_collations(character, value, per_column=True)
         elif kind == OPT_ENUM_AND_SET_DEFAULT_CHARSET:
-            _apply_collations(enum_set, value, per_column=False)
+            tm.enum_default_collation = _apply_collations(enum_set, value, per_column=False)
         elif kind == OPT_ENUM_AND_SET_COLUMN_CHARSET:
             _apply_collations(enum_set, value, per_column=True)
         elif kind == OPT_COLUMN_NAME:
@@ -199,8 +215,133 @@ def decode_table_map(buf: bytes, state: DecodeState, header: EventHeader) -> Tab
     nullable = c.bitmap(ncols) if c.remaining else (1 << ncols) - 1
     cols = [ColumnDef(i, types[i], metas[i], bool(nullable >> i & 1)) for i in range(ncols)]
     tm = TableMap(table_id, flags, database, table, cols)
+    tm.has_metadata_block = has_meta
     if missing_meta:
         tm.undecodable = "the table map carries no column metadata (server before 5.1.18)"
     if c.remaining:
         apply_optional_metadata(tm, c.rest(), mariadb=bool(fde and fde.is_mariadb))
     return tm
+
+
+# ---- encoder ------------------------------------------------------------------------------------
+
+
+def _msb_bitmap(bits: list[bool]) -> bytes:
+    out = bytearray((len(bits) + 7) // 8)
+    for i, b in enumerate(bits):
+        if b:
+            out[i >> 3] |= 0x80 >> (i & 7)
+    return bytes(out)
+
+
+def _lenenc_ints(values: list[int]) -> bytes:
+    return b"".join(encode_lenenc(v) for v in values)
+
+
+def _str_list(names: list[str]) -> bytes:
+    out = encode_lenenc(len(names))
+    for n in names:
+        raw = n.encode("utf-8", "surrogateescape")
+        out += encode_lenenc(len(raw)) + raw
+    return out
+
+
+def _collations(cols: list[ColumnDef], default: int | None) -> bytes:
+    if default is None:
+        return _lenenc_ints([c.collation or 0 for c in cols])
+    out = encode_lenenc(default)
+    for i, c in enumerate(cols):
+        if c.collation != default:
+            out += encode_lenenc(i) + encode_lenenc(c.collation or 0)
+    return out
+
+
+def _most_common(values: list[int | None]) -> int | None:
+    known = [v for v in values if v is not None]
+    return max(set(known), key=known.count) if known else None
+
+
+def optional_metadata_fields(tm: TableMap, mariadb: bool = False) -> dict[int, bytes]:
+    """Each optional-metadata field the table's columns call for, keyed by field code."""
+    cols = tm.columns
+    numeric = [c for c in cols if c.real_type in NUMERIC_TYPES]
+    char_types = CHARACTER_TYPES | {ColumnType.GEOMETRY} if mariadb else CHARACTER_TYPES
+    character = [c for c in cols if c.real_type in char_types]
+    enum_set = [c for c in cols if c.real_type in (ColumnType.ENUM, ColumnType.SET)]
+    out: dict[int, bytes] = {}
+    if numeric and any(c.unsigned is not None for c in numeric):
+        out[OPT_SIGNEDNESS] = _msb_bitmap([bool(c.unsigned) for c in numeric])
+    if character and any(c.collation is not None for c in character):
+        default = (
+            tm.default_collation
+            if OPT_DEFAULT_CHARSET in tm.metadata_order or not tm.metadata_order
+            else None
+        )
+        if default is None and not tm.metadata_order:
+            default = _most_common([c.collation for c in character])
+        out[OPT_DEFAULT_CHARSET if default is not None else OPT_COLUMN_CHARSET] = _collations(
+            character, default
+        )
+    if any(c.name is not None for c in cols):
+        out[OPT_COLUMN_NAME] = b"".join(
+            encode_lenenc(len(n)) + n
+            for n in ((c.name or "").encode("utf-8", "surrogateescape") for c in cols)
+        )
+    sets = [c for c in cols if c.real_type == ColumnType.SET and c.set_values is not None]
+    if sets:
+        out[OPT_SET_STR_VALUE] = b"".join(_str_list(c.set_values or []) for c in sets)
+    enums = [c for c in cols if c.real_type == ColumnType.ENUM and c.enum_values is not None]
+    if enums:
+        out[OPT_ENUM_STR_VALUE] = b"".join(_str_list(c.enum_values or []) for c in enums)
+    geoms = [c for c in cols if c.real_type == ColumnType.GEOMETRY and c.geometry_type is not None]
+    if geoms:
+        out[OPT_GEOMETRY_TYPE] = _lenenc_ints([c.geometry_type or 0 for c in geoms])
+    if tm.primary_key:
+        if tm.primary_key_prefixes or OPT_PRIMARY_KEY_WITH_PREFIX in tm.metadata_order:
+            out[OPT_PRIMARY_KEY_WITH_PREFIX] = b"".join(
+                encode_lenenc(i) + encode_lenenc(tm.primary_key_prefixes.get(i, 0)) for i in tm.primary_key
+            )
+        else:
+            out[OPT_SIMPLE_PRIMARY_KEY] = _lenenc_ints(tm.primary_key)
+    if enum_set and any(c.collation is not None for c in enum_set):
+        default = (
+            tm.enum_default_collation
+            if OPT_ENUM_AND_SET_DEFAULT_CHARSET in tm.metadata_order or not tm.metadata_order
+            else None
+        )
+        if default is None and not tm.metadata_order:
+            default = _most_common([c.collation for c in enum_set])
+        key = OPT_ENUM_AND_SET_DEFAULT_CHARSET if default is not None else OPT_ENUM_AND_SET_COLUMN_CHARSET
+        out[key] = _collations(enum_set, default)
+    if any(c.visible is not None for c in cols):
+        out[OPT_COLUMN_VISIBILITY] = _msb_bitmap([c.visible is not False for c in cols])
+    vectors = [c for c in cols if c.real_type == ColumnType.VECTOR and c.vector_dimension is not None]
+    if vectors:
+        out[OPT_VECTOR_DIMENSIONALITY] = _lenenc_ints([c.vector_dimension or 0 for c in vectors])
+    out.update(tm.unknown_metadata)
+    return out
+
+
+def encode_table_map(tm: TableMap, table_id_width: int = 6, mariadb: bool = False) -> bytes:
+    out = bytearray(tm.table_id.to_bytes(table_id_width, "little") + tm.flags.to_bytes(2, "little"))
+    for name in (tm.database, tm.table):
+        raw = name.encode("utf-8", "surrogateescape")
+        out += bytes([len(raw)]) + raw + b"\0"
+    out += encode_lenenc(len(tm.columns)) + bytes(c.type_code for c in tm.columns)
+    if not tm.has_metadata_block:  # a pre-5.1.18 table map: neither metadata nor NULL bitmap
+        return bytes(out)
+    metas = bytearray()
+    for c in tm.columns:
+        size, order = META_LAYOUT.get(c.type_code, (0, "little"))
+        if size:
+            metas += c.meta.to_bytes(size, order)  # type: ignore[arg-type]
+    out += encode_lenenc(len(metas)) + metas
+    nulls = sum(1 << c.index for c in tm.columns if c.nullable)
+    out += nulls.to_bytes((len(tm.columns) + 7) // 8, "little")
+    if tm.has_optional_metadata or tm.metadata_order:
+        fields = optional_metadata_fields(tm, mariadb)
+        order = tm.metadata_order or sorted(fields)
+        for kind in order:
+            if kind in fields:
+                out += bytes([kind]) + encode_lenenc(len(fields[kind])) + fields[kind]
+    return bytes(out)

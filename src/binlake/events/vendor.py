@@ -65,3 +65,19 @@ def decode_start_encryption(buf: bytes, state: DecodeState, header: EventHeader)
     scheme = c.u8()
     key_version = c.u32()
     return StartEncryption(scheme, key_version, c.rest())
+
+
+def encode_polarx_sequence(b: PolarxSequence) -> bytes:
+    return bytes([b.sequence_type]) + b.sequence.to_bytes(8, "little")
+
+
+def encode_polarx_gcn(b: PolarxGcn) -> bytes:
+    return bytes([b.flag]) + b.gcn.to_bytes(8, "little")
+
+
+def encode_opaque(b: Opaque) -> bytes:
+    return b.data
+
+
+def encode_start_encryption(b: StartEncryption) -> bytes:
+    return bytes([b.scheme]) + b.key_version.to_bytes(4, "little") + b.nonce

@@ -12,7 +12,7 @@ import base64
 import datetime as dt
 import json
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
@@ -35,6 +35,16 @@ class JsonError(ValueError):
     pass
 
 
+class JsonUInt(int):
+    """An integer MySQL stored as unsigned (UINT16/32/64): kept so it re-encodes the same way."""
+
+
+class JsonDecimal(Decimal):
+    """A DECIMAL inside JSON, with the precision it was stored with (its value is the Decimal)."""
+
+    precision: int
+
+
 @dataclass(frozen=True, slots=True)
 class JsonOpaque:
     """An opaque JSON scalar we keep as bytes (MySQL prints it as ``base64:typeNN:…``)."""
@@ -48,6 +58,7 @@ class Json:
     """The value of a JSON column. ``Json(None)`` is the JSON literal null, not SQL NULL."""
 
     value: Any
+    empty: bool = field(default=False, compare=False)  # stored as zero bytes (MySQL reads that as null)
 
     def __str__(self) -> str:
         return to_mysql_text(self.value)
@@ -69,7 +80,9 @@ def _varlen(buf: bytes, pos: int, end: int) -> tuple[int, int]:
 
 def _opaque(field_type: int, data: bytes) -> Any:
     if field_type == _OPAQUE_DECIMAL and len(data) >= 2:
-        return decode_decimal(data, 2, data[0], data[1])[0]
+        value = JsonDecimal(decode_decimal(data, 2, data[0], data[1])[0])
+        value.precision = data[0]
+        return value
     if (
         field_type
         in (_OPAQUE_DATE, _OPAQUE_DATETIME, _OPAQUE_TIMESTAMP, _OPAQUE_DATETIME2, _OPAQUE_TIMESTAMP2)
@@ -104,15 +117,15 @@ def _scalar(t: int, buf: bytes, pos: int, end: int) -> Any:
     if t == INT16:
         return _I16.unpack_from(buf, pos)[0]
     if t == UINT16:
-        return _U16.unpack_from(buf, pos)[0]
+        return JsonUInt(_U16.unpack_from(buf, pos)[0])
     if t == INT32:
         return _I32.unpack_from(buf, pos)[0]
     if t == UINT32:
-        return _U32.unpack_from(buf, pos)[0]
+        return JsonUInt(_U32.unpack_from(buf, pos)[0])
     if t == INT64:
         return _I64.unpack_from(buf, pos)[0]
     if t == UINT64:
-        return _U64.unpack_from(buf, pos)[0]
+        return JsonUInt(_U64.unpack_from(buf, pos)[0])
     if t == DOUBLE:
         return _F64.unpack_from(buf, pos)[0]
     if t == STRING:
@@ -131,7 +144,7 @@ def _scalar(t: int, buf: bytes, pos: int, end: int) -> Any:
     raise JsonError(f"unknown JSON type 0x{t:02x}")
 
 
-def _container(t: int, buf: bytes, base: int, end: int, depth: int) -> Any:
+def _read_container(t: int, buf: bytes, base: int, end: int, depth: int) -> Any:
     if depth > 150:
         raise JsonError("nesting deeper than 150")
     large = t in (LARGE_OBJECT, LARGE_ARRAY)
@@ -176,7 +189,7 @@ def _container(t: int, buf: bytes, base: int, end: int, depth: int) -> Any:
 
 def _value(t: int, buf: bytes, pos: int, end: int, depth: int) -> Any:
     if t <= LARGE_ARRAY:
-        return _container(t, buf, pos, end, depth)
+        return _read_container(t, buf, pos, end, depth)
     return _scalar(t, buf, pos, end)
 
 
@@ -241,3 +254,136 @@ def to_mysql_text(v: Any) -> str:
     out: list[str] = []
     _text(v, out)
     return "".join(out)
+
+
+# ---- encoder: Python -> MySQL binary JSON, laid out as the server lays it out ---------------------
+
+
+def _varlen_bytes(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        out.append(b | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def _int_type(v: int) -> tuple[int, bytes]:
+    if isinstance(v, JsonUInt) or v > 0x7FFFFFFFFFFFFFFF:
+        for t, st in ((UINT16, _U16), (UINT32, _U32), (UINT64, _U64)):
+            if v < 1 << (st.size * 8):
+                return t, st.pack(v)
+    for t, st in ((INT16, _I16), (INT32, _I32), (INT64, _I64)):
+        if -(1 << (st.size * 8 - 1)) <= v < 1 << (st.size * 8 - 1):
+            return t, st.pack(v)
+    raise JsonError(f"integer {v} does not fit JSON")
+
+
+def _opaque_bytes(v: Any) -> tuple[int, bytes]:
+    if isinstance(v, JsonOpaque):
+        return v.field_type, v.data
+    if isinstance(v, Decimal):
+        sign, digits, exp = v.as_tuple()
+        scale = max(-int(exp), 0)
+        precision = getattr(v, "precision", None) or max(len(digits) + max(int(exp), 0), scale, 1)
+        from binlake.values.numeric import encode_decimal
+
+        return _OPAQUE_DECIMAL, bytes([precision, scale]) + encode_decimal(v, precision, scale)
+    if isinstance(v, dt.datetime):
+        ymd = ((v.year * 13 + v.month) << 5) | v.day
+        hms = (v.hour << 12) | (v.minute << 6) | v.second
+        return _OPAQUE_DATETIME, ((((ymd << 17) | hms) << 24) + v.microsecond).to_bytes(
+            8, "little", signed=True
+        )
+    if isinstance(v, dt.date):
+        ymd = ((v.year * 13 + v.month) << 5) | v.day
+        return _OPAQUE_DATE, ((ymd << 17) << 24).to_bytes(8, "little", signed=True)
+    if isinstance(v, dt.timedelta):
+        from binlake.values.temporal import time_to_packed
+
+        return _OPAQUE_TIME, time_to_packed(v).to_bytes(8, "little", signed=True)
+    raise JsonError(f"cannot store {type(v).__name__} in JSON")
+
+
+def _scalar_bytes(v: Any) -> tuple[int, bytes]:
+    if v is None:
+        return LITERAL, b"\x00"
+    if v is True:
+        return LITERAL, b"\x01"
+    if v is False:
+        return LITERAL, b"\x02"
+    if isinstance(v, int):
+        return _int_type(v)
+    if isinstance(v, float):
+        return DOUBLE, _F64.pack(v)
+    if isinstance(v, str):
+        raw = v.encode("utf-8", "surrogateescape")
+        return STRING, _varlen_bytes(len(raw)) + raw
+    if hasattr(v, "_fields") and not isinstance(v, tuple):
+        raise JsonError("zero dates cannot be stored in JSON")
+    t, data = _opaque_bytes(v)
+    return OPAQUE, bytes([t]) + _varlen_bytes(len(data)) + data
+
+
+def _encode(v: Any) -> tuple[int, bytes]:
+    if isinstance(v, dict):
+        return _container(v, True)
+    if isinstance(v, list):
+        return _container(v, False)
+    return _scalar_bytes(v)
+
+
+def _container(v: dict[str, Any] | list[Any], is_object: bool) -> tuple[int, bytes]:
+    for large in (False, True):
+        out = _layout(v, is_object, large)
+        if out is not None:
+            return (LARGE_OBJECT if large else SMALL_OBJECT) if is_object else (
+                LARGE_ARRAY if large else SMALL_ARRAY
+            ), out
+    raise JsonError("JSON document too large")
+
+
+def _layout(v: dict[str, Any] | list[Any], is_object: bool, large: bool) -> bytes | None:
+    osz = 4 if large else 2
+    limit = 1 << (osz * 8)
+    items = list(v.items()) if isinstance(v, dict) else [(None, x) for x in v]
+    n = len(items)
+    keys = [k.encode("utf-8", "surrogateescape") for k, _ in items] if is_object else []
+    header = 2 * osz + (n * (osz + 2) if is_object else 0) + n * (1 + osz)
+    pos = header + sum(len(k) for k in keys)
+    key_entries, value_entries, tail = bytearray(), bytearray(), bytearray()
+    kpos = header
+    for k in keys:
+        if kpos >= limit or len(k) > 0xFFFF:
+            return None
+        key_entries += kpos.to_bytes(osz, "little") + len(k).to_bytes(2, "little")
+        kpos += len(k)
+    for _, x in items:
+        t, data = _encode(x)
+        inline = t in (LITERAL, INT16, UINT16) or (large and t in (INT32, UINT32))
+        if inline:
+            value_entries += bytes([t]) + data.ljust(osz, b"\0")
+        else:
+            if pos >= limit:
+                return None
+            value_entries += bytes([t]) + pos.to_bytes(osz, "little")
+            tail += data
+            pos += len(data)
+    size = pos
+    if size >= limit:
+        return None
+    return (
+        n.to_bytes(osz, "little")
+        + size.to_bytes(osz, "little")
+        + key_entries
+        + value_entries
+        + b"".join(keys)
+        + tail
+    )
+
+
+def encode_json_binary(v: Any) -> bytes:
+    """Python -> MySQL binary JSON (small containers unless they do not fit, keys in the given order)."""
+    t, data = _encode(v)
+    return bytes([t]) + data

@@ -137,3 +137,56 @@ def decimal_decoder(meta: int) -> Decoder:
         return Decimal(-total if negative else total).scaleb(-scale, DECIMAL_CONTEXT), end
 
     return dec_decimal
+
+
+# ---- encoders: the exact inverse of each decoder above -------------------------------------------
+
+Encoder = Callable[[Any], bytes]
+
+
+def int_encoder(type_code: int, unsigned: bool) -> Encoder:
+    width = int_width(type_code)
+
+    def enc_int(v: int) -> bytes:
+        return (v if unsigned or v >= 0 else v + (1 << width * 8)).to_bytes(width, "little")
+
+    return enc_int
+
+
+def float_encoder(type_code: int) -> Encoder:
+    st = struct.Struct("<f" if type_code == ColumnType.FLOAT else "<d")
+    return st.pack
+
+
+def year_encoder() -> Encoder:
+    return lambda v: bytes([v - 1900 if v else 0])
+
+
+def bit_encoder(meta: int) -> Encoder:
+    size = (bit_length(meta) + 7) // 8
+    return lambda v: v.to_bytes(size, "big")
+
+
+def encode_decimal(value: Decimal, precision: int, scale: int) -> bytes:
+    segs = decimal_segments(precision, scale)
+    size = sum(n for n, _ in segs)
+    sign, digits, exp = value.as_tuple()
+    unscaled = int("".join(map(str, digits)) or "0") * 10 ** (scale + exp) if scale + int(exp) >= 0 else None
+    if unscaled is None:
+        raise ValueError(f"{value} has more than {scale} decimals")
+    v, shift = 0, 0
+    rest = unscaled
+    for nbytes, ndigits in reversed(segs):
+        rest, group = divmod(rest, 10**ndigits)
+        v |= group << shift
+        shift += nbytes * 8
+    if rest:
+        raise ValueError(f"{value} does not fit DECIMAL({precision},{scale})")
+    top = 1 << (size * 8 - 1)
+    v = v ^ top if not sign or not unscaled else v ^ (top ^ ((1 << size * 8) - 1))  # MySQL has no -0
+    return v.to_bytes(size, "big")
+
+
+def decimal_encoder(meta: int) -> Encoder:
+    precision, scale = meta >> 8, meta & 0xFF
+    return lambda v: encode_decimal(v, precision, scale)

@@ -68,7 +68,7 @@ def json_decoder(width: int) -> Decoder:
         n = read_len(buf, pos)
         end = pos + width + n
         _check(buf, end)
-        return Json(decode_json_binary(buf[pos + width : end])), end
+        return (Json(decode_json_binary(buf[pos + width : end])) if n else Json(None, empty=True)), end
 
     return dec_json
 
@@ -109,3 +109,75 @@ def set_decoder(size: int, names: list[str] | None) -> Decoder:
         return tuple(n for i, n in enumerate(names) if bits >> i & 1), pos + size
 
     return dec_set
+
+
+# ---- encoders: the exact inverse of each decoder above -------------------------------------------
+
+Encoder = Callable[[Any], bytes]
+
+
+def _to_bytes(v: str | bytes, codec: str | None) -> bytes:
+    if isinstance(v, bytes):
+        return v
+    return v.encode(
+        "utf-8" if codec in (None, "?") else codec,
+        "surrogateescape" if codec in (None, "?", "utf-8") else "strict",
+    )
+
+
+def varchar_encoder(max_bytes: int, codec: str | None, strip_zeros: bool = False) -> Encoder:
+    width = 1 if max_bytes < 256 else 2
+
+    def enc_varchar(v: Any) -> bytes:
+        raw = _to_bytes(v, codec)
+        if strip_zeros:
+            raw = raw.rstrip(b"\0")  # the server stores BINARY(n) without its trailing zeros
+        return len(raw).to_bytes(width, "little") + raw
+
+    return enc_varchar
+
+
+def string_encoder(meta: int, codec: str | None) -> Encoder:
+    return varchar_encoder(string_max_length(meta), codec, strip_zeros=codec is None)
+
+
+def blob_encoder(width: int, codec: str | None) -> Encoder:
+    def enc_blob(v: Any) -> bytes:
+        raw = _to_bytes(v, codec)
+        return len(raw).to_bytes(width, "little") + raw
+
+    return enc_blob
+
+
+def json_encoder(width: int) -> Encoder:
+    from binlake.values.json_binary import encode_json_binary
+
+    def enc_json(v: Json) -> bytes:
+        raw = b"" if v.empty else encode_json_binary(v.value)
+        return len(raw).to_bytes(width, "little") + raw
+
+    return enc_json
+
+
+def vector_encoder(width: int) -> Encoder:
+    def enc_vector(v: tuple[float, ...]) -> bytes:
+        raw = struct.pack(f"<{len(v)}f", *v)
+        return len(raw).to_bytes(width, "little") + raw
+
+    return enc_vector
+
+
+def enum_encoder(size: int, names: list[str] | None) -> Encoder:
+    def enc_enum(v: Any) -> bytes:
+        i = v if isinstance(v, int) else (names.index(v) + 1 if names and v in names else 0)
+        return i.to_bytes(size, "little")
+
+    return enc_enum
+
+
+def set_encoder(size: int, names: list[str] | None) -> Encoder:
+    def enc_set(v: Any) -> bytes:
+        mask = v if isinstance(v, int) else sum(1 << (names or []).index(x) for x in v)
+        return mask.to_bytes(size, "little")
+
+    return enc_set

@@ -219,3 +219,99 @@ def format_datetime(v: Any, fsp: int = 6) -> str:
 
 def format_date(v: Any) -> str:
     return f"{v.year:04d}-{v.month:02d}-{v.day:02d}"
+
+
+# ---- encoders: the exact inverse of each decoder above -------------------------------------------
+
+Encoder = Callable[[Any], bytes]
+
+
+def date_encoder() -> Encoder:
+    return lambda v: ((v.year << 9) | (v.month << 5) | v.day).to_bytes(3, "little")
+
+
+def time_encoder() -> Encoder:
+    def enc_time(td: dt.timedelta) -> bytes:
+        us = td.days * 86400_000000 + td.seconds * 1000000 + td.microseconds
+        sign, s = (-1 if us < 0 else 1), abs(us) // 1000000
+        h, rem = divmod(s, 3600)
+        return (sign * (h * 10000 + (rem // 60) * 100 + rem % 60)).to_bytes(3, "little", signed=True)
+
+    return enc_time
+
+
+def datetime_encoder() -> Encoder:
+    def enc_datetime(v: Any) -> bytes:
+        n = ((v.year * 100 + v.month) * 100 + v.day) * 1000000 + (v.hour * 100 + v.minute) * 100 + v.second
+        return n.to_bytes(8, "little")
+
+    return enc_datetime
+
+
+def _seconds_usec(v: Any) -> tuple[int, int]:
+    if isinstance(v, MysqlDateTime):
+        return 0, 0
+    delta = v - _EPOCH
+    return delta.days * 86400 + delta.seconds, delta.microseconds
+
+
+def timestamp_encoder() -> Encoder:
+    return lambda v: _seconds_usec(v)[0].to_bytes(4, "little")
+
+
+def _frac_bytes(usec: int, fsp: int) -> bytes:
+    n = (fsp + 1) // 2
+    if n == 0:
+        return b""
+    return (usec // (10000 if n == 1 else 100 if n == 2 else 1)).to_bytes(n, "big")
+
+
+def timestamp2_encoder(fsp: int) -> Encoder:
+    def enc_timestamp2(v: Any) -> bytes:
+        sec, usec = _seconds_usec(v)
+        return sec.to_bytes(4, "big") + _frac_bytes(usec, fsp)
+
+    return enc_timestamp2
+
+
+def datetime2_encoder(fsp: int) -> Encoder:
+    def enc_datetime2(v: Any) -> bytes:
+        ymd = ((v.year * 13 + v.month) << 5) | v.day
+        hms = (v.hour << 12) | (v.minute << 6) | v.second
+        return (((ymd << 17) | hms) + DATETIMEF_INT_OFS).to_bytes(5, "big") + _frac_bytes(v.microsecond, fsp)
+
+    return enc_datetime2
+
+
+def time_to_packed(td: dt.timedelta) -> int:
+    us = td.days * 86400_000000 + td.seconds * 1000000 + td.microseconds
+    neg, us = us < 0, abs(us)
+    s, frac = divmod(us, 1000000)
+    h, rem = divmod(s, 3600)
+    packed = (((h << 12) | ((rem // 60) << 6) | (rem % 60)) << 24) + frac
+    return -packed if neg else packed
+
+
+def _c_div(a: int, b: int) -> int:
+    """C integer division (truncates toward zero), which MySQL's packing uses."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+def time2_encoder(fsp: int) -> Encoder:
+    """MySQL's my_time_packed_to_binary: integer part by arithmetic shift, fraction by C remainder,
+    so a negative fraction is stored as its two's complement (the decoder undoes exactly that)."""
+
+    def enc_time2(td: dt.timedelta) -> bytes:
+        packed = time_to_packed(td)
+        if fsp >= 5:
+            return (packed + 0x800000000000).to_bytes(6, "big")
+        head = ((packed >> 24) + 0x800000).to_bytes(3, "big")
+        frac = packed - _c_div(packed, 1 << 24) * (1 << 24)
+        if fsp == 0:
+            return head
+        if fsp <= 2:
+            return head + bytes([_c_div(frac, 10000) & 0xFF])
+        return head + (_c_div(frac, 100) & 0xFFFF).to_bytes(2, "big")
+
+    return enc_time2

@@ -89,9 +89,11 @@ NUMERIC_TYPES = frozenset(
     }
 )
 
-# Types that get a collation in DEFAULT_CHARSET / COLUMN_CHARSET (ENUM and SET have their own lists).
+# Types that get a collation in DEFAULT_CHARSET / COLUMN_CHARSET (ENUM and SET have their own lists;
+# MySQL 9 lists VECTOR, a binary string, here too).
 CHARACTER_TYPES = frozenset(
     {
+        ColumnType.VECTOR,
         ColumnType.STRING,
         ColumnType.VAR_STRING,
         ColumnType.VARCHAR,
