@@ -120,7 +120,7 @@ BODY_ENCODERS: dict[int, BodyEncoder] = {
     EventType.POLARDBX_SEQUENCE: lambda b, f: vendor.encode_polarx_sequence(b),
     EventType.POLARDBX_GCN: lambda b, f: vendor.encode_polarx_gcn(b),
 }
-for _code in (
+for _opaque in (
     EventType.POLARDBX_CONSENSUS,
     EventType.AURORA_PADDING,
     EventType.IGNORABLE,
@@ -128,9 +128,15 @@ for _code in (
     EventType.VIEW_CHANGE,
     EventType.SLAVE,
 ):
-    BODY_ENCODERS[_code] = lambda b, f: vendor.encode_opaque(b)
-for _code in ROWS_EVENT_KINDS:
-    BODY_ENCODERS[_code] = lambda b, f, _c=_code: rows.encode_rows(b, _table_id_width(f, _c, 10))
+    BODY_ENCODERS[_opaque] = lambda b, f: vendor.encode_opaque(b)
+
+
+def _rows_encoder(code: int) -> BodyEncoder:
+    return lambda b, f: rows.encode_rows(b, _table_id_width(f, code, 10))
+
+
+for _rows_code in ROWS_EVENT_KINDS:
+    BODY_ENCODERS[_rows_code] = _rows_encoder(_rows_code)
 
 
 def encode_body(type_code: int, body: Any, fde: FormatDescription) -> bytes:

@@ -324,17 +324,17 @@ def optional_metadata_fields(tm: TableMap, mariadb: bool = False) -> dict[int, b
 
 def encode_table_map(tm: TableMap, table_id_width: int = 6, mariadb: bool = False) -> bytes:
     out = bytearray(tm.table_id.to_bytes(table_id_width, "little") + tm.flags.to_bytes(2, "little"))
-    for name in (tm.database, tm.table):
-        raw = name.encode("utf-8", "surrogateescape")
+    for ident in (tm.database, tm.table):
+        raw = ident.encode("utf-8", "surrogateescape")
         out += bytes([len(raw)]) + raw + b"\0"
     out += encode_lenenc(len(tm.columns)) + bytes(c.type_code for c in tm.columns)
     if not tm.has_metadata_block:  # a pre-5.1.18 table map: neither metadata nor NULL bitmap
         return bytes(out)
     metas = bytearray()
     for c in tm.columns:
-        size, order = META_LAYOUT.get(c.type_code, (0, "little"))
+        size, byteorder = META_LAYOUT.get(c.type_code, (0, "little"))
         if size:
-            metas += c.meta.to_bytes(size, order)  # type: ignore[arg-type]
+            metas += c.meta.to_bytes(size, byteorder)  # type: ignore[arg-type]
     out += encode_lenenc(len(metas)) + metas
     nulls = sum(1 << c.index for c in tm.columns if c.nullable)
     out += nulls.to_bytes((len(tm.columns) + 7) // 8, "little")

@@ -349,7 +349,7 @@ def _layout(v: dict[str, Any] | list[Any], is_object: bool, large: bool) -> byte
     limit = 1 << (osz * 8)
     items = list(v.items()) if isinstance(v, dict) else [(None, x) for x in v]
     n = len(items)
-    keys = [k.encode("utf-8", "surrogateescape") for k, _ in items] if is_object else []
+    keys = [str(k).encode("utf-8", "surrogateescape") for k, _ in items] if is_object else []
     header = 2 * osz + (n * (osz + 2) if is_object else 0) + n * (1 + osz)
     pos = header + sum(len(k) for k in keys)
     key_entries, value_entries, tail = bytearray(), bytearray(), bytearray()

@@ -171,9 +171,9 @@ def encode_decimal(value: Decimal, precision: int, scale: int) -> bytes:
     segs = decimal_segments(precision, scale)
     size = sum(n for n, _ in segs)
     sign, digits, exp = value.as_tuple()
-    unscaled = int("".join(map(str, digits)) or "0") * 10 ** (scale + exp) if scale + int(exp) >= 0 else None
-    if unscaled is None:
-        raise ValueError(f"{value} has more than {scale} decimals")
+    if not isinstance(exp, int) or scale + exp < 0:
+        raise ValueError(f"{value} is not a number with at most {scale} decimals")
+    unscaled = int("".join(map(str, digits)) or "0") * 10 ** (scale + exp)
     v, shift = 0, 0
     rest = unscaled
     for nbytes, ndigits in reversed(segs):
