@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections.abc import Iterator, Sequence
 
@@ -139,6 +140,42 @@ def cmd_index(args: argparse.Namespace) -> int:
     return 0
 
 
+def _size(text: str) -> int:
+    units = {
+        "": 1,
+        "B": 1,
+        "KB": 10**3,
+        "MB": 10**6,
+        "GB": 10**9,
+        "KIB": 1 << 10,
+        "MIB": 1 << 20,
+        "GIB": 1 << 30,
+    }
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMG]?I?B?)\s*", text.upper())
+    if not m:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size (e.g. 500MB, 1GB)")
+    return int(float(m.group(1)) * units[m.group(2)])
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    from binlake.generate import GenConfig, Generator
+
+    cfg = GenConfig(
+        seed=args.seed,
+        flavor=args.flavor,
+        target_bytes=args.size,
+        max_file_size=args.max_file_size,
+        json_type=not args.json_as_text,
+    )
+    result = Generator(cfg).run(args.out)
+    total = sum(f.stat().st_size for f in result.files)
+    print(
+        f"{len(result.files)} binlog file(s), {total:,} bytes, {len(result.transactions):,} transactions in {args.out}"
+    )
+    print(f"truth (final tables, every committed transaction): {result.truth_dir}")
+    return 0
+
+
 def cmd_find_position(args: argparse.Namespace) -> int:
     from binlake.position import find_by_gtid_set, find_by_time
     from binlake.series import BinlogSeries
@@ -271,6 +308,19 @@ def build_parser() -> argparse.ArgumentParser:
     ix = sub.add_parser("index", help="per-file summary of a series from a header-only scan")
     ix.add_argument("source", nargs="+", help="a binlog directory, an index file, or files in order")
     ix.set_defaults(func=cmd_index)
+
+    gen = sub.add_parser("generate", help="write a deterministic workload as binlogs, with its truth")
+    gen.add_argument("out", help="output directory (binlogs, index file, truth/)")
+    gen.add_argument("--size", type=_size, default=10**7, help="total binlog size to write (e.g. 500MB, 1GB)")
+    gen.add_argument("--flavor", choices=("mysql57", "mysql80", "mariadb"), default="mysql80")
+    gen.add_argument("--seed", type=int, default=1)
+    gen.add_argument("--max-file-size", type=_size, default=256 * 10**6, help="rotate files past this size")
+    gen.add_argument(
+        "--json-as-text",
+        action="store_true",
+        help="JSON documents in a LONGTEXT column (for tools without binary JSON)",
+    )
+    gen.set_defaults(func=cmd_generate)
 
     f = sub.add_parser("find-position", help="where to start reading for a point in time or a GTID set")
     f.add_argument("source", nargs="+", help="a binlog directory, an index file, or files in order")
