@@ -294,10 +294,14 @@ class BinlogWriter:
             where = self.event(type_code, body, ts, data=encoded[i] if encoded else None)
             start = start or where
             last_ts = ts
-        if self.max_file_size is not None and self.pos >= self.max_file_size:
-            self.rotate(last_ts)
+        self.maybe_rotate(last_ts)
         assert start is not None
         return start
+
+    def maybe_rotate(self, timestamp: int) -> None:
+        """Rotate if the file grew past its limit (call it only between transactions)."""
+        if self.max_file_size is not None and self.pos >= self.max_file_size:
+            self.rotate(timestamp)
 
     def rotate(self, timestamp: int) -> None:
         self.event(EventType.ROTATE, Rotate(4, self._name(self.number + 1)), timestamp)
