@@ -6,6 +6,8 @@ import argparse
 import re
 import sys
 from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from binlake import __version__
 from binlake.errors import BinlogError
@@ -15,11 +17,28 @@ from binlake.gtid import GtidSet, GtidSetError, MariaGtidPos
 from binlake.reader import BinlogReader
 from binlake.txn import CONTROL_EVENTS, Transaction, TransactionGrouper
 
+if TYPE_CHECKING:
+    from binlake.schema import SchemaTracker
+
+
+def schema_tracker(args: argparse.Namespace) -> SchemaTracker:
+    """The schema history the run keeps: from --schema (a DDL script or a saved history), else empty;
+    DDL in the binlog updates it either way. Without --schema a mismatch falls back to @N."""
+    from binlake.schema import SchemaHistory, SchemaTracker
+
+    if getattr(args, "_tracker", None) is None:
+        seed = getattr(args, "schema", None)
+        history = SchemaHistory.open(seed) if seed else SchemaHistory()
+        mode = getattr(args, "schema_mismatch", None) or ("error" if seed else "positional")
+        args._tracker = SchemaTracker(history, on_mismatch=mode)
+    return args._tracker  # type: ignore[no-any-return]
+
 
 def _file_events(args: argparse.Namespace) -> Iterator[tuple[int, Event]]:
     """Events of the files in the order given: --start-position applies to the first file and
     --stop-position to the last, as with mysqlbinlog."""
     last = len(args.files) - 1
+    tracker = schema_tracker(args)
     for seq, path in enumerate(args.files):
         reader = BinlogReader(
             path,
@@ -27,9 +46,12 @@ def _file_events(args: argparse.Namespace) -> Iterator[tuple[int, Event]]:
             start_position=args.start_position if seq == 0 else None,
             stop_position=args.stop_position if seq == last else None,
             require_fde=args.require_fde,
+            observers=[tracker],
         )
         for ev in reader:
             yield seq, ev
+    if getattr(args, "save_schema", None):
+        tracker.history.save(args.save_schema)
 
 
 def selection_from(args: argparse.Namespace) -> Selection:
@@ -238,6 +260,44 @@ def _gtid_any(text: str) -> GtidSet | MariaGtidPos:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
+def cmd_schema(args: argparse.Namespace) -> int:
+    from binlake.series import BinlogSeries
+
+    args.files = [str(f) for f in BinlogSeries.open(*args.source).files]
+    args.verify_checksum, args.require_fde, args.start_position = True, True, None
+    args.stop_position = None
+    at = None
+    if args.at:
+        name, _, off = args.at.rpartition(":")
+        at = (Path(name).name, int(off))
+    for _ in _file_events(args):
+        pass
+    history = schema_tracker(args).history
+    catalog = history.at(at) if at else history.catalog
+    for (db, _table), t in sorted(catalog.items()):
+        if args.database and db not in args.database:
+            continue
+        print(t.ddl() + ";\n")
+    print(f"-- {len(history.changes)} DDL statements applied, {len(history.not_understood)} not understood")
+    for n in history.not_understood[:20]:
+        print(f"--   {n.position[0]}:{n.position[1]}: {n.reason}")
+    return 0
+
+
+def _add_schema(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("schema history (column names and types for binlogs without metadata)")
+    g.add_argument(
+        "--schema",
+        help="seed: a DDL script (mysqldump --no-data, SHOW CREATE TABLE) or a saved history .json",
+    )
+    g.add_argument(
+        "--schema-mismatch",
+        choices=("error", "positional"),
+        help="a table whose layout disagrees with the history: stop (default with --schema) or print @N",
+    )
+    g.add_argument("--save-schema", help="write the history, with the DDL met, to this .json at the end")
+
+
 def _add_selection(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("selection (by commit time, GTID, schema, table, operation)")
     g.add_argument(
@@ -300,6 +360,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="2 (default) adds the /* TYPE meta nullable is_null */ comments of mysqlbinlog -vv",
     )
     _add_selection(d)
+    _add_schema(d)
     d.set_defaults(func=cmd_dump)
 
     q = sub.add_parser("sql", help="redo SQL of the row changes, or --flashback SQL that undoes them")
@@ -312,6 +373,7 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--no-verify-checksum", dest="verify_checksum", action="store_false", default=True)
     q.set_defaults(require_fde=True)
     _add_selection(q)
+    _add_schema(q)
     q.set_defaults(func=cmd_sql)
 
     st = sub.add_parser(
@@ -327,6 +389,7 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--no-verify-checksum", dest="verify_checksum", action="store_false", default=True)
     st.set_defaults(require_fde=True, func=cmd_stats)
     _add_selection(st)
+    _add_schema(st)
 
     ix = sub.add_parser("index", help="per-file summary of a series from a header-only scan")
     ix.add_argument("source", nargs="+", help="a binlog directory, an index file, or files in order")
@@ -363,6 +426,15 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--max-file-size", type=_size, default=10**6)
     sim.add_argument("--seed", type=int, default=1)
     sim.set_defaults(func=cmd_simulate)
+
+    sc = sub.add_parser(
+        "schema", help="the tables as of a position: seed + every DDL of the binlog, replayed"
+    )
+    sc.add_argument("source", nargs="+", help="a binlog directory, an index file, or files in order")
+    sc.add_argument("--at", help="FILE:POSITION (default: the end)")
+    sc.add_argument("--database", action="append", help="only this schema (repeatable)")
+    _add_schema(sc)
+    sc.set_defaults(func=cmd_schema)
 
     f = sub.add_parser("find-position", help="where to start reading for a point in time or a GTID set")
     f.add_argument("source", nargs="+", help="a binlog directory, an index file, or files in order")

@@ -149,7 +149,10 @@ class EventDecoder:
             self.state.fde = v3_format(body.binlog_version, body.server_version, body.create_timestamp)
         elif code in ENCRYPTION_STARTS:
             self.encrypted_from = offset + header.event_size
-        return Event(header, body, self.source, offset, checksum, inner, code)
+        event = Event(header, body, self.source, offset, checksum, inner, code)
+        for observe in self.state.observers:
+            observe(event)
+        return event
 
     def _verify_fde_checksum(self, raw: bytes, header: EventHeader, offset: int) -> int:
         stored = int.from_bytes(raw[-4:], "little")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from binlake.decoder import EventDecoder
 from binlake.errors import (
@@ -64,6 +64,7 @@ class BinlogReader:
         stop_position: int | None = None,
         require_fde: bool = True,
         skip: frozenset[int] = frozenset(),
+        observers: list[Any] | None = None,
         decoder: EventDecoder | None = None,
     ) -> None:
         self.path = os.fspath(path)
@@ -75,6 +76,8 @@ class BinlogReader:
             self.path, verify_checksum=verify_checksum, decode_rows=decode_rows
         )
         self.decoder.source = self.path
+        if observers:
+            self.decoder.state.observers.extend(observers)
         self.position = FIRST_EVENT  # where the next event starts
 
     def __iter__(self) -> Iterator[Event]:

@@ -107,3 +107,5 @@ class DecodeState:
     table_maps: dict[int, Any] = field(default_factory=dict)
     verify_checksum: bool = True
     decode_rows: bool = True
+    # called with every decoded event before it is returned (e.g. a schema tracker completing table maps)
+    observers: list[Any] = field(default_factory=list)

@@ -1,0 +1,332 @@
+"""DDL statements (sqlglot's MySQL dialect) applied to a catalog of table definitions."""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+
+import sqlglot
+from sqlglot import exp
+
+from binlake.schema.model import ColumnSpec, TableDef
+
+Catalog = dict[tuple[str, str], TableDef]
+
+DDL_START = re.compile(
+    r"^\s*(?:/\*.*?\*/\s*)*(CREATE|ALTER|DROP|RENAME|TRUNCATE)\b", re.IGNORECASE | re.DOTALL
+)
+_SCHEMA_OBJECTS = re.compile(
+    r"^\s*(CREATE|ALTER|DROP)\s+(?:OR\s+REPLACE\s+)?(?:DEFINER\s*=\s*\S+\s+)?(?:SQL\s+SECURITY\s+\w+\s+)?(?:ALGORITHM\s*=\s*\w+\s+)?(VIEW|TRIGGER|PROCEDURE|FUNCTION|EVENT|USER|ROLE|INDEX|SERVER|TABLESPACE|LOGFILE|SEQUENCE|SPATIAL|UNIQUE|FULLTEXT)\b",
+    re.I,
+)
+_RENAME_TABLE = re.compile(r"^\s*RENAME\s+TABLES?\s+(.*)$", re.I | re.S)
+_IDENT = r"(?:`((?:[^`]|``)+)`|([\w$]+))"
+_PAIR = re.compile(rf"\s*{_IDENT}(?:\s*\.\s*{_IDENT})?\s+TO\s+{_IDENT}(?:\s*\.\s*{_IDENT})?\s*(?:,|$)", re.I)
+_CONVERT = re.compile(
+    rf"^\s*ALTER\s+TABLE\s+{_IDENT}(?:\s*\.\s*{_IDENT})?\s+CONVERT\s+TO\s+(?:CHARACTER\s+SET|CHARSET)\s+(\w+)",
+    re.I,
+)
+
+
+logging.getLogger("sqlglot").setLevel(
+    logging.ERROR
+)  # its "falling back to Command" warnings are ours to report
+
+# ALTERs that do not change the row layout (partitions, tablespaces, engine, indexes, options)
+_NEUTRAL_ALTER = re.compile(
+    r"^\s*ALTER\s+(?:ONLINE\s+|IGNORE\s+)*TABLE\s+\S+\s+(?:"
+    r"(?:DISCARD|IMPORT|ANALYZE|OPTIMIZE|REBUILD|REPAIR|CHECK|TRUNCATE|COALESCE|REORGANIZE|EXCHANGE|REMOVE|ADD|DROP)\s+PARTITION"
+    r"|(?:DISCARD|IMPORT)\s+TABLESPACE|ENGINE|AUTO_INCREMENT|COMMENT|FORCE|ROW_FORMAT|KEY_BLOCK_SIZE|STATS_\w+|ALGORITHM|LOCK"
+    r"|ADD\s+(?:UNIQUE\s+|FULLTEXT\s+|SPATIAL\s+)?(?:INDEX|KEY)|DROP\s+(?:INDEX|KEY|FOREIGN\s+KEY|CHECK|CONSTRAINT)|PARTITION\s+BY)\b",
+    re.I,
+)
+_PARTITIONING = re.compile(r"\bPARTITION\s+BY\b[\s\S]*$", re.I)
+_TABLESPACE_OPTION = re.compile(r"\bTABLESPACE\s*=?\s*`?[\w$]+`?", re.I)
+# partition, tablespace and key maintenance: neutral even with comma-separated partition lists
+_MAINTENANCE = re.compile(
+    r"^\s*ALTER\s+(?:ONLINE\s+|IGNORE\s+)*TABLE\s+\S+\s+(?:(?:DISCARD|IMPORT|ANALYZE|OPTIMIZE|REBUILD|REPAIR|CHECK|TRUNCATE"
+    r"|COALESCE|REORGANIZE|EXCHANGE|REMOVE)\s+PARTITION|(?:DISCARD|IMPORT)\s+TABLESPACE|(?:DISABLE|ENABLE)\s+KEYS)\b",
+    re.I,
+)
+
+
+def _top_level_comma(sql: str) -> bool:
+    depth = 0
+    for ch in sql:
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            return True
+    return False
+
+
+class DdlNotUnderstood(ValueError):
+    """A DDL statement that changes tables but that we cannot apply (reported, never guessed)."""
+
+
+@dataclass
+class Applied:
+    kind: str  # "changed" | "ignored" (not about table layout)
+    tables: list[tuple[str, str]]
+
+
+def is_ddl(sql: str) -> bool:
+    return bool(DDL_START.match(sql))
+
+
+def _ident(a: str | None, b: str | None) -> str | None:
+    if a is not None:
+        return a.replace("``", "`")
+    return b
+
+
+def _table_key(t: exp.Table, default_db: str) -> tuple[str, str]:
+    return (t.args.get("db").name if t.args.get("db") else default_db, t.name)
+
+
+def _column(cd: exp.ColumnDef, table_charset: str | None) -> ColumnSpec:
+    kind = cd.args.get("kind")
+    if kind is None:
+        raise DdlNotUnderstood(f"column {cd.name} has no type")
+    type_name = kind.this.name if hasattr(kind.this, "name") else str(kind.this)
+    charset: str | None = table_charset
+    nullable = True
+    for c in cd.args.get("constraints") or []:
+        k = c.args.get("kind")
+        if isinstance(k, exp.CharacterSetColumnConstraint):
+            charset = k.this.name
+        elif isinstance(k, exp.CollateColumnConstraint):
+            charset = k.this.name.split("_")[0]
+        elif isinstance(k, exp.NotNullColumnConstraint):
+            nullable = bool(k.args.get("allow_null"))
+        elif isinstance(k, exp.PrimaryKeyColumnConstraint):
+            nullable = False
+    values = [e.name for e in kind.expressions] if type_name in ("ENUM", "SET") else None
+    params = [] if values is not None else [p.sql(dialect="mysql") for p in kind.expressions]
+    return ColumnSpec(
+        cd.name,
+        type_name,
+        charset,
+        nullable,
+        values if type_name == "ENUM" else None,
+        values if type_name == "SET" else None,
+        params,
+    )
+
+
+def _table_charset(create: exp.Create, default: str | None) -> str | None:
+    props = create.args.get("properties")
+    for p in props.expressions if props else []:
+        if isinstance(p, exp.CharacterSetProperty):
+            return p.this.name
+        if isinstance(p, exp.CollateProperty):
+            return p.this.name.split("_")[0]
+    return default
+
+
+def _primary_key(schema: exp.Schema, columns: list[ColumnSpec]) -> list[str]:
+    keys = []
+    for e in schema.expressions:
+        if isinstance(e, exp.PrimaryKey):
+            keys = [x.name for x in e.expressions]
+        elif isinstance(e, exp.ColumnDef):
+            for c in e.args.get("constraints") or []:
+                if isinstance(c.args.get("kind"), exp.PrimaryKeyColumnConstraint):
+                    keys = [e.name]
+    return keys
+
+
+def _place(cols: list[ColumnSpec], col: ColumnSpec, position: exp.ColumnPosition | None) -> None:
+    if position is None:
+        cols.append(col)
+    elif position.args.get("position") == "FIRST":
+        cols.insert(0, col)
+    else:
+        after = position.this.name
+        idx = next(i for i, c in enumerate(cols) if c.name.lower() == after.lower())
+        cols.insert(idx + 1, col)
+
+
+def apply_ddl(
+    catalog: Catalog, sql: str, default_db: str, database_charsets: dict[str, str], server_charset: str
+) -> Applied:
+    """Apply one statement to the catalog. Raises ``DdlNotUnderstood`` for table DDL we cannot apply."""
+    if (
+        _SCHEMA_OBJECTS.match(sql)
+        or _MAINTENANCE.match(sql)
+        or (_NEUTRAL_ALTER.match(sql) and not _top_level_comma(sql))
+    ):
+        return Applied("ignored", [])
+    if re.match(r"^\s*CREATE\s+(?:TEMPORARY\s+)?TABLE\b", sql, re.I):
+        # partitioning and tablespaces do not change the row layout (and sqlglot does not read them)
+        sql = _TABLESPACE_OPTION.sub("", _PARTITIONING.sub("", sql))
+    m = _RENAME_TABLE.match(sql)
+    if m:
+        moved = []
+        for a1, a2, b1, b2, c1, c2, d1, d2 in _PAIR.findall(m.group(1)):
+            src = (_ident(a1 or None, a2 or None) or "", _ident(b1 or None, b2 or None))
+            dst = (_ident(c1 or None, c2 or None) or "", _ident(d1 or None, d2 or None))
+            src_key = (src[0], src[1]) if src[1] else (default_db, src[0])
+            dst_key = (dst[0], dst[1]) if dst[1] else (default_db, dst[0])
+            if src_key in catalog:
+                t = catalog.pop(src_key)
+                t.database, t.name = dst_key
+                catalog[dst_key] = t
+            moved += [src_key, dst_key]
+        if not moved:
+            raise DdlNotUnderstood("RENAME TABLE without pairs")
+        return Applied("changed", moved)
+    m = _CONVERT.match(sql)
+    if m:
+        a, b, c, d, charset = m.groups()
+        key = (
+            (_ident(a or None, b) or "", _ident(c or None, d or None))
+            if (c or d)
+            else (default_db, _ident(a or None, b))
+        )
+        t = catalog.get(key)  # type: ignore[arg-type]
+        if t is not None:
+            t.charset = charset
+            for col in t.columns:
+                if col.charset is not None or col.type_name in (
+                    "CHAR",
+                    "VARCHAR",
+                    "TEXT",
+                    "TINYTEXT",
+                    "MEDIUMTEXT",
+                    "LONGTEXT",
+                    "ENUM",
+                    "SET",
+                ):
+                    col.charset = charset
+        return Applied("changed", [key])  # type: ignore[list-item]
+    try:
+        stmt = sqlglot.parse_one(sql, read="mysql")
+    except sqlglot.errors.SqlglotError as e:
+        raise DdlNotUnderstood(f"sqlglot cannot parse it: {str(e).splitlines()[0]}") from None
+    if isinstance(stmt, exp.Create):
+        kind = (stmt.args.get("kind") or "").upper()
+        if kind in ("DATABASE", "SCHEMA"):
+            cs = _table_charset(stmt, None)
+            if cs:
+                database_charsets[stmt.this.name] = cs
+            return Applied("ignored", [])
+        if kind != "TABLE":
+            return Applied("ignored", [])
+        schema = stmt.this
+        table = schema.this if isinstance(schema, exp.Schema) else schema
+        key = _table_key(table, default_db)
+        props = stmt.args.get("properties")
+        like = next(
+            (p for p in (props.expressions if props else []) if isinstance(p, exp.LikeProperty)), None
+        )
+        if like is not None:
+            src = catalog.get(_table_key(like.this, default_db))
+            if src is None:
+                raise DdlNotUnderstood(f"CREATE TABLE … LIKE an unknown table {like.this.sql()}")
+            catalog[key] = TableDef(
+                key[0],
+                key[1],
+                [ColumnSpec(**vars(c)) for c in src.columns],
+                list(src.primary_key),
+                src.charset,
+            )
+            return Applied("changed", [key])
+        if not isinstance(schema, exp.Schema):
+            raise DdlNotUnderstood("CREATE TABLE … SELECT without a column list")
+        charset = _table_charset(stmt, database_charsets.get(key[0], server_charset))
+        cols = [_column(cd, charset) for cd in schema.expressions if isinstance(cd, exp.ColumnDef)]
+        catalog[key] = TableDef(key[0], key[1], cols, _primary_key(schema, cols), charset)
+        return Applied("changed", [key])
+    if isinstance(stmt, exp.Drop):
+        kind = (stmt.args.get("kind") or "").upper()
+        if kind in ("DATABASE", "SCHEMA"):
+            db = stmt.this.name if stmt.this else stmt.args["tables"][0].name
+            gone = [k for k in catalog if k[0] == db]
+            for k in gone:
+                del catalog[k]
+            return Applied("changed", gone)
+        if kind != "TABLE":
+            return Applied("ignored", [])
+        keys = [_table_key(t, default_db) for t in stmt.args.get("tables") or [stmt.this]]
+        for k in keys:
+            catalog.pop(k, None)
+        return Applied("changed", keys)
+    if isinstance(stmt, exp.TruncateTable):
+        return Applied("ignored", [])
+    if isinstance(stmt, exp.Alter):
+        if (stmt.args.get("kind") or "").upper() != "TABLE":
+            return Applied("ignored", [])
+        key = _table_key(stmt.this, default_db)
+        t = catalog.get(key)
+        if t is None:
+            raise DdlNotUnderstood(f"ALTER of a table the history does not know: {key[0]}.{key[1]}")
+        for action in stmt.args.get("actions") or []:
+            _alter(catalog, t, key, action, default_db)
+        return Applied("changed", [key, (t.database, t.name)])
+    if isinstance(stmt, exp.Command):
+        raise DdlNotUnderstood(f"unsupported syntax: {sql.strip()[:80]}")
+    return Applied("ignored", [])
+
+
+def _alter(
+    catalog: Catalog, t: TableDef, key: tuple[str, str], action: exp.Expression, default_db: str
+) -> None:
+    cols = t.columns
+    if isinstance(action, exp.ColumnDef):  # ADD COLUMN
+        _place(cols, _column(action, t.charset), action.args.get("position"))
+    elif isinstance(action, exp.Drop) and (action.args.get("kind") or "").upper() == "COLUMN":
+        for c in action.args.get("tables") or []:
+            del cols[t.index(c.name)]
+            t.primary_key = [k for k in t.primary_key if k.lower() != c.name.lower()]
+    elif isinstance(action, exp.RenameColumn):
+        old, new = action.this.name, action.args["to"].name
+        cols[t.index(old)].name = new
+        t.primary_key = [new if k.lower() == old.lower() else k for k in t.primary_key]
+    elif isinstance(action, exp.ModifyColumn):  # MODIFY / CHANGE [COLUMN]
+        cd = action.this
+        old = action.args.get("rename_from")
+        old_name = old.name if old is not None else cd.name
+        i = t.index(old_name)
+        spec = _column(cd, t.charset)
+        position = cd.args.get("position")
+        if position is None:
+            cols[i] = spec
+        else:
+            del cols[i]
+            _place(cols, spec, position)
+        t.primary_key = [spec.name if k.lower() == old_name.lower() else k for k in t.primary_key]
+    elif isinstance(action, exp.AlterRename):
+        new_key = _table_key(action.this, key[0])
+        catalog.pop(key, None)
+        t.database, t.name = new_key
+        catalog[new_key] = t
+    elif isinstance(action, exp.AddConstraint):
+        for e in action.expressions:
+            if isinstance(e, exp.PrimaryKey):
+                t.primary_key = [x.name for x in e.expressions]
+    elif isinstance(action, _LAYOUT_NEUTRAL) or (
+        isinstance(action, exp.Drop)
+        and (action.args.get("kind") or "").upper() in ("INDEX", "KEY", "CONSTRAINT", "FOREIGN KEY")
+    ):
+        return  # defaults, indexes, partitions: the row layout does not change
+    else:
+        raise DdlNotUnderstood(f"ALTER action {type(action).__name__} is not understood")
+
+
+_LAYOUT_NEUTRAL = tuple(
+    getattr(exp, name)
+    for name in ("AlterColumn", "DropPartition", "AlterIndex", "AlterSet")
+    if hasattr(exp, name)
+)
+
+
+def split_script(text: str) -> list[str]:
+    """Statements of a mysqldump / SHOW CREATE TABLE script (comments and client commands dropped)."""
+    text = re.sub(r"/\*!\d+\s(.*?)\*/", r"\1", text, flags=re.S)  # versioned comments: their body counts
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    lines = [line for line in text.splitlines() if not line.lstrip().startswith(("--", "#"))]
+    return [s.strip() for s in "\n".join(lines).split(";\n") if s.strip()]

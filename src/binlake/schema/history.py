@@ -1,0 +1,202 @@
+"""The schema history: table definitions as of every position of a binlog series.
+
+A seed (a DDL script, a live server's tables, or nothing) plus every DDL statement met in the binlog,
+each at its position; ``at(position)`` replays them up to there. Persisted as JSON so a pipeline can
+resume at a position with the right schema.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from binlake.schema.ddl import Catalog, DdlNotUnderstood, apply_ddl, split_script
+from binlake.schema.model import DEFAULT_CHARSET, TableDef
+from binlake.values.charsets import codec_for
+
+_CODEC_CHARSET = {
+    "utf-8": "utf8mb4",
+    "latin-1": "latin1",
+    "gbk": "gbk",
+    "big5": "big5",
+    "ascii": "ascii",
+    "cp1251": "cp1251",
+    "utf-16-be": "utf16",
+    "utf-32-be": "utf32",
+    "euc-kr": "euckr",
+    "shift_jis": "sjis",
+    "gb18030": "gb18030",
+}
+
+
+def charset_of(collation: int | None) -> str | None:
+    if collation is None:
+        return None
+    codec = codec_for(collation)
+    return "binary" if codec is None else _CODEC_CHARSET.get(codec or "", DEFAULT_CHARSET)
+
+
+Position = tuple[str, int]  # (file name, offset)
+
+
+@dataclass
+class Change:
+    position: Position
+    database: str
+    sql: str
+    database_charset: str | None = None
+
+
+@dataclass
+class NotUnderstood:
+    position: Position
+    sql: str
+    reason: str
+
+
+@dataclass
+class SchemaHistory:
+    seed: Catalog = field(default_factory=dict)
+    changes: list[Change] = field(default_factory=list)
+    not_understood: list[NotUnderstood] = field(default_factory=list)
+    server_charset: str = DEFAULT_CHARSET
+    database_charsets: dict[str, str] = field(default_factory=dict)
+    catalog: Catalog = field(default_factory=dict)
+    position: Position = ("", 0)
+
+    def __post_init__(self) -> None:
+        if not self.catalog:
+            self.catalog = copy.deepcopy(self.seed)
+
+    # ---- seeds ------------------------------------------------------------------------------------
+
+    @classmethod
+    def from_ddl_script(
+        cls, text: str, default_db: str = "", server_charset: str = DEFAULT_CHARSET
+    ) -> SchemaHistory:
+        """From ``mysqldump --no-data`` output or SHOW CREATE TABLE text (USE statements followed)."""
+        h = cls(server_charset=server_charset)
+        db = default_db
+        for stmt in split_script(text):
+            head = stmt.split(None, 1)[0].upper()
+            if head == "USE":
+                db = stmt.split(None, 1)[1].strip().strip("`")
+                continue
+            if head in ("CREATE", "ALTER", "DROP", "RENAME"):
+                try:
+                    apply_ddl(h.catalog, stmt, db, h.database_charsets, server_charset)
+                except DdlNotUnderstood as e:
+                    h.not_understood.append(NotUnderstood(("<seed>", 0), stmt, str(e)))
+        h.seed = copy.deepcopy(h.catalog)
+        return h
+
+    @classmethod
+    def from_server(cls, conn: Any, databases: list[str], position: Position = ("", 0)) -> SchemaHistory:
+        """From a live server's tables (SHOW CREATE TABLE of each) at a known binlog position."""
+        script = []
+        with conn.cursor() as cur:
+            for db in databases:
+                cur.execute(
+                    "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s AND TABLE_TYPE = 'BASE TABLE'",
+                    (db,),
+                )
+                for (name,) in cur.fetchall():
+                    cur.execute(f"SHOW CREATE TABLE `{db}`.`{name}`")
+                    script.append(f"USE `{db}`;\n{cur.fetchone()[1]};")
+        h = cls.from_ddl_script("\n".join(script))
+        h.position = position
+        return h
+
+    # ---- updates ----------------------------------------------------------------------------------
+
+    def apply(
+        self, sql: str, database: str, position: Position, database_collation: int | None = None
+    ) -> bool:
+        """Apply a DDL statement met at ``position``; False (and a report) when it is not understood."""
+        cs = charset_of(database_collation)
+        if database and cs and database not in self.database_charsets:
+            self.database_charsets[database] = cs
+        try:
+            applied = apply_ddl(self.catalog, sql, database, self.database_charsets, self.server_charset)
+        except (DdlNotUnderstood, KeyError, StopIteration) as e:
+            self.not_understood.append(NotUnderstood(position, sql, str(e) or type(e).__name__))
+            return False
+        if applied.kind == "changed":
+            self.changes.append(Change(position, database, sql, cs))
+        self.position = position
+        return True
+
+    def table(self, database: str, name: str) -> TableDef | None:
+        return self.catalog.get((database, name))
+
+    def at(self, position: Position) -> Catalog:
+        """The tables as of ``position`` (the state after every change before it)."""
+        catalog = copy.deepcopy(self.seed)
+        charsets = dict(self.database_charsets)
+        for ch in self.changes:
+            if ch.position >= position:
+                break
+            try:
+                apply_ddl(catalog, ch.sql, ch.database, charsets, self.server_charset)
+            except DdlNotUnderstood:
+                continue
+        return catalog
+
+    # ---- persistence ------------------------------------------------------------------------------
+
+    def to_json(self) -> dict[str, Any]:
+        def cat(c: Catalog) -> list[dict[str, Any]]:
+            return [t.to_json() for t in c.values()]
+
+        return {
+            "version": 1,
+            "server_charset": self.server_charset,
+            "database_charsets": self.database_charsets,
+            "seed": cat(self.seed),
+            "changes": [
+                {"file": c.position[0], "offset": c.position[1], "database": c.database, "sql": c.sql}
+                for c in self.changes
+            ],
+            "position": list(self.position),
+            "tables": cat(self.catalog),
+            "not_understood": [
+                {"file": n.position[0], "offset": n.position[1], "sql": n.sql, "reason": n.reason}
+                for n in self.not_understood
+            ],
+        }
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        tmp = Path(f"{path}.tmp")
+        tmp.write_text(json.dumps(self.to_json(), indent=1))
+        os.replace(tmp, path)  # a crash never leaves half a history
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> SchemaHistory:
+        d = json.loads(Path(path).read_text())
+
+        def cat(items: list[dict[str, Any]]) -> Catalog:
+            return {(t["database"], t["name"]): TableDef.from_json(t) for t in items}
+
+        return cls(
+            seed=cat(d["seed"]),
+            changes=[Change((c["file"], c["offset"]), c["database"], c["sql"]) for c in d["changes"]],
+            not_understood=[
+                NotUnderstood((n["file"], n["offset"]), n["sql"], n["reason"]) for n in d["not_understood"]
+            ],
+            server_charset=d["server_charset"],
+            database_charsets=d["database_charsets"],
+            catalog=cat(d["tables"]),
+            position=(d["position"][0], d["position"][1]),
+        )
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str]) -> SchemaHistory:
+        """A saved history (``.json``) or a DDL script (anything else)."""
+        p = Path(path)
+        if p.suffix == ".json":
+            return cls.load(p)
+        return cls.from_ddl_script(p.read_text(errors="replace"))
