@@ -213,6 +213,7 @@ class GenConfig:
     group_commit: int = 4  # at most this many transactions share a last_committed
     rows_per_event: int = 200
     json_type: bool = True  # False: JSON documents in a LONGTEXT column (tools without binary JSON)
+    keep_transactions: bool = True  # also return the transaction truth in memory (not for huge runs)
 
 
 @dataclass
@@ -506,7 +507,8 @@ class Generator:
     ) -> None:
         gtid = g.gtid if isinstance(g, (Gtid, MariaGtid)) else None
         t = TxnTruth(gtid, commit, kind, rows, str(where[0]), where[1])
-        result.transactions.append(t)
+        if self.cfg.keep_transactions:
+            result.transactions.append(t)
         txlog.write(json.dumps(dataclasses.asdict(t)) + "\n")
 
     def _write_truth(self, truth_dir: Path) -> None:
