@@ -1,0 +1,32 @@
+"""A SparkSession set up the way binlake needs it (local by default, the same code on a cluster)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+
+def spark_session(master: str = "local[*]", app: str = "binlake") -> Any:
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers need pyarrow: use this interpreter
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    if os.path.isdir("/usr/lib/jvm/java-17-openjdk-amd64") and "JAVA_HOME" not in os.environ:
+        os.environ["JAVA_HOME"] = "/usr/lib/jvm/java-17-openjdk-amd64"
+    from pyspark.sql import SparkSession
+
+    from binlake.spark.source import register
+
+    spark = (
+        SparkSession.builder.master(master)
+        .appName(app)
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .config("spark.ui.showConsoleProgress", "false")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    register(spark)
+    return spark
