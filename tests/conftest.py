@@ -38,3 +38,15 @@ def mariadb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     db.start()
     yield db
     db.stop()
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """One local SparkSession for the whole run (start-up costs seconds)."""
+    if shutil.which("java") is None and not Path("/usr/lib/jvm/java-17-openjdk-amd64").exists():
+        pytest.skip("Java 17 is needed for Spark")
+    from binlake.spark.session import spark_session
+
+    session = spark_session("local[2]")
+    yield session
+    session.stop()

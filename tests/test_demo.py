@@ -1,33 +1,46 @@
-"""The README's main-job command works end to end (private MariaDB -> binlog -> decoded outputs)."""
+"""The README's main-job command works end to end: generated binlogs -> Spark -> Delta, checked
+against the truth; and `binlake sync` from the command line."""
 
 from __future__ import annotations
 
-import json
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from rich.console import Console
 
 from binlake.demo import run_demo
-from binlake.sandbox import mariadb_available
 
 pytestmark = pytest.mark.slow
 
 
-@pytest.mark.skipif(not mariadb_available(), reason="mariadbd is not installed (./dev setup installs it)")
-def test_demo_decodes_its_sample(tmp_path: Path) -> None:
-    console = Console(record=True, width=120)
-    assert run_demo(tmp_path, console) == 0
+def test_demo_syncs_its_sample_to_the_truth(spark: Any, tmp_path: Path) -> None:
+    console = Console(record=True, width=140)
+    assert run_demo(tmp_path, console, size=400_000) == 0
     out = console.export_text()
-    assert "shop" in out and "customers" in out
-    events = [json.loads(line) for line in (tmp_path / "dump.jsonl").read_text().splitlines()]
-    rows = [
-        r
-        for e in events
-        if e["type"].endswith("ROWS_V1") or "ROWS" in e["type"]
-        for r in e["body"].get("rows", [])
+    assert "shop.orders" in out and "NO" not in out.split("equals the truth")[1]
+    assert (tmp_path / "delta" / "shop.customers" / "_delta_log").is_dir()
+
+
+def test_sync_command(tmp_path: Path) -> None:
+    from binlake.generate import generate
+
+    generate(tmp_path / "bin", seed=4, target_bytes=150_000, max_file_size=None, ddl_every=0)
+    cmd = [
+        sys.executable,
+        "-m",
+        "binlake.cli",
+        "sync",
+        str(tmp_path / "bin"),
+        "--to",
+        f"delta:{tmp_path / 'delta'}",
+        "--master",
+        "local[1]",
     ]
-    inserted = [r["after"] for r in rows if r["before"] is None]
-    zoe = next(r for r in inserted if r.get("name") == "Zoë Ünicode")
-    assert zoe["balance"] == "-15.25" and zoe["joined"] == "0000-00-00" and zoe["tier"] == "platinum"
-    assert "### UPDATE `shop`.`orders`" in (tmp_path / "dump.txt").read_text()
+    first = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert first.returncode == 0, first.stderr[-2000:]
+    assert "shop.orders" in first.stdout and "merged" in first.stdout
+    again = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0 and "already at this position" in again.stdout

@@ -51,14 +51,18 @@ def _image(names: list, img: list | None) -> dict | None:
     return None if img is None else {n: v for n, v in zip(names, img, strict=True) if v is not ABSENT}
 
 
-def changes(files: list[Path], tracker: SchemaTracker | None = None) -> list[tuple[str, str, dict | None, dict | None]]:
+def changes(
+    files: list[Path], tracker: SchemaTracker | None = None
+) -> list[tuple[str, str, dict | None, dict | None]]:
     out = []
     for f in files:
         for ev in BinlogReader(f, observers=[tracker] if tracker else None):
             b = ev.body
             if isinstance(b, Rows) and b.table is not None and b.table.database == "app":
                 names = [c.name for c in b.table.columns]
-                out += [(b.table.table, b.operation, _image(names, bi), _image(names, ai)) for bi, ai in b.rows]
+                out += [
+                    (b.table.table, b.operation, _image(names, bi), _image(names, ai)) for bi, ai in b.rows
+                ]
     return out
 
 

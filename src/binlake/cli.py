@@ -222,6 +222,33 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_sync(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from binlake.spark.apply import sync_to_delta
+    from binlake.spark.session import spark_session
+
+    kind, _, where = args.to.partition(":")
+    if kind != "delta" or not where:
+        raise SystemExit("binlake: error: --to takes delta:PATH (other sinks are not built yet)")
+    console = Console()
+    with console.status(f"starting Spark ({args.master}) and reading {args.source}"):
+        spark = spark_session(args.master)
+        options = {"schema": args.schema} if args.schema else {}
+        report = sync_to_delta(spark, args.source, where, options=options)
+    table = Table(title=f"binlake sync -> {where} (up to {report.position or 'nothing new'})")
+    for c in ("table", "rows merged", "state"):
+        table.add_column(c)
+    for name, n in sorted(report.tables.items()):
+        table.add_row(name, f"{n:,}", "merged")
+    for name in report.skipped:
+        table.add_row(name, "0", "already at this position")
+    console.print(table)
+    console.print(f"{report.changes:,} row changes read")
+    return 0
+
+
 def cmd_find_position(args: argparse.Namespace) -> int:
     from binlake.position import find_by_gtid_set, find_by_time
     from binlake.series import BinlogSeries
@@ -427,6 +454,19 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--max-file-size", type=_size, default=10**6)
     sim.add_argument("--seed", type=int, default=1)
     sim.set_defaults(func=cmd_simulate)
+
+    sy = sub.add_parser("sync", help="apply a binlog series to Delta tables on Spark, exactly once")
+    sy.add_argument("source", help="a binlog directory, an index file or a glob")
+    sy.add_argument("--to", required=True, help="delta:PATH (one Delta table per source table under PATH)")
+    sy.add_argument(
+        "--master",
+        default="local[*]",
+        help="Spark master (local[*] by default; a cluster URL works unchanged)",
+    )
+    sy.add_argument(
+        "--schema", help="schema history .json or DDL script, for binlogs without column metadata"
+    )
+    sy.set_defaults(func=cmd_sync)
 
     sc = sub.add_parser(
         "schema", help="the tables as of a position: seed + every DDL of the binlog, replayed"

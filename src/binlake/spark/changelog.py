@@ -41,13 +41,14 @@ CHANGELOG_FIELDS: list[tuple[str, pa.DataType]] = [
     ("before", pa.string()),
     ("after", pa.string()),
     ("pk", pa.string()),
+    ("pk_before", pa.string()),
     ("columns", pa.string()),
 ]
 CHANGELOG_SCHEMA = pa.schema(CHANGELOG_FIELDS)
 SPARK_DDL = (
     "source STRING, file STRING, file_number BIGINT, position BIGINT, txn_position BIGINT, order_key STRING, "
     "gtid STRING, last_committed BIGINT, sequence_number BIGINT, commit_ts TIMESTAMP, server_id BIGINT, "
-    "db STRING, `table` STRING, op STRING, before STRING, after STRING, pk STRING, columns STRING"
+    "db STRING, `table` STRING, op STRING, before STRING, after STRING, pk STRING, pk_before STRING, columns STRING"
 )
 
 _NUMBER = re.compile(r"\.(\d+)$")
@@ -65,8 +66,14 @@ def order_key(file_no: int, txn_pos: int, event_index: int, row_index: int) -> s
 def columns_json(tm: TableMap) -> str:
     return json.dumps(
         [
-            {"name": c.label, "type": c.real_type, "meta": c.meta, "unsigned": c.unsigned, "collation": c.collation,
-             "pk": c.index in tm.primary_key}
+            {
+                "name": c.label,
+                "type": c.real_type,
+                "meta": c.meta,
+                "unsigned": c.unsigned,
+                "collation": c.collation,
+                "pk": c.index in tm.primary_key,
+            }
             for c in tm.columns
         ]
     )
@@ -75,15 +82,16 @@ def columns_json(tm: TableMap) -> str:
 def _image(tm: TableMap, img: list[Any] | None) -> str | None:
     if img is None:
         return None
-    return json.dumps({c.label: json_value(v, c) for c, v in zip(tm.columns, img, strict=True) if v is not ABSENT},
-                      ensure_ascii=False)
+    return json.dumps(
+        {c.label: json_value(v, c) for c, v in zip(tm.columns, img, strict=True) if v is not ABSENT},
+        ensure_ascii=False,
+    )
 
 
-def _pk(tm: TableMap, before: list[Any] | None, after: list[Any] | None) -> str | None:
-    if not tm.primary_key:
+def _pk(tm: TableMap, img: list[Any] | None) -> str | None:
+    """The primary key of an image, as a JSON list (None: no key, or the image does not carry it)."""
+    if not tm.primary_key or img is None or any(img[i] is ABSENT for i in tm.primary_key):
         return None
-    img = after if after is not None else before
-    assert img is not None
     return json.dumps([json_value(img[i], tm.columns[i]) for i in tm.primary_key], ensure_ascii=False)
 
 
@@ -101,16 +109,35 @@ def transaction_rows(t: Transaction, source: str) -> Iterator[dict[str, Any]]:
             cols = cols_cache[id(tm)] = columns_json(tm)
         for ri, (before, after) in enumerate(b.rows):
             yield {
-                "source": source, "file": Path(ev.source).name, "file_number": fno, "position": ev.offset,
-                "txn_position": t.start, "order_key": order_key(fno, t.start, ei, ri), "gtid": t.gtid,
-                "last_committed": t.last_committed, "sequence_number": t.sequence_number, "commit_ts": commit,
-                "server_id": ev.header.server_id, "db": tm.database, "table": tm.table, "op": b.operation,
-                "before": _image(tm, before), "after": _image(tm, after), "pk": _pk(tm, before, after), "columns": cols,
+                "source": source,
+                "file": Path(ev.source).name,
+                "file_number": fno,
+                "position": ev.offset,
+                "txn_position": t.start,
+                "order_key": order_key(fno, t.start, ei, ri),
+                "gtid": t.gtid,
+                "last_committed": t.last_committed,
+                "sequence_number": t.sequence_number,
+                "commit_ts": commit,
+                "server_id": ev.header.server_id,
+                "db": tm.database,
+                "table": tm.table,
+                "op": b.operation,
+                "before": _image(tm, before),
+                "after": _image(tm, after),
+                "pk": _pk(tm, after if after is not None else before),
+                "pk_before": _pk(tm, before) if b.operation == "update" else None,
+                "columns": cols,
             }
 
 
-def file_changes(path: str | Path, source: str = "", observers: list[Any] | None = None,
-                 start: int | None = None, stop: int | None = None) -> Iterator[dict[str, Any]]:
+def file_changes(
+    path: str | Path,
+    source: str = "",
+    observers: list[Any] | None = None,
+    start: int | None = None,
+    stop: int | None = None,
+) -> Iterator[dict[str, Any]]:
     """Change-log rows of the complete transactions of one binlog file (an unfinished tail is not
     emitted: it is re-read once the server has finished it)."""
     g = TransactionGrouper(keep_events=True)
