@@ -108,3 +108,68 @@ def test_change_log_rows(spark: Any, workload: Any) -> None:
     assert sum(t.rows for t in workload.transactions) == len(rows)
     assert [r["order_key"] for r in rows] == sorted(r["order_key"] for r in rows)
     assert {r["op"] for r in rows} == {"insert", "update", "delete"}
+
+
+def test_table_without_key_is_an_append_only_change_table(spark: Any, tmp_path: Path) -> None:
+    from binlake.events.control import Xid
+    from binlake.events.gtid import Gtid
+    from binlake.events.query import Query
+    from binlake.events.rows import Rows
+    from binlake.events.table_map import TableMap
+    from binlake.events.types import EventType
+    from binlake.values.columns import ColumnDef
+    from binlake.values.types import ColumnType
+    from binlake.writer import BinlogWriter
+
+    w = BinlogWriter(tmp_path / "bin", flavor="mysql80")
+    cols = [
+        ColumnDef(0, ColumnType.LONG, 0, True, name="a", unsigned=False),
+        ColumnDef(1, ColumnType.VARCHAR, 40, True, name="b", collation=45),
+    ]
+    tm = TableMap(5, 1, "d", "log", cols, has_optional_metadata=True)
+    for i, (op, b, a) in enumerate(
+        [("insert", None, [1, "x"]), ("insert", None, [1, "x"]), ("delete", [1, "x"], None)]
+    ):
+        r = Rows(op, 2, 5, 1, 2, 3 if b else 0, 3 if a else 0, table=tm)
+        r.rows = [(b, a)]
+        code = {"insert": EventType.WRITE_ROWS_V2, "delete": EventType.DELETE_ROWS_V2}[op]
+        w.transaction(
+            [
+                (
+                    EventType.GTID,
+                    Gtid(
+                        0,
+                        "3e11fa47-71ca-11e1-9e33-c80aa9429562",
+                        i + 1,
+                        last_committed=i,
+                        sequence_number=i + 1,
+                        immediate_commit_timestamp=1_700_000_000_000_000 + i,
+                    ),
+                    1,
+                ),
+                (EventType.QUERY, Query(1, 0, 0, "d", "BEGIN", {}), 1),
+                (EventType.TABLE_MAP, tm, 1),
+                (code, r, 1),
+                (EventType.XID, Xid(i), 1),
+            ]
+        )
+    w.close()
+    sync_to_delta(spark, str(tmp_path / "bin"), tmp_path / "delta")
+    from deltalake import DeltaTable
+
+    rows = (
+        DeltaTable(str(tmp_path / "delta" / "d.log"))
+        .to_pyarrow_table()
+        .sort_by("_binlake_order_key")
+        .to_pylist()
+    )
+    assert [(r["a"], r["b"], r["_binlake_op"]) for r in rows] == [
+        (1, "x", "insert"),
+        (1, "x", "insert"),
+        (1, "x", "delete"),
+    ]
+    again = sync_to_delta(spark, str(tmp_path / "bin"), tmp_path / "delta")
+    assert (
+        again.skipped == ["d.log"]
+        and len(DeltaTable(str(tmp_path / "delta" / "d.log")).to_pyarrow_table()) == 3
+    )

@@ -77,7 +77,8 @@ def latest_per_key(df: Any) -> Any:
     return both.withColumn("_rn", F.row_number().over(w)).where(F.col("_rn") == 1).drop("_rn")
 
 
-def _typed_batch(rows: list[Any], columns: list[dict[str, Any]]) -> pa.Table:
+def _typed_batch(rows: list[Any], columns: list[dict[str, Any]], deleted_values: bool = False) -> pa.Table:
+    """Typed rows; a delete keeps only its key (a tombstone) unless ``deleted_values`` (change tables)."""
     types = [arrow_type(c) for c in columns]
     data: dict[str, list[Any]] = {c["name"]: [] for c in columns}
     meta: dict[str, list[Any]] = {ORDER: [], DELETED: [], GTID: [], COMMIT_TS: []}
@@ -87,7 +88,7 @@ def _typed_batch(rows: list[Any], columns: list[dict[str, Any]]) -> pa.Table:
         if deleted and not image:
             image = dict(zip([c["name"] for c in columns if c.get("pk")], json.loads(r["pk"]), strict=False))
         for c, t in zip(columns, types, strict=True):
-            v = image.get(c["name"]) if (not deleted or c.get("pk")) else None
+            v = image.get(c["name"]) if (not deleted or deleted_values or c.get("pk")) else None
             data[c["name"]].append(convert(v, c, t))
         meta[ORDER].append(r["order_key"])
         meta[DELETED].append(deleted)
@@ -154,6 +155,7 @@ def sync_to_delta(
     report.position = f"{top['file']}:{top['txn_position']}"
     metadata = {"binlake.position": report.position, "binlake.order_key": last["k"], "binlake.source": source}
     report.changes = df.count()
+    _append_keyless(df, target, report, metadata, chunk_rows)
     latest = latest_per_key(df).cache()
     for row in latest.select("db", "table", "columns").dropDuplicates(["db", "table"]).collect():
         name = f"{row['db']}.{row['table']}"
@@ -177,6 +179,44 @@ def sync_to_delta(
         report.tables[name] = n
     latest.unpersist()
     return report
+
+
+def _append_keyless(
+    df: Any, target: Path, report: SyncReport, metadata: dict[str, str], chunk_rows: int
+) -> None:
+    """Tables without a primary key: every change appended to a change table (``_binlake_op`` says
+    which), once per batch version."""
+    from deltalake import CommitProperties, Transaction, write_deltalake
+    from pyspark.sql import functions as F
+
+    keyless = df.where(F.col("pk").isNull())
+    for row in keyless.select("db", "table", "columns").dropDuplicates(["db", "table"]).collect():
+        name = f"{row['db']}.{row['table']}"
+        done = committed_version(target, name)
+        if done is not None and done >= report.version:
+            report.skipped.append(name)
+            continue
+        columns = json.loads(row["columns"])
+        rows_it = (
+            keyless.where((F.col("db") == row["db"]) & (F.col("table") == row["table"]))
+            .orderBy("order_key")
+            .toLocalIterator()
+        )
+        n = 0
+        for chunk in _chunks(rows_it, chunk_rows):
+            batch = _typed_batch(chunk, columns, deleted_values=True).append_column(
+                "_binlake_op", pa.array([r["op"] for r in chunk], pa.string())
+            )
+            props = CommitProperties(
+                custom_metadata={**metadata, "binlake.columns": row["columns"]},
+                app_transactions=[Transaction(APP_ID, report.version)],
+            )
+            (target / name).mkdir(parents=True, exist_ok=True)
+            write_deltalake(
+                str(target / name), batch, mode="append", schema_mode="merge", commit_properties=props
+            )
+            n += len(chunk)
+        report.tables[name] = n
 
 
 def read_delta(target: str | Path, table: str) -> pa.Table:
