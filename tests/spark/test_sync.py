@@ -173,3 +173,22 @@ def test_table_without_key_is_an_append_only_change_table(spark: Any, tmp_path: 
         again.skipped == ["d.log"]
         and len(DeltaTable(str(tmp_path / "delta" / "d.log")).to_pyarrow_table()) == 3
     )
+
+
+def test_streaming_follows_a_growing_directory(spark: Any, workload: Any, tmp_path: Path) -> None:
+    """Files arrive one by one, the last one cut inside a transaction: the stream waits for the tail
+    and, once everything is there and it has caught up, the tables equal the truth."""
+    from binlake.spark.apply import stream_to_delta
+
+    live = tmp_path / "live"
+    live.mkdir()
+    target, ckpt = tmp_path / "delta", tmp_path / "ckpt"
+    files = workload.files
+    for i, f in enumerate(files):
+        data = f.read_bytes()
+        (live / f.name).write_bytes(data[: len(data) * 2 // 3])  # a server still writing it
+        stream_to_delta(spark, str(live), target, ckpt)
+        (live / f.name).write_bytes(data)
+        if i == len(files) - 1:
+            stream_to_delta(spark, str(live), target, ckpt)
+    assert synced(target) == truth_tables(workload, target)

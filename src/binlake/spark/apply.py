@@ -142,11 +142,16 @@ def sync_to_delta(
     chunk_rows: int = 50_000,
 ) -> SyncReport:
     """Apply every complete transaction of ``source`` to Delta tables under ``target/db.table``."""
+    df = spark.read.format("binlog").options(**(options or {})).load(source)
+    return apply_changes(df, target, source=source, chunk_rows=chunk_rows)
+
+
+def apply_changes(df: Any, target: str | Path, *, source: str = "", chunk_rows: int = 50_000) -> SyncReport:
+    """Apply a change-log DataFrame (a whole batch, or one streaming micro-batch) exactly once."""
     from pyspark.sql import functions as F
 
     target = Path(target)
     report = SyncReport()
-    df = spark.read.format("binlog").options(**(options or {})).load(source)
     last = df.agg(F.max("order_key").alias("k"), F.max("file_number").alias("f")).collect()[0]
     if last["k"] is None:
         return report
@@ -157,25 +162,31 @@ def sync_to_delta(
     report.changes = df.count()
     _append_keyless(df, target, report, metadata, chunk_rows)
     latest = latest_per_key(df).cache()
-    for row in latest.select("db", "table", "columns").dropDuplicates(["db", "table"]).collect():
-        name = f"{row['db']}.{row['table']}"
+    tables: dict[tuple[str, str], list[str]] = {}
+    for row in latest.select("db", "table", "columns").distinct().collect():
+        tables.setdefault((row["db"], row["table"]), []).append(row["columns"])
+    for (db, table), layouts in sorted(tables.items()):
+        name = f"{db}.{table}"
         path = target / name
         done = committed_version(target, name)
         if done is not None and done >= report.version:
             report.skipped.append(name)
             continue
-        columns = json.loads(row["columns"])
-        keys = [c["name"] for c in columns if c.get("pk")]
-        rows_it = (
-            latest.where((F.col("db") == row["db"]) & (F.col("table") == row["table"]))
-            .orderBy("order_key")
-            .toLocalIterator()
-        )
         n = 0
-        meta = {**metadata, "binlake.columns": row["columns"]}
-        for chunk in _chunks(rows_it, chunk_rows):
-            merge_table(path, _typed_batch(chunk, columns), keys, report.version, meta)
-            n += len(chunk)
+        # one batch per column layout (DDL changes it): older layouts first, so ADD COLUMN evolves the table
+        ordered = sorted(layouts, key=lambda c: (len(json.loads(c)), c))
+        for layout in ordered:
+            columns = json.loads(layout)
+            keys = [c["name"] for c in columns if c.get("pk")]
+            rows_it = (
+                latest.where((F.col("db") == db) & (F.col("table") == table) & (F.col("columns") == layout))
+                .orderBy("order_key")
+                .toLocalIterator()
+            )
+            meta = {**metadata, "binlake.columns": layout}
+            for chunk in _chunks(rows_it, chunk_rows):
+                merge_table(path, _typed_batch(chunk, columns), keys, report.version, meta)
+                n += len(chunk)
         report.tables[name] = n
     latest.unpersist()
     return report
@@ -234,3 +245,34 @@ def delta_tables(target: str | Path) -> list[str]:
         if os.path.isdir(target)
         else []
     )
+
+
+def stream_to_delta(
+    spark: Any,
+    source: str,
+    target: str | Path,
+    checkpoint: str | Path,
+    *,
+    available_now: bool = True,
+    interval: str = "2 seconds",
+) -> Any:
+    """Follow ``source`` and apply each micro-batch with ``apply_changes`` (exactly once: each batch
+    commits its position as the Delta app-transaction version; Spark's checkpoint holds the offsets).
+    ``available_now``: process what is there and stop; else keep following every ``interval``."""
+    reports: list[SyncReport] = []
+
+    def each(batch: Any, batch_id: int) -> None:
+        reports.append(apply_changes(batch, target, source=source))
+
+    writer = (
+        spark.readStream.format("binlog")
+        .load(source)
+        .writeStream.foreachBatch(each)
+        .option("checkpointLocation", str(checkpoint))
+    )
+    writer = writer.trigger(availableNow=True) if available_now else writer.trigger(processingTime=interval)
+    query = writer.start()
+    if available_now:
+        query.awaitTermination()
+    query.reports = reports
+    return query

@@ -64,6 +64,11 @@ class BinlogDataSource(DataSource):
     def reader(self, schema: Any) -> DataSourceReader:
         return BinlogReaderSpark(dict(self.options))
 
+    def streamReader(self, schema: Any) -> Any:  # noqa: N802 - Spark's name
+        from binlake.spark.stream import BinlogStreamReader
+
+        return BinlogStreamReader(dict(self.options))
+
 
 def register(spark: Any) -> None:
     spark.dataSource.register(BinlogDataSource)
