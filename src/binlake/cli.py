@@ -233,6 +233,20 @@ def cmd_sync(args: argparse.Namespace) -> int:
     if kind != "delta" or not where:
         raise SystemExit("binlake: error: --to takes delta:PATH (other sinks are not built yet)")
     console = Console()
+    if args.stream:
+        from binlake.spark.apply import stream_to_delta
+
+        spark = spark_session(args.master)
+        checkpoint = args.checkpoint or str(Path(where) / "_binlake_checkpoint")
+        console.print(f"following {args.source} into {where} (checkpoint {checkpoint}); Ctrl-C stops")
+        query = stream_to_delta(spark, args.source, where, checkpoint, available_now=args.available_now, interval=args.interval)
+        try:
+            query.awaitTermination()
+        except KeyboardInterrupt:
+            query.stop()
+        merged = sum(n for r in query.reports for n in r.tables.values())
+        console.print(f"{len(query.reports)} micro-batches, {merged:,} rows merged")
+        return 0
     with console.status(f"starting Spark ({args.master}) and reading {args.source}"):
         spark = spark_session(args.master)
         options = {"schema": args.schema} if args.schema else {}
@@ -466,6 +480,10 @@ def build_parser() -> argparse.ArgumentParser:
     sy.add_argument(
         "--schema", help="schema history .json or DDL script, for binlogs without column metadata"
     )
+    sy.add_argument("--stream", action="store_true", help="follow the directory as it grows (structured streaming)")
+    sy.add_argument("--available-now", action="store_true", help="with --stream: process what is there, then stop")
+    sy.add_argument("--interval", default="2 seconds", help="with --stream: the trigger interval")
+    sy.add_argument("--checkpoint", help="with --stream: Spark checkpoint directory (default PATH/_binlake_checkpoint)")
     sy.set_defaults(func=cmd_sync)
 
     sc = sub.add_parser(
