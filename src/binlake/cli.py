@@ -239,7 +239,9 @@ def cmd_sync(args: argparse.Namespace) -> int:
         spark = spark_session(args.master)
         checkpoint = args.checkpoint or str(Path(where) / "_binlake_checkpoint")
         console.print(f"following {args.source} into {where} (checkpoint {checkpoint}); Ctrl-C stops")
-        query = stream_to_delta(spark, args.source, where, checkpoint, available_now=args.available_now, interval=args.interval)
+        query = stream_to_delta(
+            spark, args.source, where, checkpoint, available_now=args.available_now, interval=args.interval
+        )
         try:
             query.awaitTermination()
         except KeyboardInterrupt:
@@ -260,6 +262,18 @@ def cmd_sync(args: argparse.Namespace) -> int:
         table.add_row(name, "0", "already at this position")
     console.print(table)
     console.print(f"{report.changes:,} row changes read")
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from binlake.spark.apply import export_parquet
+
+    src_kind, _, src = args.source.partition(":")
+    dst_kind, _, dst = args.to.partition(":")
+    if src_kind != "delta" or dst_kind != "parquet" or not src or not dst:
+        raise SystemExit("binlake: error: export takes --from delta:PATH --to parquet:PATH")
+    for name, n in sorted(export_parquet(src, dst).items()):
+        print(f"{name}: {n:,} rows -> {dst}/{name}.parquet")
     return 0
 
 
@@ -480,11 +494,22 @@ def build_parser() -> argparse.ArgumentParser:
     sy.add_argument(
         "--schema", help="schema history .json or DDL script, for binlogs without column metadata"
     )
-    sy.add_argument("--stream", action="store_true", help="follow the directory as it grows (structured streaming)")
-    sy.add_argument("--available-now", action="store_true", help="with --stream: process what is there, then stop")
+    sy.add_argument(
+        "--stream", action="store_true", help="follow the directory as it grows (structured streaming)"
+    )
+    sy.add_argument(
+        "--available-now", action="store_true", help="with --stream: process what is there, then stop"
+    )
     sy.add_argument("--interval", default="2 seconds", help="with --stream: the trigger interval")
-    sy.add_argument("--checkpoint", help="with --stream: Spark checkpoint directory (default PATH/_binlake_checkpoint)")
+    sy.add_argument(
+        "--checkpoint", help="with --stream: Spark checkpoint directory (default PATH/_binlake_checkpoint)"
+    )
     sy.set_defaults(func=cmd_sync)
+
+    ex = sub.add_parser("export", help="a Parquet snapshot of synced Delta tables")
+    ex.add_argument("--from", dest="source", required=True, help="delta:PATH written by binlake sync")
+    ex.add_argument("--to", required=True, help="parquet:PATH (one file per table)")
+    ex.set_defaults(func=cmd_export)
 
     sc = sub.add_parser(
         "schema", help="the tables as of a position: seed + every DDL of the binlog, replayed"

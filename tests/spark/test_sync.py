@@ -206,13 +206,18 @@ def test_killed_again_and_again_then_finished(tmp_path: Path) -> None:
 
     workload = generate(tmp_path / "bin", seed=33, target_bytes=500_000, max_file_size=120_000, ddl_every=0)
     target = tmp_path / "delta"
-    cmd = [sys.executable, "-c",
-           "import sys; from binlake.spark.session import spark_session; from binlake.spark.apply import sync_to_delta; "
-           f"sync_to_delta(spark_session('local[1]'), {str(tmp_path / 'bin')!r}, {str(target)!r}, chunk_rows=40)"]
+    cmd = [
+        sys.executable,
+        "-c",
+        "import sys; from binlake.spark.session import spark_session; from binlake.spark.apply import sync_to_delta; "
+        f"sync_to_delta(spark_session('local[1]'), {str(tmp_path / 'bin')!r}, {str(target)!r}, chunk_rows=40)",
+    ]
     rng = random.Random(7)
     kills = 0
     for delay in [rng.uniform(8, 25) for _ in range(4)]:
-        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        p = subprocess.Popen(
+            cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+        )
         time.sleep(delay)
         if p.poll() is None:
             os.killpg(p.pid, signal.SIGKILL)
@@ -222,3 +227,16 @@ def test_killed_again_and_again_then_finished(tmp_path: Path) -> None:
     assert final.returncode == 0, final.stderr[-3000:]
     assert kills >= 1
     assert synced(target) == truth_tables(workload, target)
+
+
+def test_parquet_snapshot_export(spark: Any, workload: Any, tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    from binlake.spark.apply import export_parquet
+
+    target = tmp_path / "delta"
+    sync_to_delta(spark, str(workload.files[0].parent), target)
+    counts = export_parquet(target, tmp_path / "pq")
+    for name, rows in synced(target).items():
+        snap = pq.read_table(tmp_path / "pq" / f"{name}.parquet").to_pylist()
+        assert counts[name] == len(rows) and sorted(snap, key=lambda r: str(next(iter(r.values())))) == rows

@@ -113,10 +113,50 @@ def _chunks(it: Iterator[Any], size: int) -> Iterator[list[Any]]:
         yield buf
 
 
-def merge_table(path: Path, batch: pa.Table, keys: list[str], version: int, metadata: dict[str, str]) -> None:
+class _Counted:
+    """An iterator that counts what passed through it."""
+
+    def __init__(self, it: Iterator[Any]) -> None:
+        self.it, self.n = it, 0
+
+    def __iter__(self) -> Iterator[Any]:
+        for x in self.it:
+            self.n += 1
+            yield x
+
+
+def _batch_stream(
+    rows: Iterator[Any],
+    columns: list[dict[str, Any]],
+    size: int,
+    extra: Any = None,
+    deleted_values: bool = False,
+) -> pa.RecordBatchReader:
+    """Typed rows as one Arrow stream in batches of ``size``, so a whole table goes into one Delta
+    commit (all or nothing) while memory holds one batch. ``extra(chunk, table)`` may add columns."""
+
+    def typed(chunk: list[Any]) -> pa.Table:
+        t = _typed_batch(chunk, columns, deleted_values)
+        return extra(chunk, t) if extra else t
+
+    schema = typed([]).schema
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        for chunk in _chunks(rows, size):
+            yield from typed(chunk).to_batches()
+
+    return pa.RecordBatchReader.from_batches(schema, batches())
+
+
+def merge_table(
+    path: Path, batch: Any, keys: list[str], version: int | None, metadata: dict[str, str]
+) -> None:
+    """Upsert ``batch`` (a table or an Arrow stream) by key, newer order keys winning, in one commit
+    that records ``version`` as the app transaction (None: an idempotent step before the last)."""
     from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 
-    props = CommitProperties(custom_metadata=metadata, app_transactions=[Transaction(APP_ID, version)])
+    txns = [Transaction(APP_ID, version)] if version is not None else None
+    props = CommitProperties(custom_metadata=metadata, app_transactions=txns)
     if not (path / "_delta_log").exists():
         path.mkdir(parents=True, exist_ok=True)
         write_deltalake(str(path), batch, mode="append", commit_properties=props)
@@ -173,20 +213,21 @@ def apply_changes(df: Any, target: str | Path, *, source: str = "", chunk_rows: 
             report.skipped.append(name)
             continue
         n = 0
-        # one batch per column layout (DDL changes it): older layouts first, so ADD COLUMN evolves the table
+        # one commit per column layout (DDL changes it): older layouts first, so ADD COLUMN evolves the
+        # table. Only the last commit records the batch version: a run killed in between replays the
+        # earlier ones, which the order-key guard makes idempotent.
         ordered = sorted(layouts, key=lambda c: (len(json.loads(c)), c))
-        for layout in ordered:
+        for i, layout in enumerate(ordered):
             columns = json.loads(layout)
             keys = [c["name"] for c in columns if c.get("pk")]
-            rows_it = (
-                latest.where((F.col("db") == db) & (F.col("table") == table) & (F.col("columns") == layout))
-                .orderBy("order_key")
-                .toLocalIterator()
+            part = latest.where(
+                (F.col("db") == db) & (F.col("table") == table) & (F.col("columns") == layout)
             )
-            meta = {**metadata, "binlake.columns": layout}
-            for chunk in _chunks(rows_it, chunk_rows):
-                merge_table(path, _typed_batch(chunk, columns), keys, report.version, meta)
-                n += len(chunk)
+            counted = _Counted(part.orderBy("order_key").toLocalIterator())
+            stream = _batch_stream(counted, columns, chunk_rows)
+            version = report.version if i == len(ordered) - 1 else None
+            merge_table(path, stream, keys, version, {**metadata, "binlake.columns": layout})
+            n += counted.n
         report.tables[name] = n
     latest.unpersist()
     return report
@@ -213,21 +254,26 @@ def _append_keyless(
             .orderBy("order_key")
             .toLocalIterator()
         )
-        n = 0
-        for chunk in _chunks(rows_it, chunk_rows):
-            batch = _typed_batch(chunk, columns, deleted_values=True).append_column(
+        counted = _Counted(rows_it)
+        stream = _batch_stream(
+            counted,
+            columns,
+            chunk_rows,
+            extra=lambda chunk, t: t.append_column(
                 "_binlake_op", pa.array([r["op"] for r in chunk], pa.string())
-            )
-            props = CommitProperties(
-                custom_metadata={**metadata, "binlake.columns": row["columns"]},
-                app_transactions=[Transaction(APP_ID, report.version)],
-            )
-            (target / name).mkdir(parents=True, exist_ok=True)
-            write_deltalake(
-                str(target / name), batch, mode="append", schema_mode="merge", commit_properties=props
-            )
-            n += len(chunk)
-        report.tables[name] = n
+            ),
+            deleted_values=True,
+        )
+        props = CommitProperties(
+            custom_metadata={**metadata, "binlake.columns": row["columns"]},
+            app_transactions=[Transaction(APP_ID, report.version)],
+        )
+        (target / name).mkdir(parents=True, exist_ok=True)
+        # one commit per table and batch: appends are not idempotent, so never split them
+        write_deltalake(
+            str(target / name), stream, mode="append", schema_mode="merge", commit_properties=props
+        )
+        report.tables[name] = counted.n
 
 
 def read_delta(target: str | Path, table: str) -> pa.Table:
@@ -276,3 +322,16 @@ def stream_to_delta(
         query.awaitTermination()
     query.reports = reports
     return query
+
+
+def export_parquet(source: str | Path, target: str | Path) -> dict[str, int]:
+    """A Parquet snapshot of every synced table (tombstones and system columns removed)."""
+    import pyarrow.parquet as pq
+
+    out: dict[str, int] = {}
+    Path(target).mkdir(parents=True, exist_ok=True)
+    for name in delta_tables(source):
+        table = read_delta(source, name)
+        pq.write_table(table, str(Path(target) / f"{name}.parquet"))
+        out[name] = table.num_rows
+    return out
