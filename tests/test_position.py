@@ -117,3 +117,23 @@ def test_mariadb_gtid_search(corpus: Path) -> None:
     assert [t.gtid for t in txns].index("0-1-101") == [t.order_key for t in txns].index(
         found.transaction.order_key
     )
+
+
+@pytest.mark.parametrize("names", REAL_SERIES, ids=lambda n: n[0])
+def test_split_points_cut_real_files_between_transactions(corpus: Path, names: list[str]) -> None:
+    """Ranges cut at split points hold exactly the file's transactions: none cut, lost or doubled."""
+    from binlake.position import split_points, transaction_ends
+    from binlake.spark.changelog import file_changes
+
+    path = corpus / names[0]
+    size = path.stat().st_size
+    every = max(size // 7, 200)
+    cuts = split_points(path, every)
+    ends = set(transaction_ends(path))
+    assert cuts and set(cuts) <= ends
+    assert all(b - a >= every for a, b in zip([0, *cuts], cuts, strict=False))
+    whole = list(file_changes(path))
+    pieces = []
+    for lo, hi in zip([4, *cuts], [*cuts, None], strict=True):
+        pieces += list(file_changes(path, start=lo if lo > 4 else None, stop=hi))
+    assert whole and pieces == whole

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -15,6 +14,7 @@ from binlake.events.base import Event
 from binlake.filters import OPERATIONS, Selection, parse_datetime
 from binlake.gtid import GtidSet, GtidSetError, MariaGtidPos
 from binlake.reader import BinlogReader
+from binlake.sizes import parse_size
 from binlake.txn import CONTROL_EVENTS, Transaction, TransactionGrouper
 
 if TYPE_CHECKING:
@@ -163,20 +163,10 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 
 def _size(text: str) -> int:
-    units = {
-        "": 1,
-        "B": 1,
-        "KB": 10**3,
-        "MB": 10**6,
-        "GB": 10**9,
-        "KIB": 1 << 10,
-        "MIB": 1 << 20,
-        "GIB": 1 << 30,
-    }
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMG]?I?B?)\s*", text.upper())
-    if not m:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a size (e.g. 500MB, 1GB)")
-    return int(float(m.group(1)) * units[m.group(2)])
+    try:
+        return parse_size(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def cmd_generate(args: argparse.Namespace) -> int:

@@ -25,12 +25,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from binlake.errors import IncompleteTailError
 from binlake.events.gtid import MariaGtidList, PreviousGtids
 from binlake.events.types import ROWS_EVENT_KINDS, EventType
 from binlake.gtid import GtidAccumulator, GtidSet, MariaGtidPos, parse_gtid
 from binlake.reader import BinlogReader
 from binlake.series import BinlogSeries, Position
-from binlake.txn import Transaction, TransactionGrouper
+from binlake.txn import UNFINISHED, Transaction, TransactionGrouper
 
 # Event types a header-only scan does not read: row images and their companions.
 HEADER_ONLY = frozenset(
@@ -234,3 +235,30 @@ def index_file(path: Path) -> FileIndex:
         previous_gtids=start.previous_gtids,
         maria_gtid_list=start.maria_gtid_list,
     )
+
+
+def transaction_ends(path: str | Path, start: int = 4) -> Iterator[int]:
+    """Offsets just past each complete transaction of a file from ``start`` (and past a closing
+    ROTATE/STOP), header-only. An unfinished tail of a file still being written ends the scan: what
+    follows the last boundary is not complete yet."""
+    g = TransactionGrouper(keep_events=False)
+    try:
+        for ev in BinlogReader(path, skip=HEADER_ONLY, start_position=start if start > 4 else None):
+            for t in g.feed(0, ev):
+                if t.kind != UNFINISHED:
+                    yield t.end
+            if ev.type_name in ("ROTATE", "STOP") and g.current is None:
+                yield ev.end_offset
+    except IncompleteTailError:
+        return
+
+
+def split_points(path: str | Path, every: int) -> list[int]:
+    """Transaction boundaries about ``every`` bytes apart, so one big file reads as several ranges
+    in parallel (each range starts at a transaction, whose table maps it carries)."""
+    points, next_at = [], every
+    for end in transaction_ends(path):
+        if end >= next_at:
+            points.append(end)
+            next_at = end + every
+    return points

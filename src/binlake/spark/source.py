@@ -1,8 +1,10 @@
 """``spark.read.format("binlog")``: the change log of a binlog series as a Spark DataFrame.
 
-One partition per file (files are independent: a transaction never spans two). ``read`` yields Arrow
+One partition per file (files are independent: a transaction never spans two), and files bigger
+than ``splitSize`` (default 32MB; 0 turns splitting off) cut at transaction boundaries found by a
+header-only scan, so one big file still uses every core. ``read`` yields Arrow
 record batches. Options: ``schema`` (a saved schema history .json or DDL script, for binlogs without
-column metadata), ``source`` (a name for the series, stored in every row).
+column metadata), ``source`` (a name for the series, stored in every row), ``splitSize``.
 """
 
 from __future__ import annotations
@@ -14,7 +16,10 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
+from binlake.sizes import parse_size
 from binlake.spark.changelog import SPARK_DDL, file_changes, to_batches
+
+DEFAULT_SPLIT = "32MB"
 
 
 def resolve_files(path: str) -> list[str]:
@@ -26,10 +31,41 @@ def resolve_files(path: str) -> list[str]:
     return [str(f) for f in BinlogSeries.open(path).files]
 
 
-class FilePartition(InputPartition):
-    def __init__(self, index: int, path: str) -> None:
+class RangePartition(InputPartition):
+    """Bytes [start, end) of one binlog file, both transaction boundaries (end None: to the end)."""
+
+    def __init__(self, index: int, path: str, start: int = 4, end: int | None = None) -> None:
         super().__init__(index)
-        self.path = path
+        self.path, self.start, self.end = path, start, end
+
+
+def read_range(options: dict[str, str], part: RangePartition) -> Iterator[Any]:
+    """The change log of one range as Arrow batches: batch and streaming reads share it."""
+    observers = []
+    schema = options.get("schema")
+    if schema:
+        from binlake.schema import SchemaHistory, SchemaTracker
+
+        history = SchemaHistory.open(schema)
+        history.catalog = history.at((os.path.basename(part.path), part.start))
+        observers.append(SchemaTracker(history, on_mismatch=options.get("schemamismatch", "error")))
+    path = options["path"]
+    source = options.get("source", os.path.dirname(path) or path)
+    start = part.start if part.start > 4 else None
+    yield from to_batches(file_changes(part.path, source, observers, start=start, stop=part.end))
+
+
+def plan_ranges(files: list[str], split_bytes: int) -> list[RangePartition]:
+    """One range per file, files bigger than ``split_bytes`` cut at transaction boundaries (0: never)."""
+    from binlake.position import split_points
+
+    parts: list[RangePartition] = []
+    for path in files:
+        cuts = split_points(path, split_bytes) if split_bytes and os.path.getsize(path) > split_bytes else []
+        cuts = [c for c in cuts if c < os.path.getsize(path)]
+        for lo, hi in zip([4, *cuts], [*cuts, None], strict=True):
+            parts.append(RangePartition(len(parts), path, lo, hi))
+    return parts
 
 
 class BinlogReaderSpark(DataSourceReader):
@@ -37,20 +73,12 @@ class BinlogReaderSpark(DataSourceReader):
         self.options = options
 
     def partitions(self) -> list[InputPartition]:
-        return [FilePartition(i, p) for i, p in enumerate(resolve_files(self.options["path"]))]
+        split = parse_size(self.options.get("splitsize", DEFAULT_SPLIT))
+        return list(plan_ranges(resolve_files(self.options["path"]), split))
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        assert isinstance(partition, FilePartition)
-        observers = []
-        schema = self.options.get("schema")
-        if schema:
-            from binlake.schema import SchemaHistory, SchemaTracker
-
-            history = SchemaHistory.open(schema)
-            history.catalog = history.at((os.path.basename(partition.path), 0))
-            observers.append(SchemaTracker(history, on_mismatch=self.options.get("schemaMismatch", "error")))
-        source = self.options.get("source", os.path.dirname(self.options["path"]) or self.options["path"])
-        yield from to_batches(file_changes(partition.path, source, observers))
+        assert isinstance(partition, RangePartition)
+        yield from read_range(self.options, partition)
 
 
 class BinlogDataSource(DataSource):
@@ -62,12 +90,13 @@ class BinlogDataSource(DataSource):
         return SPARK_DDL
 
     def reader(self, schema: Any) -> DataSourceReader:
-        return BinlogReaderSpark(dict(self.options))
+        # Spark hands options over lower-cased (they are case-insensitive): look them up that way
+        return BinlogReaderSpark({k.lower(): v for k, v in self.options.items()})
 
     def streamReader(self, schema: Any) -> Any:  # noqa: N802 - Spark's name
         from binlake.spark.stream import BinlogStreamReader
 
-        return BinlogStreamReader(dict(self.options))
+        return BinlogStreamReader({k.lower(): v for k, v in self.options.items()})
 
 
 def register(spark: Any) -> None:

@@ -16,36 +16,15 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
-from binlake.errors import BinlogError, IncompleteTailError
-from binlake.position import HEADER_ONLY
-from binlake.reader import BinlogReader
-from binlake.spark.changelog import file_changes, file_number, to_batches
-from binlake.spark.source import resolve_files
-from binlake.txn import UNFINISHED, TransactionGrouper
+from binlake.errors import BinlogError
+from binlake.position import transaction_ends
+from binlake.spark.changelog import file_number
+from binlake.spark.source import RangePartition, read_range, resolve_files
 
 
 def last_boundary(path: str, start: int) -> int:
     """The offset just past the last complete transaction of a file, from ``start`` (header-only)."""
-    g = TransactionGrouper(keep_events=False)
-    end = start
-    try:
-        for ev in BinlogReader(path, skip=HEADER_ONLY, start_position=start if start > 4 else None):
-            for t in g.feed(0, ev):
-                if t.kind != UNFINISHED:
-                    end = max(end, t.end)
-            if ev.type_name in ("ROTATE", "STOP") and g.current is None:
-                end = max(end, ev.end_offset)
-    except IncompleteTailError:
-        pass  # the server is still writing it: what follows the last boundary waits for the next batch
-    except BinlogError:
-        raise
-    return end
-
-
-class RangePartition(InputPartition):
-    def __init__(self, index: int, path: str, start: int, end: int) -> None:
-        super().__init__(index)
-        self.path, self.start, self.end = path, start, end
+    return max(transaction_ends(path, start), default=start)
 
 
 class BinlogStreamReader(DataSourceStreamReader):
@@ -90,11 +69,7 @@ class BinlogStreamReader(DataSourceStreamReader):
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         assert isinstance(partition, RangePartition)
-        source = self.options.get("source", self.path)
-        rows = file_changes(
-            partition.path, source, start=partition.start if partition.start > 4 else None, stop=partition.end
-        )
-        yield from to_batches(rows)
+        yield from read_range({**self.options, "source": self.options.get("source", self.path)}, partition)
 
     def commit(self, end: dict[str, Any]) -> None:
         pass  # nothing to clean up: correctness never depends on this being called
