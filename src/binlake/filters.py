@@ -62,6 +62,33 @@ class Selection:
     tables: list[str] = field(default_factory=list)  # "table" or "db.table" glob patterns
     operations: list[str] = field(default_factory=list)
 
+    @classmethod
+    def from_options(cls, options: dict[str, str]) -> Selection:
+        """From data-source style options (keys lower-cased, lists comma-separated): databases,
+        tables, operations, startdatetime, stopdatetime, includegtids, excludegtids."""
+
+        def items(key: str) -> list[str]:
+            return [x.strip() for x in options.get(key, "").split(",") if x.strip()]
+
+        def when(key: str) -> dt.datetime | None:
+            return parse_datetime(options[key]) if options.get(key) else None
+
+        def gtids(key: str) -> GtidSet | None:
+            return GtidSet.parse(options[key]) if options.get(key) else None
+
+        ops = items("operations")
+        if unknown := set(ops) - set(OPERATIONS):
+            raise ValueError(f"unknown operations {sorted(unknown)}; known: {', '.join(OPERATIONS)}")
+        return cls(
+            start_time=when("startdatetime"),
+            stop_time=when("stopdatetime"),
+            include_gtids=gtids("includegtids"),
+            exclude_gtids=gtids("excludegtids"),
+            databases=items("databases"),
+            tables=items("tables"),
+            operations=ops,
+        )
+
     @property
     def by_rows(self) -> bool:
         return bool(self.databases or self.tables or self.operations)

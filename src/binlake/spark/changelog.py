@@ -19,6 +19,7 @@ import pyarrow as pa
 
 from binlake.events.rows import ABSENT, Rows
 from binlake.events.table_map import TableMap
+from binlake.filters import Selection
 from binlake.reader import BinlogReader
 from binlake.render.values import json_value
 from binlake.txn import UNFINISHED, Transaction, TransactionGrouper
@@ -95,13 +96,17 @@ def _pk(tm: TableMap, img: list[Any] | None) -> str | None:
     return json.dumps([json_value(img[i], tm.columns[i]) for i in tm.primary_key], ensure_ascii=False)
 
 
-def transaction_rows(t: Transaction, source: str) -> Iterator[dict[str, Any]]:
+def transaction_rows(
+    t: Transaction, source: str, selection: Selection | None = None
+) -> Iterator[dict[str, Any]]:
     fno = file_number(t.source)
     commit = dt.datetime.fromtimestamp(t.commit_time_us / 1e6, dt.timezone.utc) if t.commit_time_us else None
     cols_cache: dict[int, str] = {}
     for ei, ev in enumerate(t.events):
         b = ev.body
         if not isinstance(b, Rows) or b.table is None or b.undecoded_reason:
+            continue
+        if selection is not None and not selection.keeps_event(t, ev):
             continue
         tm = b.table
         cols = cols_cache.get(id(tm))
@@ -137,6 +142,7 @@ def file_changes(
     observers: list[Any] | None = None,
     start: int | None = None,
     stop: int | None = None,
+    selection: Selection | None = None,
 ) -> Iterator[dict[str, Any]]:
     """Change-log rows of the complete transactions of one binlog file (an unfinished tail is not
     emitted: it is re-read once the server has finished it)."""
@@ -144,8 +150,8 @@ def file_changes(
     reader = BinlogReader(path, observers=observers, start_position=start, stop_position=stop)
     for ev in reader:
         for t in g.feed(file_number(path), ev):
-            if t.kind != UNFINISHED:
-                yield from transaction_rows(t, source)
+            if t.kind != UNFINISHED and (selection is None or selection.keeps_transaction(t)):
+                yield from transaction_rows(t, source, selection)
 
 
 def to_batches(rows: Iterator[dict[str, Any]], size: int = 4096) -> Iterator[pa.RecordBatch]:

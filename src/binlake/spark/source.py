@@ -4,7 +4,9 @@ One partition per file (files are independent: a transaction never spans two), a
 than ``splitSize`` (default 32MB; 0 turns splitting off) cut at transaction boundaries found by a
 header-only scan, so one big file still uses every core. ``read`` yields Arrow
 record batches. Options: ``schema`` (a saved schema history .json or DDL script, for binlogs without
-column metadata), ``source`` (a name for the series, stored in every row), ``splitSize``.
+column metadata), ``source`` (a name for the series, stored in every row), ``splitSize``; and a selection:
+``databases``, ``tables`` (``db.table`` or ``table`` globs), ``operations`` (insert,update,delete),
+``startDatetime``/``stopDatetime`` (by commit time), ``includeGtids``/``excludeGtids`` (GTID sets).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
+from binlake.filters import Selection
 from binlake.sizes import parse_size
 from binlake.spark.changelog import SPARK_DDL, file_changes, to_batches
 
@@ -52,7 +55,16 @@ def read_range(options: dict[str, str], part: RangePartition) -> Iterator[Any]:
     path = options["path"]
     source = options.get("source", os.path.dirname(path) or path)
     start = part.start if part.start > 4 else None
-    yield from to_batches(file_changes(part.path, source, observers, start=start, stop=part.end))
+    selection = Selection.from_options(options)
+    rows = file_changes(
+        part.path,
+        source,
+        observers,
+        start=start,
+        stop=part.end,
+        selection=None if selection == Selection() else selection,
+    )
+    yield from to_batches(rows)
 
 
 def plan_ranges(files: list[str], split_bytes: int) -> list[RangePartition]:
