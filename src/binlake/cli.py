@@ -216,22 +216,28 @@ def cmd_sync(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from binlake.spark.apply import sync_to_delta
     from binlake.spark.session import spark_session
 
     kind, _, where = args.to.partition(":")
-    if kind != "delta" or not where:
-        raise SystemExit("binlake: error: --to takes delta:PATH (other sinks are not built yet)")
+    if kind not in ("delta", "jdbc") or not where:
+        raise SystemExit("binlake: error: --to takes delta:PATH or jdbc:postgresql://HOST:PORT/DB?user=U")
+    if kind == "jdbc" and args.stream and not args.checkpoint:
+        raise SystemExit("binlake: error: --stream into jdbc needs --checkpoint DIR")
+    options = {"schema": args.schema} if args.schema else {}
     console = Console()
     if args.stream:
-        from binlake.spark.apply import stream_to_delta
-
         spark = spark_session(args.master)
         checkpoint = args.checkpoint or str(Path(where) / "_binlake_checkpoint")
-        console.print(f"following {args.source} into {where} (checkpoint {checkpoint}); Ctrl-C stops")
-        query = stream_to_delta(
-            spark, args.source, where, checkpoint, available_now=args.available_now, interval=args.interval
-        )
+        console.print(f"following {args.source} into {args.to} (checkpoint {checkpoint}); Ctrl-C stops")
+        stream_opts = {"available_now": args.available_now, "interval": args.interval, "options": options}
+        if kind == "jdbc":
+            from binlake.spark.jdbc import stream_to_jdbc
+
+            query = stream_to_jdbc(spark, args.source, args.to, checkpoint, **stream_opts)
+        else:
+            from binlake.spark.apply import stream_to_delta
+
+            query = stream_to_delta(spark, args.source, where, checkpoint, **stream_opts)
         try:
             query.awaitTermination()
         except KeyboardInterrupt:
@@ -241,9 +247,15 @@ def cmd_sync(args: argparse.Namespace) -> int:
         return 0
     with console.status(f"starting Spark ({args.master}) and reading {args.source}"):
         spark = spark_session(args.master)
-        options = {"schema": args.schema} if args.schema else {}
-        report = sync_to_delta(spark, args.source, where, options=options)
-    table = Table(title=f"binlake sync -> {where} (up to {report.position or 'nothing new'})")
+        if kind == "jdbc":
+            from binlake.spark.jdbc import sync_to_jdbc
+
+            report = sync_to_jdbc(spark, args.source, args.to, options=options)
+        else:
+            from binlake.spark.apply import sync_to_delta
+
+            report = sync_to_delta(spark, args.source, where, options=options)
+    table = Table(title=f"binlake sync -> {args.to} (up to {report.position or 'nothing new'})")
     for c in ("table", "rows merged", "state"):
         table.add_column(c)
     for name, n in sorted(report.tables.items()):
@@ -475,7 +487,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     sy = sub.add_parser("sync", help="apply a binlog series to Delta tables on Spark, exactly once")
     sy.add_argument("source", help="a binlog directory, an index file or a glob")
-    sy.add_argument("--to", required=True, help="delta:PATH (one Delta table per source table under PATH)")
+    sy.add_argument("--to", required=True, help="delta:PATH (one Delta table per source table under PATH) or jdbc:postgresql://HOST:PORT/DB?user=U (tables \"db\".\"table\")")
     sy.add_argument(
         "--master",
         default="local[*]",

@@ -144,3 +144,97 @@ class PrivateMariaDB:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def postgres_bin() -> Path | None:
+    """The newest installed PostgreSQL server binaries (Debian keeps them per major version)."""
+    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"), key=lambda p: int(p.parent.parent.name))
+    return found[-1].parent if found else None
+
+
+class PrivatePostgres:
+    """A private PostgreSQL (trust auth, loopback port, own data dir) for the JDBC sink's tests.
+
+    PostgreSQL refuses to run as root: as root the server runs as the ``postgres`` user the package
+    created, in a directory handed to it."""
+
+    def __init__(self) -> None:
+        import tempfile
+
+        self.root = Path(tempfile.mkdtemp(prefix="binlake-pg-"))
+        self.port = _free_port()
+        self.user = "binlake"
+
+    def _run(self, *cmd: str) -> subprocess.CompletedProcess[str]:
+        prefix = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+        return subprocess.run([*prefix, *cmd], check=True, capture_output=True, text=True)
+
+    @property
+    def url(self) -> str:
+        return f"jdbc:postgresql://127.0.0.1:{self.port}/postgres?user={self.user}"
+
+    def start(self) -> PrivatePostgres:
+        bin_dir = postgres_bin()
+        if bin_dir is None:
+            raise RuntimeError(
+                "PostgreSQL is not installed (apt-get install postgresql; ./dev setup does it)"
+            )
+        if os.geteuid() == 0:
+            shutil.chown(self.root, "postgres")
+        data = self.root / "data"
+        self._run(
+            str(bin_dir / "initdb"),
+            "-D",
+            str(data),
+            "-U",
+            self.user,
+            "--auth=trust",
+            "-E",
+            "UTF8",
+            "--no-locale",
+        )
+        opts = f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off"
+        self._run(
+            str(bin_dir / "pg_ctl"), "-D", str(data), "-o", opts, "-l", str(self.root / "log"), "-w", "start"
+        )
+        return self
+
+    def psql(self, sql: str) -> str:
+        """Run SQL with psql; rows as tab-separated lines."""
+        bin_dir = postgres_bin()
+        assert bin_dir is not None
+        out = subprocess.run(
+            [
+                str(bin_dir / "psql"),
+                "-h",
+                "127.0.0.1",
+                "-p",
+                str(self.port),
+                "-U",
+                self.user,
+                "-d",
+                "postgres",
+                "-AtF",
+                "\t",
+                "-v",
+                "ON_ERROR_STOP=1",
+                "-c",
+                sql,
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        return out.stdout
+
+    def stop(self) -> None:
+        bin_dir = postgres_bin()
+        if bin_dir is not None and (self.root / "data" / "postmaster.pid").exists():
+            self._run(str(bin_dir / "pg_ctl"), "-D", str(self.root / "data"), "-m", "fast", "-w", "stop")
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def __enter__(self) -> PrivatePostgres:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

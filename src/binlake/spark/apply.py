@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -186,20 +186,34 @@ def sync_to_delta(
     return apply_changes(df, target, source=source, chunk_rows=chunk_rows)
 
 
+def batch_head(df: Any, source: str) -> tuple[SyncReport, dict[str, str]]:
+    """A batch's identity: its last transaction's position (the version sinks commit atomically with
+    the data) and its size; the metadata every commit of it carries."""
+    from pyspark.sql import functions as F
+
+    report = SyncReport()
+    last = df.agg(F.max("order_key").alias("k")).collect()[0]
+    if last["k"] is None:
+        return report, {}
+    top = df.where(F.col("order_key") == last["k"]).select("file", "file_number", "txn_position").first()
+    report.version = batch_version(top["file_number"], top["txn_position"])
+    report.position = f"{top['file']}:{top['txn_position']}"
+    report.changes = df.count()
+    return report, {
+        "binlake.position": report.position,
+        "binlake.order_key": last["k"],
+        "binlake.source": source,
+    }
+
+
 def apply_changes(df: Any, target: str | Path, *, source: str = "", chunk_rows: int = 50_000) -> SyncReport:
     """Apply a change-log DataFrame (a whole batch, or one streaming micro-batch) exactly once."""
     from pyspark.sql import functions as F
 
     target = Path(target)
-    report = SyncReport()
-    last = df.agg(F.max("order_key").alias("k"), F.max("file_number").alias("f")).collect()[0]
-    if last["k"] is None:
+    report, metadata = batch_head(df, source)
+    if not report.changes:
         return report
-    top = df.where(F.col("order_key") == last["k"]).select("file", "file_number", "txn_position").first()
-    report.version = batch_version(top["file_number"], top["txn_position"])
-    report.position = f"{top['file']}:{top['txn_position']}"
-    metadata = {"binlake.position": report.position, "binlake.order_key": last["k"], "binlake.source": source}
-    report.changes = df.count()
     _append_keyless(df, target, report, metadata, chunk_rows)
     latest = latest_per_key(df).cache()
     tables: dict[tuple[str, str], list[str]] = {}
@@ -293,25 +307,28 @@ def delta_tables(target: str | Path) -> list[str]:
     )
 
 
-def stream_to_delta(
+def stream_changes(
     spark: Any,
     source: str,
-    target: str | Path,
     checkpoint: str | Path,
+    apply: Callable[[Any], SyncReport],
     *,
     available_now: bool = True,
     interval: str = "2 seconds",
+    options: dict[str, str] | None = None,
 ) -> Any:
-    """Follow ``source`` and apply each micro-batch with ``apply_changes`` (exactly once: each batch
-    commits its position as the Delta app-transaction version; Spark's checkpoint holds the offsets).
-    ``available_now``: process what is there and stop; else keep following every ``interval``."""
+    """Follow ``source`` and hand each micro-batch's change log to ``apply`` (a sink's exactly-once
+    apply: it commits the batch position with the data; Spark's checkpoint holds the offsets).
+    ``available_now``: process what is there and stop; else keep following every ``interval``.
+    The query's ``reports`` lists what each batch did."""
     reports: list[SyncReport] = []
 
     def each(batch: Any, batch_id: int) -> None:
-        reports.append(apply_changes(batch, target, source=source))
+        reports.append(apply(batch))
 
     writer = (
         spark.readStream.format("binlog")
+        .options(**(options or {}))
         .load(source)
         .writeStream.foreachBatch(each)
         .option("checkpointLocation", str(checkpoint))
@@ -322,6 +339,28 @@ def stream_to_delta(
         query.awaitTermination()
     query.reports = reports
     return query
+
+
+def stream_to_delta(
+    spark: Any,
+    source: str,
+    target: str | Path,
+    checkpoint: str | Path,
+    *,
+    available_now: bool = True,
+    interval: str = "2 seconds",
+    options: dict[str, str] | None = None,
+) -> Any:
+    """``stream_changes`` into Delta tables under ``target``."""
+    return stream_changes(
+        spark,
+        source,
+        checkpoint,
+        lambda batch: apply_changes(batch, target, source=source),
+        available_now=available_now,
+        interval=interval,
+        options=options,
+    )
 
 
 def export_parquet(source: str | Path, target: str | Path) -> dict[str, int]:

@@ -6,6 +6,9 @@ import os
 import sys
 from typing import Any
 
+# JDBC drivers from Debian packages (libpostgresql-jdbc-java, libmariadb-java): on the classpath when present
+JDBC_JARS = ("/usr/share/java/postgresql.jar", "/usr/share/java/mariadb-java-client.jar")
+
 
 def spark_session(master: str = "local[*]", app: str = "binlake") -> Any:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers need pyarrow: use this interpreter
@@ -25,6 +28,7 @@ def spark_session(master: str = "local[*]", app: str = "binlake") -> Any:
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.jars", ",".join(j for j in JDBC_JARS if os.path.exists(j)))
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
