@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -50,3 +51,14 @@ def spark() -> Iterator[Any]:
     session = spark_session("local[2]")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[Any]:
+    """One private PostgreSQL for the session (the JDBC sink's target)."""
+    from binlake.sandbox import PrivatePostgres, postgres_bin
+
+    if postgres_bin() is None or not os.path.exists("/usr/share/java/postgresql.jar"):
+        pytest.skip("PostgreSQL or its JDBC driver is not installed (./dev setup installs both)")
+    with PrivatePostgres() as pg:
+        yield pg

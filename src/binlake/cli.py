@@ -487,7 +487,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     sy = sub.add_parser("sync", help="apply a binlog series to Delta tables on Spark, exactly once")
     sy.add_argument("source", help="a binlog directory, an index file or a glob")
-    sy.add_argument("--to", required=True, help="delta:PATH (one Delta table per source table under PATH) or jdbc:postgresql://HOST:PORT/DB?user=U (tables \"db\".\"table\")")
+    sy.add_argument(
+        "--to",
+        required=True,
+        help='delta:PATH (one Delta table per source table under PATH) or jdbc:postgresql://HOST:PORT/DB?user=U (tables "db"."table")',
+    )
     sy.add_argument(
         "--master",
         default="local[*]",

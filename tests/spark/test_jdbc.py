@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,16 +14,6 @@ from binlake.generate import generate
 from binlake.spark.typed import arrow_type, convert
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module")
-def postgres() -> Iterator[Any]:
-    from binlake.sandbox import PrivatePostgres, postgres_bin
-
-    if postgres_bin() is None or not os.path.exists("/usr/share/java/postgresql.jar"):
-        pytest.skip("PostgreSQL or its JDBC driver is not installed (./dev setup installs both)")
-    with PrivatePostgres() as pg:
-        yield pg
 
 
 def _plain(v: Any) -> Any:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -206,11 +207,28 @@ def batch_head(df: Any, source: str) -> tuple[SyncReport, dict[str, str]]:
     }
 
 
+@contextmanager
+def decoded_once(df: Any) -> Iterator[Any]:
+    """The change log kept (memory, spilling to disk) while a sink runs its several Spark actions
+    over it: without this every action decodes the binlogs again."""
+    from pyspark import StorageLevel
+
+    kept = df.persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        yield kept
+    finally:
+        kept.unpersist()
+
+
 def apply_changes(df: Any, target: str | Path, *, source: str = "", chunk_rows: int = 50_000) -> SyncReport:
     """Apply a change-log DataFrame (a whole batch, or one streaming micro-batch) exactly once."""
+    with decoded_once(df) as kept:
+        return _apply_changes(kept, Path(target), source, chunk_rows)
+
+
+def _apply_changes(df: Any, target: Path, source: str, chunk_rows: int) -> SyncReport:
     from pyspark.sql import functions as F
 
-    target = Path(target)
     report, metadata = batch_head(df, source)
     if not report.changes:
         return report

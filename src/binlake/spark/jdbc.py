@@ -28,6 +28,7 @@ from binlake.spark.apply import (
     _batch_stream,
     _Counted,
     batch_head,
+    decoded_once,
     latest_per_key,
 )
 
@@ -140,6 +141,11 @@ def apply_changes_jdbc(
     spark: Any, df: Any, url: str, *, source: str = "", chunk_rows: int = 50_000
 ) -> SyncReport:
     """Apply a change-log DataFrame to PostgreSQL exactly once (see the module docstring)."""
+    with decoded_once(df) as kept:
+        return _apply_changes_jdbc(spark, kept, url, source, chunk_rows)
+
+
+def _apply_changes_jdbc(spark: Any, df: Any, url: str, source: str, chunk_rows: int) -> SyncReport:
     from pyspark.sql import functions as F
 
     report, _ = batch_head(df, source)
