@@ -245,16 +245,21 @@ def cmd_sync(args: argparse.Namespace) -> int:
         merged = sum(n for r in query.reports for n in r.tables.values())
         console.print(f"{len(query.reports)} micro-batches, {merged:,} rows merged")
         return 0
-    with console.status(f"starting Spark ({args.master}) and reading {args.source}"):
+    from binlake.spark.progress import SyncProgress
+    from binlake.spark.source import resolve_files
+
+    with console.status(f"starting Spark ({args.master})"):
         spark = spark_session(args.master)
+    total = sum(Path(f).stat().st_size for f in resolve_files(args.source))
+    with SyncProgress(spark, total, console) as progress:
         if kind == "jdbc":
             from binlake.spark.jdbc import sync_to_jdbc
 
-            report = sync_to_jdbc(spark, args.source, args.to, options=options)
+            report = sync_to_jdbc(spark, args.source, args.to, options=options, on_phase=progress.phase)
         else:
             from binlake.spark.apply import sync_to_delta
 
-            report = sync_to_delta(spark, args.source, where, options=options)
+            report = sync_to_delta(spark, args.source, where, options=options, on_phase=progress.phase)
     table = Table(title=f"binlake sync -> {args.to} (up to {report.position or 'nothing new'})")
     for c in ("table", "rows merged", "state"):
         table.add_column(c)

@@ -28,6 +28,7 @@ ORDER, DELETED, GTID, COMMIT_TS = (
     "_binlake_commit_ts",
 )
 APP_ID = "binlake-sync"
+Phase = Callable[[str], None] | None  # told what a sync does now, for progress displays
 
 
 @dataclass
@@ -181,10 +182,11 @@ def sync_to_delta(
     *,
     options: dict[str, str] | None = None,
     chunk_rows: int = 50_000,
+    on_phase: Phase = None,
 ) -> SyncReport:
     """Apply every complete transaction of ``source`` to Delta tables under ``target/db.table``."""
     df = spark.read.format("binlog").options(**(options or {})).load(source)
-    return apply_changes(df, target, source=source, chunk_rows=chunk_rows)
+    return apply_changes(df, target, source=source, chunk_rows=chunk_rows, on_phase=on_phase)
 
 
 def batch_head(df: Any, source: str) -> tuple[SyncReport, dict[str, str]]:
@@ -220,15 +222,21 @@ def decoded_once(df: Any) -> Iterator[Any]:
         kept.unpersist()
 
 
-def apply_changes(df: Any, target: str | Path, *, source: str = "", chunk_rows: int = 50_000) -> SyncReport:
-    """Apply a change-log DataFrame (a whole batch, or one streaming micro-batch) exactly once."""
+def apply_changes(
+    df: Any, target: str | Path, *, source: str = "", chunk_rows: int = 50_000, on_phase: Phase = None
+) -> SyncReport:
+    """Apply a change-log DataFrame (a whole batch, or one streaming micro-batch) exactly once.
+    ``on_phase`` hears what it does now (for a progress display)."""
     with decoded_once(df) as kept:
-        return _apply_changes(kept, Path(target), source, chunk_rows)
+        return _apply_changes(kept, Path(target), source, chunk_rows, on_phase or (lambda _: None))
 
 
-def _apply_changes(df: Any, target: Path, source: str, chunk_rows: int) -> SyncReport:
+def _apply_changes(
+    df: Any, target: Path, source: str, chunk_rows: int, on_phase: Callable[[str], None]
+) -> SyncReport:
     from pyspark.sql import functions as F
 
+    on_phase("reading the change log")
     report, metadata = batch_head(df, source)
     if not report.changes:
         return report
@@ -239,6 +247,7 @@ def _apply_changes(df: Any, target: Path, source: str, chunk_rows: int) -> SyncR
         tables.setdefault((row["db"], row["table"]), []).append(row["columns"])
     for (db, table), layouts in sorted(tables.items()):
         name = f"{db}.{table}"
+        on_phase(f"merging {name}")
         path = target / name
         done = committed_version(target, name)
         if done is not None and done >= report.version:

@@ -17,6 +17,7 @@ Tables without a primary key get an append-only change table with ``_binlake_op`
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
@@ -24,6 +25,7 @@ import pyarrow as pa
 from binlake.spark.apply import (
     DELETED,
     ORDER,
+    Phase,
     SyncReport,
     _batch_stream,
     _Counted,
@@ -138,16 +140,19 @@ def _apply_stage(db: Jdbc, stage: str, schema: str, table: str, keys: list[str])
 
 
 def apply_changes_jdbc(
-    spark: Any, df: Any, url: str, *, source: str = "", chunk_rows: int = 50_000
+    spark: Any, df: Any, url: str, *, source: str = "", chunk_rows: int = 50_000, on_phase: Phase = None
 ) -> SyncReport:
     """Apply a change-log DataFrame to PostgreSQL exactly once (see the module docstring)."""
     with decoded_once(df) as kept:
-        return _apply_changes_jdbc(spark, kept, url, source, chunk_rows)
+        return _apply_changes_jdbc(spark, kept, url, source, chunk_rows, on_phase or (lambda _: None))
 
 
-def _apply_changes_jdbc(spark: Any, df: Any, url: str, source: str, chunk_rows: int) -> SyncReport:
+def _apply_changes_jdbc(
+    spark: Any, df: Any, url: str, source: str, chunk_rows: int, on_phase: Callable[[str], None]
+) -> SyncReport:
     from pyspark.sql import functions as F
 
+    on_phase("reading the change log")
     report, _ = batch_head(df, source)
     if not report.changes:
         return report
@@ -163,6 +168,7 @@ def _apply_changes_jdbc(spark: Any, df: Any, url: str, source: str, chunk_rows: 
             rows: Any, g: Any, keys: list[str], extra: Any = None, deleted_values: bool = False
         ) -> None:
             """Write one table's rows of one layout to a staging table (Spark's JDBC writer)."""
+            on_phase(f"staging {g['db']}.{g['table']}")
             counted = _Counted(rows)
             columns = json.loads(g["columns"])
             arrow = _batch_stream(counted, columns, chunk_rows, extra, deleted_values).read_all()
@@ -199,6 +205,7 @@ def _apply_changes_jdbc(spark: Any, df: Any, url: str, source: str, chunk_rows: 
                 deleted_values=True,
             )
         # one transaction: every table and the position, or nothing
+        on_phase("applying every table in one transaction")
         db.conn.setAutoCommit(False)
         try:
             for name, schema, table, keys in stages:
@@ -222,11 +229,17 @@ def _apply_changes_jdbc(spark: Any, df: Any, url: str, source: str, chunk_rows: 
 
 
 def sync_to_jdbc(
-    spark: Any, source: str, url: str, *, options: dict[str, str] | None = None, chunk_rows: int = 50_000
+    spark: Any,
+    source: str,
+    url: str,
+    *,
+    options: dict[str, str] | None = None,
+    chunk_rows: int = 50_000,
+    on_phase: Phase = None,
 ) -> SyncReport:
     """Apply every complete transaction of ``source`` to PostgreSQL tables ``"db"."table"``."""
     df = spark.read.format("binlog").options(**(options or {})).load(source)
-    return apply_changes_jdbc(spark, df, url, source=source, chunk_rows=chunk_rows)
+    return apply_changes_jdbc(spark, df, url, source=source, chunk_rows=chunk_rows, on_phase=on_phase)
 
 
 def stream_to_jdbc(
