@@ -59,6 +59,16 @@ def main() -> None:
     decode = child(
         f"from binlake.series import BinlogSeries\nfor _ in BinlogSeries.open({str(src)!r}).events(): pass"
     )
+    rows = child(
+        "from binlake.series import BinlogSeries; from binlake.spark.changelog import file_changes\n"
+        f"for f in BinlogSeries.open({str(src)!r}).files:\n"
+        "    for _ in file_changes(f): pass"
+    )
+    arrow = child(
+        "from binlake.series import BinlogSeries; from binlake.spark.changelog import file_changes, to_batches\n"
+        f"for f in BinlogSeries.open({str(src)!r}).files:\n"
+        "    for _ in to_batches(file_changes(f)): pass"
+    )
     start = child(
         "from binlake.spark.session import spark_session; spark_session('local[1]').range(1).count()"
     )
@@ -82,6 +92,10 @@ def main() -> None:
     )
     print(f"series: {mb:.0f} MB ({src})")
     print(f"plain decoding, 1 process:          {decode:7.1f} s  {mb / decode:6.1f} MB/s")
+    print(
+        f"change-log rows, 1 process:         {rows:7.1f} s  {mb / rows:6.1f} MB/s (+ grouping, JSON images)"
+    )
+    print(f"change-log Arrow, 1 process:        {arrow:7.1f} s  {mb / arrow:6.1f} MB/s (+ Arrow batches)")
     print(
         f"change log on Spark local[1]:       {count[1]:7.1f} s  {mb / count[1]:6.1f} MB/s (Spark start-up {start:.1f} s excluded)"
     )
