@@ -122,3 +122,24 @@ def test_cli_streams_into_postgres(spark: Any, postgres: Any, tmp_path: Path, ca
     assert "micro-batches" in capsys.readouterr().out
     expected = expected_tables(spark, workload)
     assert pg_tables(spark, postgres.url, sorted(expected)) == expected
+
+
+def test_sync_to_postgres_killed_again_and_again_then_finished(
+    spark: Any, postgres: Any, tmp_path: Path
+) -> None:
+    """SIGKILL at random moments (start-up, staging, inside the apply transaction), then a full run:
+    PostgreSQL equals the truth — a killed connection's transaction is rolled back whole."""
+    import sys
+
+    from tests.support.killloop import kill_then_finish
+
+    workload = generate(tmp_path / "bin", seed=33, target_bytes=300_000, max_file_size=120_000, ddl_every=0)
+    postgres.psql("DROP SCHEMA IF EXISTS shop CASCADE")
+    code = (
+        "from binlake.spark.session import spark_session; from binlake.spark.jdbc import sync_to_jdbc; "
+        f"sync_to_jdbc(spark_session('local[1]'), {str(tmp_path / 'bin')!r}, {postgres.url!r})"
+    )
+    kills = kill_then_finish([sys.executable, "-c", code], seed=11, runs=3, window=(9, 22))
+    assert kills >= 1
+    expected = expected_tables(spark, workload)
+    assert pg_tables(spark, postgres.url, sorted(expected)) == expected

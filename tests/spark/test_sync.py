@@ -4,7 +4,6 @@ log, the last change per key, the guarded MERGE into Delta tables; replays and c
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -198,11 +197,9 @@ def test_streaming_follows_a_growing_directory(spark: Any, workload: Any, tmp_pa
 def test_killed_again_and_again_then_finished(tmp_path: Path) -> None:
     """`binlake sync` killed (SIGKILL) at random moments — starting, reading, between and inside
     Delta commits — then run to the end: the tables equal the truth, nothing lost, nothing doubled."""
-    import random
-    import signal
-    import subprocess
     import sys
-    import time
+
+    from tests.support.killloop import kill_then_finish
 
     workload = generate(tmp_path / "bin", seed=33, target_bytes=500_000, max_file_size=120_000, ddl_every=0)
     target = tmp_path / "delta"
@@ -212,19 +209,7 @@ def test_killed_again_and_again_then_finished(tmp_path: Path) -> None:
         "import sys; from binlake.spark.session import spark_session; from binlake.spark.apply import sync_to_delta; "
         f"sync_to_delta(spark_session('local[1]'), {str(tmp_path / 'bin')!r}, {str(target)!r}, chunk_rows=40)",
     ]
-    rng = random.Random(7)
-    kills = 0
-    for delay in [rng.uniform(8, 25) for _ in range(4)]:
-        p = subprocess.Popen(
-            cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
-        )
-        time.sleep(delay)
-        if p.poll() is None:
-            os.killpg(p.pid, signal.SIGKILL)
-            kills += 1
-        p.wait()
-    final = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    assert final.returncode == 0, final.stderr[-3000:]
+    kills = kill_then_finish(cmd)
     assert kills >= 1
     assert synced(target) == truth_tables(workload, target)
 
