@@ -220,7 +220,14 @@ def cmd_sync(args: argparse.Namespace) -> int:
 
     kind, _, where = args.to.partition(":")
     if kind not in ("delta", "jdbc") or not where:
-        raise SystemExit("binlake: error: --to takes delta:PATH or jdbc:postgresql://HOST:PORT/DB?user=U")
+        raise SystemExit("binlake: error: --to takes delta:PATH or jdbc:postgresql://… / jdbc:mariadb://…")
+    if kind == "jdbc":
+        from binlake.spark.jdbc import dialect_for
+
+        try:
+            dialect_for(args.to)
+        except ValueError as e:
+            raise SystemExit(f"binlake: error: {e}") from None
     if kind == "jdbc" and args.stream and not args.checkpoint:
         raise SystemExit("binlake: error: --stream into jdbc needs --checkpoint DIR")
     options = {"schema": args.schema} if args.schema else {}
@@ -495,7 +502,8 @@ def build_parser() -> argparse.ArgumentParser:
     sy.add_argument(
         "--to",
         required=True,
-        help='delta:PATH (one Delta table per source table under PATH) or jdbc:postgresql://HOST:PORT/DB?user=U (tables "db"."table")',
+        help="delta:PATH (one Delta table per source table under PATH), jdbc:postgresql://HOST:PORT/DB?user=U "
+        "or jdbc:mariadb://HOST:PORT/DB?user=U (tables db.table)",
     )
     sy.add_argument(
         "--master",

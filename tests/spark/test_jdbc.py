@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -47,10 +49,14 @@ def expected_tables(spark: Any, workload: Any) -> dict[str, list[dict]]:
 
 
 def pg_tables(spark: Any, url: str, names: list[str]) -> dict[str, list[dict]]:
+    return jdbc_tables(spark, url, names, "org.postgresql.Driver", '"')
+
+
+def jdbc_tables(spark: Any, url: str, names: list[str], driver: str, quote: str) -> dict[str, list[dict]]:
     out = {}
     for name in names:
         db, table = name.split(".")
-        df = spark.read.jdbc(url, f'"{db}"."{table}"', properties={"driver": "org.postgresql.Driver"})
+        df = spark.read.jdbc(url, f"{quote}{db}{quote}.{quote}{table}{quote}", properties={"driver": driver})
         df = df.select(*[c for c in df.columns if not c.startswith("_binlake_")])
         rows = [{k: _plain(v) for k, v in r.asDict().items()} for r in df.collect()]
         first = df.columns[0]
@@ -143,3 +149,37 @@ def test_sync_to_postgres_killed_again_and_again_then_finished(
     assert kills >= 1
     expected = expected_tables(spark, workload)
     assert pg_tables(spark, postgres.url, sorted(expected)) == expected
+
+
+@pytest.fixture(scope="module")
+def sink_mariadb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A second private MariaDB as a sink (kept apart from the one whose binlogs tests read)."""
+    from binlake.sandbox import PrivateMariaDB, mariadb_available
+
+    if not mariadb_available() or not os.path.exists("/usr/share/java/mariadb-java-client.jar"):
+        pytest.skip("MariaDB or its JDBC driver is not installed (./dev setup installs both)")
+    with PrivateMariaDB(tmp_path_factory.mktemp("sink")) as db:
+        db.execute("CREATE USER 'binlake'@'127.0.0.1'", "GRANT ALL ON *.* TO 'binlake'@'127.0.0.1'")
+        db.url = f"jdbc:mariadb://127.0.0.1:{db.port}/mysql?user=binlake"
+        yield db
+
+
+def test_sync_to_mariadb_equals_the_truth(spark: Any, sink_mariadb: Any, tmp_path: Path) -> None:
+    from binlake.spark.jdbc import sync_to_jdbc
+
+    workload = generate(tmp_path / "bin", seed=21, target_bytes=300_000, max_file_size=120_000, ddl_every=0)
+    report = sync_to_jdbc(spark, str(tmp_path / "bin"), sink_mariadb.url)
+    assert report.tables and not report.skipped
+    expected = expected_tables(spark, workload)
+    mysql_url = sink_mariadb.url.replace("jdbc:mariadb:", "jdbc:mysql:")  # Spark's MySQL dialect
+    got = jdbc_tables(spark, mysql_url, sorted(expected), "org.mariadb.jdbc.Driver", "`")
+    diffs = [
+        (name, col, g[col], w[col])
+        for name in expected
+        for g, w in zip(got[name], expected[name], strict=True)
+        for col in w
+        if g.get(col) != w[col]
+    ]
+    assert not diffs, diffs[:10]
+    assert got == expected
+    assert sync_to_jdbc(spark, str(tmp_path / "bin"), sink_mariadb.url).skipped

@@ -1,5 +1,5 @@
-"""Exactly-once apply of the change log into PostgreSQL over JDBC (driver jar from Debian's
-libpostgresql-jdbc-java, on Spark's classpath by ``spark_session``).
+"""Exactly-once apply of the change log into PostgreSQL or MariaDB/MySQL over JDBC (driver jars from
+Debian's libpostgresql-jdbc-java and libmariadb-java, on Spark's classpath by ``spark_session``).
 
 Per batch: the last change per key (as for Delta) is written by Spark's JDBC writer into one staging
 table per source table and column layout; then ONE database transaction applies every staging table
@@ -37,26 +37,230 @@ from binlake.spark.apply import (
 POSITIONS = "_binlake_positions"
 
 
-def q(name: str) -> str:
-    """A PostgreSQL identifier, quoted."""
-    return '"' + name.replace('"', '""') + '"'
-
-
 def lit(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
+    return "'" + text.replace("'", "''").replace("\\", "\\\\") + "'"
+
+
+class Dialect:
+    """What differs between target databases: driver, quoting, catalog queries, upsert syntax."""
+
+    driver = ""
+    transactional_ddl = True  # may CREATE/ALTER run inside the apply transaction?
+
+    def q(self, name: str) -> str:
+        raise NotImplementedError
+
+    def stage_schema(self, schema: str) -> str:
+        return schema
+
+    def spark_url(self, url: str) -> str:
+        """The URL Spark's JDBC writer gets (Spark picks its SQL dialect by the URL's prefix)."""
+        return url
+
+    def positions_ddl(self) -> str:
+        raise NotImplementedError
+
+    def columns(self, db: Jdbc, schema: str, table: str) -> list[tuple[str, str]]:
+        raise NotImplementedError
+
+    def create_like(self, target: str, stage: str) -> str:
+        raise NotImplementedError
+
+    def upsert(self, target: str, stage: str, names: list[str], keys: list[str]) -> str:
+        raise NotImplementedError
+
+    def delete(self, target: str, stage: str, keys: list[str]) -> str:
+        raise NotImplementedError
+
+    def save_position(self, source: str, version: int, position: str) -> str:
+        raise NotImplementedError
+
+    def stage_ddl(self, stage: str, schema: pa.Schema, keys: list[str]) -> str | None:
+        """CREATE TABLE for the staging table, or None to let Spark's JDBC writer create it."""
+        return None
+
+    def to_stage(self, table: pa.Table) -> pa.Table:
+        """The rows as this database's driver should receive them."""
+        return table
+
+
+class Postgres(Dialect):
+    driver = "org.postgresql.Driver"
+
+    def q(self, name: str) -> str:
+        return '"' + name.replace('"', '""') + '"'
+
+    def positions_ddl(self) -> str:
+        return (
+            f"CREATE TABLE IF NOT EXISTS {POSITIONS} (source TEXT PRIMARY KEY, version BIGINT NOT NULL, "
+            "position TEXT NOT NULL, updated TIMESTAMPTZ NOT NULL DEFAULT now())"
+        )
+
+    def columns(self, db: Jdbc, schema: str, table: str) -> list[tuple[str, str]]:
+        sql = (
+            "SELECT a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a "
+            f"WHERE a.attrelid = to_regclass({lit(self.q(schema) + '.' + self.q(table))}) AND a.attnum > 0 "
+            "AND NOT a.attisdropped ORDER BY a.attnum"
+        )
+        return [(r[0], r[1]) for r in db.rows(sql)]
+
+    def create_like(self, target: str, stage: str) -> str:
+        return f"CREATE TABLE {target} (LIKE {stage})"
+
+    def upsert(self, target: str, stage: str, names: list[str], keys: list[str]) -> str:
+        q = self.q
+        cols = ", ".join(q(c) for c in names)
+        sets = ", ".join(f"{q(c)} = EXCLUDED.{q(c)}" for c in names if c not in keys)
+        return (
+            f"INSERT INTO {target} AS t ({cols}) SELECT {cols} FROM {stage} WHERE NOT {q(DELETED)} "
+            f"ON CONFLICT ({', '.join(q(k) for k in keys)}) DO UPDATE SET {sets} "
+            f"WHERE t.{q(ORDER)} < EXCLUDED.{q(ORDER)}"
+        )
+
+    def delete(self, target: str, stage: str, keys: list[str]) -> str:
+        q = self.q
+        match = " AND ".join(f"t.{q(k)} = s.{q(k)}" for k in keys)
+        return (
+            f"DELETE FROM {target} AS t USING {stage} AS s "
+            f"WHERE s.{q(DELETED)} AND {match} AND t.{q(ORDER)} < s.{q(ORDER)}"
+        )
+
+    def save_position(self, source: str, version: int, position: str) -> str:
+        return (
+            f"INSERT INTO {POSITIONS} (source, version, position) VALUES ({lit(source)}, {version}, "
+            f"{lit(position)}) ON CONFLICT (source) DO UPDATE SET version = EXCLUDED.version, "
+            "position = EXCLUDED.position, updated = now()"
+        )
+
+    def stage_schema(self, schema: str) -> str:
+        return "public"
+
+
+class MariaDB(Dialect):
+    """MariaDB and MySQL. DDL commits implicitly there, so targets are created/altered before the
+    apply transaction (idempotent steps); the data and the position still commit together."""
+
+    driver = "org.mariadb.jdbc.Driver"
+    transactional_ddl = False
+
+    def q(self, name: str) -> str:
+        return "`" + name.replace("`", "``") + "`"
+
+    def spark_url(self, url: str) -> str:
+        # Spark's MySQL dialect (TINYINT, DATETIME, backquotes) is chosen by jdbc:mysql:, which the
+        # MariaDB driver accepts as well
+        return "jdbc:mysql:" + url[len("jdbc:mariadb:") :] if url.startswith("jdbc:mariadb:") else url
+
+    def positions_ddl(self) -> str:
+        return (
+            f"CREATE TABLE IF NOT EXISTS {POSITIONS} (source VARCHAR(700) PRIMARY KEY, "
+            "version BIGINT NOT NULL, position TEXT NOT NULL, "
+            "updated TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP)"
+        )
+
+    def columns(self, db: Jdbc, schema: str, table: str) -> list[tuple[str, str]]:
+        sql = (
+            "SELECT COLUMN_NAME, COLUMN_TYPE FROM information_schema.COLUMNS "
+            f"WHERE TABLE_SCHEMA = {lit(schema)} AND TABLE_NAME = {lit(table)} ORDER BY ORDINAL_POSITION"
+        )
+        return [(r[0], r[1]) for r in db.rows(sql)]
+
+    def create_like(self, target: str, stage: str) -> str:
+        return f"CREATE TABLE {target} LIKE {stage}"
+
+    def upsert(self, target: str, stage: str, names: list[str], keys: list[str]) -> str:
+        q = self.q
+        cols = ", ".join(q(c) for c in names)
+
+        def now(c: str) -> str:  # the stored value (a bare name would be ambiguous with the SELECT's)
+            return f"{target}.{q(c)}"
+
+        newer = f"VALUES({q(ORDER)}) > {now(ORDER)}"
+        # assignments run left to right on the updated row: the order key goes last
+        sets = ", ".join(
+            f"{q(c)} = IF({newer}, VALUES({q(c)}), {now(c)})" for c in names if c not in keys and c != ORDER
+        )
+        sets += f", {q(ORDER)} = IF({newer}, VALUES({q(ORDER)}), {now(ORDER)})"
+        return (
+            f"INSERT INTO {target} ({cols}) SELECT {', '.join('s.' + q(c) for c in names)} FROM {stage} AS s "
+            f"WHERE NOT s.{q(DELETED)} "
+            f"ON DUPLICATE KEY UPDATE {sets}"
+        )
+
+    def delete(self, target: str, stage: str, keys: list[str]) -> str:
+        q = self.q
+        match = " AND ".join(f"t.{q(k)} = s.{q(k)}" for k in keys)
+        return (
+            f"DELETE t FROM {target} AS t JOIN {stage} AS s ON {match} "
+            f"WHERE s.{q(DELETED)} AND t.{q(ORDER)} < s.{q(ORDER)}"
+        )
+
+    def save_position(self, source: str, version: int, position: str) -> str:
+        return (
+            f"INSERT INTO {POSITIONS} (source, version, position) VALUES ({lit(source)}, {version}, "
+            f"{lit(position)}) ON DUPLICATE KEY UPDATE version = VALUES(version), position = VALUES(position)"
+        )
+
+    def to_stage(self, table: pa.Table) -> pa.Table:
+        # the driver sends a float as its shortest decimal text, which a DOUBLE column then holds
+        # as a different number: widen to float64 first (exact), stored in DOUBLE
+        return table.cast(
+            pa.schema([f.with_type(pa.float64()) if pa.types.is_float32(f.type) else f for f in table.schema])
+        )
+
+    def stage_ddl(self, stage: str, schema: pa.Schema, keys: list[str]) -> str:
+        """The staging table, typed here rather than by Spark's MySQL dialect, which drops
+        fractional seconds (DATETIME) and makes key strings unindexable TEXT."""
+        cols = ", ".join(f"{self.q(f.name)} {mariadb_type(f.type, f.name in keys)}" for f in schema)
+        return f"CREATE TABLE {stage} ({cols})"
+
+
+def mariadb_type(t: pa.DataType, key: bool) -> str:
+    """Arrow type of a typed table -> MariaDB column type (exact: microseconds, decimals, unsigned
+    BIGINT as DECIMAL(20,0) as in the Delta tables)."""
+    for test, sql in _MARIADB_TYPES:
+        if test(t):
+            return sql(t, key) if callable(sql) else sql
+    return "LONGTEXT"
+
+
+_MARIADB_TYPES: list[tuple[Any, Any]] = [
+    (pa.types.is_boolean, "BOOLEAN"),
+    (pa.types.is_int8, "TINYINT"),
+    (pa.types.is_int16, "SMALLINT"),
+    (pa.types.is_int32, "INT"),
+    (pa.types.is_int64, "BIGINT"),
+    (pa.types.is_float32, "DOUBLE"),  # holds every float exactly; FLOAT reads back rounded to 6 digits
+    (pa.types.is_float64, "DOUBLE"),
+    (pa.types.is_decimal, lambda t, key: f"DECIMAL({t.precision},{t.scale})"),
+    (pa.types.is_date32, "DATE"),
+    (pa.types.is_timestamp, "DATETIME(6)"),
+    (pa.types.is_string, lambda t, key: "VARCHAR(768)" if key else "LONGTEXT"),
+    (pa.types.is_binary, lambda t, key: "VARBINARY(3072)" if key else "LONGBLOB"),
+]
+
+
+def dialect_for(url: str) -> Dialect:
+    if url.startswith("jdbc:postgresql:"):
+        return Postgres()
+    if url.startswith(("jdbc:mariadb:", "jdbc:mysql:")):
+        return MariaDB()
+    raise ValueError(f"unsupported JDBC URL {url!r}: jdbc:postgresql://, jdbc:mariadb:// or jdbc:mysql://")
 
 
 class Jdbc:
     """A JDBC connection through the driver JVM (Spark's classloader holds the driver jar)."""
 
     def __init__(self, spark: Any, url: str) -> None:
+        self.dialect = dialect_for(url)
         jvm = spark.sparkContext._jvm
-        driver = jvm.org.postgresql.Driver() if url.startswith("jdbc:postgresql:") else None
-        if driver is None:
-            raise ValueError(f"unsupported JDBC URL {url!r}: jdbc:postgresql://... is supported")
+        driver_class = jvm
+        for part in self.dialect.driver.split("."):  # py4j resolves through Spark's classloader
+            driver_class = getattr(driver_class, part)
+        driver = driver_class()
         self.conn = driver.connect(url, jvm.java.util.Properties())
         if self.conn is None:
-            raise ValueError(f"the PostgreSQL driver does not accept {url!r}")
+            raise ValueError(f"the {self.dialect.driver} driver does not accept {url!r}")
 
     def execute(self, sql: str) -> None:
         st = self.conn.createStatement()
@@ -82,61 +286,41 @@ class Jdbc:
 
 
 def committed_position(db: Jdbc, source: str) -> int | None:
-    db.execute(
-        f"CREATE TABLE IF NOT EXISTS {POSITIONS} (source TEXT PRIMARY KEY, version BIGINT NOT NULL, "
-        "position TEXT NOT NULL, order_key TEXT NOT NULL, updated TIMESTAMPTZ NOT NULL DEFAULT now())"
-    )
+    db.execute(db.dialect.positions_ddl())
     found = db.rows(f"SELECT version FROM {POSITIONS} WHERE source = {lit(source)}")
     return int(found[0][0]) if found else None
-
-
-def _columns(db: Jdbc, schema: str, table: str) -> list[tuple[str, str]]:
-    return [
-        (r[0], r[1])
-        for r in db.rows(
-            "SELECT a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a "
-            f"WHERE a.attrelid = to_regclass({lit(q(schema) + '.' + q(table))}) AND a.attnum > 0 "
-            "AND NOT a.attisdropped ORDER BY a.attnum"
-        )
-    ]
 
 
 def _prepare_target(db: Jdbc, stage: str, schema: str, table: str, keys: list[str]) -> list[str]:
     """Create the target like the staging table (plus its key), add columns it lacks; the staged
     column names."""
-    target = f"{q(schema)}.{q(table)}"
-    db.execute(f"CREATE SCHEMA IF NOT EXISTS {q(schema)}")
-    staged = _columns(db, "public", stage)
-    have = {name for name, _ in _columns(db, schema, table)}
+    d = db.dialect
+    target = f"{d.q(schema)}.{d.q(table)}"
+    staged = d.columns(db, d.stage_schema(schema), stage)
+    have = {name for name, _ in d.columns(db, schema, table)}
     if not have:
-        db.execute(f"CREATE TABLE {target} (LIKE public.{q(stage)})")
+        db.execute(f"CREATE SCHEMA IF NOT EXISTS {d.q(schema)}")
+        db.execute(d.create_like(target, f"{d.q(d.stage_schema(schema))}.{d.q(stage)}"))
         if keys:
-            db.execute(f"ALTER TABLE {target} ADD PRIMARY KEY ({', '.join(q(k) for k in keys)})")
+            db.execute(f"ALTER TABLE {target} ADD PRIMARY KEY ({', '.join(d.q(k) for k in keys)})")
     else:
         for name, sqltype in staged:
             if name not in have:
-                db.execute(f"ALTER TABLE {target} ADD COLUMN {q(name)} {sqltype}")
+                db.execute(f"ALTER TABLE {target} ADD COLUMN {d.q(name)} {sqltype}")
     return [name for name, _ in staged]
 
 
 def _apply_stage(db: Jdbc, stage: str, schema: str, table: str, keys: list[str]) -> None:
-    target = f"{q(schema)}.{q(table)}"
-    cols = _prepare_target(db, stage, schema, table, keys)
-    names = ", ".join(q(c) for c in cols if c != DELETED)
+    d = db.dialect
+    target = f"{d.q(schema)}.{d.q(table)}"
+    staged = f"{d.q(d.stage_schema(schema))}.{d.q(stage)}"
+    cols = [c for c in _prepare_target(db, stage, schema, table, keys) if c != DELETED]
     if not keys:
-        db.execute(f"INSERT INTO {target} ({names}) SELECT {names} FROM public.{q(stage)}")
+        names = ", ".join(d.q(c) for c in cols)
+        db.execute(f"INSERT INTO {target} ({names}) SELECT {names} FROM {staged}")
         return
-    sets = ", ".join(f"{q(c)} = EXCLUDED.{q(c)}" for c in cols if c not in keys and c != DELETED)
-    db.execute(
-        f"INSERT INTO {target} AS t ({names}) SELECT {names} FROM public.{q(stage)} WHERE NOT {q(DELETED)} "
-        f"ON CONFLICT ({', '.join(q(k) for k in keys)}) DO UPDATE SET {sets} "
-        f"WHERE t.{q(ORDER)} < EXCLUDED.{q(ORDER)}"
-    )
-    match = " AND ".join(f"t.{q(k)} = s.{q(k)}" for k in keys)
-    db.execute(
-        f"DELETE FROM {target} AS t USING public.{q(stage)} AS s "
-        f"WHERE s.{q(DELETED)} AND {match} AND t.{q(ORDER)} < s.{q(ORDER)}"
-    )
+    db.execute(d.upsert(target, staged, cols, keys))
+    db.execute(d.delete(target, staged, keys))
 
 
 def apply_changes_jdbc(
@@ -157,6 +341,7 @@ def _apply_changes_jdbc(
     if not report.changes:
         return report
     db = Jdbc(spark, url)
+    d = db.dialect
     try:
         done = committed_position(db, source)
         if done is not None and done >= report.version:
@@ -171,10 +356,21 @@ def _apply_changes_jdbc(
             on_phase(f"staging {g['db']}.{g['table']}")
             counted = _Counted(rows)
             columns = json.loads(g["columns"])
-            arrow = _batch_stream(counted, columns, chunk_rows, extra, deleted_values).read_all()
+            arrow = d.to_stage(_batch_stream(counted, columns, chunk_rows, extra, deleted_values).read_all())
             name = f"_binlake_stage_{report.version}_{len(stages)}"
+            where = d.stage_schema(g["db"])
+            if where == g["db"]:
+                db.execute(f"CREATE SCHEMA IF NOT EXISTS {d.q(where)}")  # the stage lives beside the target
+            staged = f"{d.q(where)}.{d.q(name)}"
+            ddl = d.stage_ddl(staged, arrow.schema, keys)
+            if ddl:
+                db.execute(f"DROP TABLE IF EXISTS {staged}")
+                db.execute(ddl)
             spark.createDataFrame(arrow).write.jdbc(
-                url, f"public.{q(name)}", mode="overwrite", properties={"driver": "org.postgresql.Driver"}
+                d.spark_url(url),
+                staged,
+                mode="append" if ddl else "overwrite",
+                properties={"driver": d.driver},
             )
             stages.append((name, g["db"], g["table"], keys))
             key = f"{g['db']}.{g['table']}"
@@ -206,23 +402,22 @@ def _apply_changes_jdbc(
             )
         # one transaction: every table and the position, or nothing
         on_phase("applying every table in one transaction")
+        if not d.transactional_ddl:  # DDL would commit the transaction half-way: do it first
+            for name, schema, table, keys in stages:
+                _prepare_target(db, name, schema, table, keys)
         db.conn.setAutoCommit(False)
         try:
             for name, schema, table, keys in stages:
                 _apply_stage(db, name, schema, table, keys)
-            db.execute(
-                f"INSERT INTO {POSITIONS} (source, version, position, order_key) VALUES ({lit(source)}, "
-                f"{report.version}, {lit(report.position)}, '') ON CONFLICT (source) DO UPDATE SET "
-                "version = EXCLUDED.version, position = EXCLUDED.position, updated = now()"
-            )
+            db.execute(d.save_position(source, report.version, report.position))
             db.conn.commit()
         except Exception:
             db.conn.rollback()
             raise
         finally:
             db.conn.setAutoCommit(True)
-        for name, *_ in stages:
-            db.execute(f"DROP TABLE IF EXISTS public.{q(name)}")
+        for name, schema, *_ in stages:
+            db.execute(f"DROP TABLE IF EXISTS {d.q(d.stage_schema(schema))}.{d.q(name)}")
         return report
     finally:
         db.close()
