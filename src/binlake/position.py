@@ -253,11 +253,13 @@ def transaction_ends(path: str | Path, start: int = 4) -> Iterator[int]:
         return
 
 
-def split_points(path: str | Path, every: int) -> list[int]:
-    """Transaction boundaries about ``every`` bytes apart, so one big file reads as several ranges
-    in parallel (each range starts at a transaction, whose table maps it carries)."""
-    points, next_at = [], every
-    for end in transaction_ends(path):
+def split_points(path: str | Path, every: int, start: int = 4, stop: int | None = None) -> list[int]:
+    """Transaction boundaries about ``every`` bytes apart inside (start, stop), so one big file reads
+    as several ranges in parallel (each range starts at a transaction, whose table maps it carries)."""
+    points, next_at = [], start + every
+    for end in transaction_ends(path, start):
+        if stop is not None and end >= stop:
+            break
         if end >= next_at:
             points.append(end)
             next_at = end + every

@@ -17,9 +17,10 @@ from typing import Any
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
 from binlake.errors import BinlogError
-from binlake.position import transaction_ends
+from binlake.position import split_points, transaction_ends
+from binlake.sizes import parse_size
 from binlake.spark.changelog import file_number
-from binlake.spark.source import RangePartition, read_range, resolve_files
+from binlake.spark.source import DEFAULT_SPLIT, RangePartition, read_range, resolve_files
 
 
 def last_boundary(path: str, start: int) -> int:
@@ -31,6 +32,7 @@ class BinlogStreamReader(DataSourceStreamReader):
     def __init__(self, options: dict[str, str]) -> None:
         self.options = options
         self.path = options["path"]
+        self.split = parse_size(options.get("splitsize", DEFAULT_SPLIT))
 
     def initialOffset(self) -> dict[str, Any]:  # noqa: N802 - Spark's name
         return {"file": "", "pos": 0}
@@ -63,8 +65,14 @@ class BinlogStreamReader(DataSourceStreamReader):
                 continue
             first = start["pos"] if key == lo else 4
             last = end["pos"] if key == hi else os.path.getsize(path)
-            if last > first:
-                parts.append(RangePartition(len(parts), path, first, last))
+            cuts = (
+                split_points(path, self.split, first, last)
+                if self.split and last - first > self.split
+                else []
+            )
+            for a, b in zip([first, *cuts], [*cuts, last], strict=True):
+                if b > a:
+                    parts.append(RangePartition(len(parts), path, a, b))
         return parts
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
