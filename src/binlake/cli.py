@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from binlake import __version__
 from binlake.errors import BinlogError
@@ -232,19 +232,32 @@ def cmd_sync(args: argparse.Namespace) -> int:
         raise SystemExit("binlake: error: --stream into jdbc needs --checkpoint DIR")
     options = {"schema": args.schema} if args.schema else {}
     console = Console()
+
+    def apply(df: Any, on_phase: Any = None) -> Any:
+        """The sink's exactly-once apply of one batch of the change log."""
+        if kind == "jdbc":
+            from binlake.spark.jdbc import apply_changes_jdbc
+
+            return apply_changes_jdbc(spark, df, args.to, source=args.source, on_phase=on_phase)
+        from binlake.spark.apply import apply_changes
+
+        return apply_changes(df, where, source=args.source, on_phase=on_phase)
+
     if args.stream:
+        from binlake.spark.apply import stream_changes
+
         spark = spark_session(args.master)
         checkpoint = args.checkpoint or str(Path(where) / "_binlake_checkpoint")
         console.print(f"following {args.source} into {args.to} (checkpoint {checkpoint}); Ctrl-C stops")
-        stream_opts = {"available_now": args.available_now, "interval": args.interval, "options": options}
-        if kind == "jdbc":
-            from binlake.spark.jdbc import stream_to_jdbc
-
-            query = stream_to_jdbc(spark, args.source, args.to, checkpoint, **stream_opts)
-        else:
-            from binlake.spark.apply import stream_to_delta
-
-            query = stream_to_delta(spark, args.source, where, checkpoint, **stream_opts)
+        query = stream_changes(
+            spark,
+            args.source,
+            checkpoint,
+            apply,
+            available_now=args.available_now,
+            interval=args.interval,
+            options=options,
+        )
         try:
             query.awaitTermination()
         except KeyboardInterrupt:
@@ -252,6 +265,7 @@ def cmd_sync(args: argparse.Namespace) -> int:
         merged = sum(n for r in query.reports for n in r.tables.values())
         console.print(f"{len(query.reports)} micro-batches, {merged:,} rows merged")
         return 0
+    from binlake.spark.apply import change_log
     from binlake.spark.progress import SyncProgress
     from binlake.spark.source import resolve_files
 
@@ -259,14 +273,7 @@ def cmd_sync(args: argparse.Namespace) -> int:
         spark = spark_session(args.master)
     total = sum(Path(f).stat().st_size for f in resolve_files(args.source))
     with SyncProgress(spark, total, console) as progress:
-        if kind == "jdbc":
-            from binlake.spark.jdbc import sync_to_jdbc
-
-            report = sync_to_jdbc(spark, args.source, args.to, options=options, on_phase=progress.phase)
-        else:
-            from binlake.spark.apply import sync_to_delta
-
-            report = sync_to_delta(spark, args.source, where, options=options, on_phase=progress.phase)
+        report = apply(change_log(spark, args.source, options), progress.phase)
     table = Table(title=f"binlake sync -> {args.to} (up to {report.position or 'nothing new'})")
     for c in ("table", "rows merged", "state"):
         table.add_column(c)

@@ -175,6 +175,11 @@ def merge_table(
     )
 
 
+def change_log(spark: Any, source: str, options: dict[str, str] | None = None) -> Any:
+    """The change log of every complete transaction of ``source`` (the ``binlog`` data source)."""
+    return spark.read.format("binlog").options(**(options or {})).load(source)
+
+
 def sync_to_delta(
     spark: Any,
     source: str,
@@ -185,7 +190,7 @@ def sync_to_delta(
     on_phase: Phase = None,
 ) -> SyncReport:
     """Apply every complete transaction of ``source`` to Delta tables under ``target/db.table``."""
-    df = spark.read.format("binlog").options(**(options or {})).load(source)
+    df = change_log(spark, source, options)
     return apply_changes(df, target, source=source, chunk_rows=chunk_rows, on_phase=on_phase)
 
 

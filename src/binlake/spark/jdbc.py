@@ -30,6 +30,7 @@ from binlake.spark.apply import (
     _batch_stream,
     _Counted,
     batch_head,
+    change_log,
     decoded_once,
     latest_per_key,
 )
@@ -75,6 +76,10 @@ class Dialect:
     def save_position(self, source: str, version: int, position: str) -> str:
         raise NotImplementedError
 
+    def key_match(self, keys: list[str]) -> str:
+        """Target row t and staged row s have the same key."""
+        return " AND ".join(f"t.{self.q(k)} = s.{self.q(k)}" for k in keys)
+
     def stage_ddl(self, stage: str, schema: pa.Schema, keys: list[str]) -> str | None:
         """CREATE TABLE for the staging table, or None to let Spark's JDBC writer create it."""
         return None
@@ -119,10 +124,9 @@ class Postgres(Dialect):
 
     def delete(self, target: str, stage: str, keys: list[str]) -> str:
         q = self.q
-        match = " AND ".join(f"t.{q(k)} = s.{q(k)}" for k in keys)
         return (
             f"DELETE FROM {target} AS t USING {stage} AS s "
-            f"WHERE s.{q(DELETED)} AND {match} AND t.{q(ORDER)} < s.{q(ORDER)}"
+            f"WHERE s.{q(DELETED)} AND {self.key_match(keys)} AND t.{q(ORDER)} < s.{q(ORDER)}"
         )
 
     def save_position(self, source: str, version: int, position: str) -> str:
@@ -189,9 +193,8 @@ class MariaDB(Dialect):
 
     def delete(self, target: str, stage: str, keys: list[str]) -> str:
         q = self.q
-        match = " AND ".join(f"t.{q(k)} = s.{q(k)}" for k in keys)
         return (
-            f"DELETE t FROM {target} AS t JOIN {stage} AS s ON {match} "
+            f"DELETE t FROM {target} AS t JOIN {stage} AS s ON {self.key_match(keys)} "
             f"WHERE s.{q(DELETED)} AND t.{q(ORDER)} < s.{q(ORDER)}"
         )
 
@@ -433,29 +436,5 @@ def sync_to_jdbc(
     on_phase: Phase = None,
 ) -> SyncReport:
     """Apply every complete transaction of ``source`` to PostgreSQL tables ``"db"."table"``."""
-    df = spark.read.format("binlog").options(**(options or {})).load(source)
+    df = change_log(spark, source, options)
     return apply_changes_jdbc(spark, df, url, source=source, chunk_rows=chunk_rows, on_phase=on_phase)
-
-
-def stream_to_jdbc(
-    spark: Any,
-    source: str,
-    url: str,
-    checkpoint: str,
-    *,
-    available_now: bool = True,
-    interval: str = "2 seconds",
-    options: dict[str, str] | None = None,
-) -> Any:
-    """``stream_changes`` into PostgreSQL."""
-    from binlake.spark.apply import stream_changes
-
-    return stream_changes(
-        spark,
-        source,
-        checkpoint,
-        lambda batch: apply_changes_jdbc(spark, batch, url, source=source),
-        available_now=available_now,
-        interval=interval,
-        options=options,
-    )
