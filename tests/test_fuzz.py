@@ -20,56 +20,13 @@ from binlake.wire import crc32
 FUZZ = settings(max_examples=300, deadline=2000, suppress_health_check=[HealthCheck.too_slow])
 MAX_PEAK = 64 << 20  # bytes a single malformed file may make us allocate
 
+POST_HEADER_80 = bytes([0, 13, 0, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 98, 0, 4, 26, 8, 0, 0, 0, 8, 8, 8, 2, 0, 0, 0, 10, 10, 10, 42, 42, 0, 18, 52, 0, 0, 0, 0])  # fmt: skip
 FDE_80 = (
     struct.pack("<H", 4)
     + b"8.0.30".ljust(50, b"\0")
     + struct.pack("<I", 0)
     + b"\x13"
-    + bytes(
-        [
-            0,
-            13,
-            0,
-            8,
-            0,
-            0,
-            0,
-            0,
-            0,
-            0,
-            0,
-            0,
-            0,
-            0,
-            98,
-            0,
-            4,
-            26,
-            8,
-            0,
-            0,
-            0,
-            8,
-            8,
-            8,
-            2,
-            0,
-            0,
-            0,
-            10,
-            10,
-            10,
-            42,
-            42,
-            0,
-            18,
-            52,
-            0,
-            0,
-            0,
-            0,
-        ]
-    )
+    + POST_HEADER_80
     + b"\x00"  # checksum off, so arbitrary bytes reach the body decoders
 )
 
