@@ -64,3 +64,13 @@ class IncompleteTailError(BinlogError):
 
 class NoFormatDescriptionError(BinlogError):
     """Events follow the magic without a FORMAT_DESCRIPTION event to say how to read them."""
+
+
+class ReplicationError(BinlogError):
+    """The server refused or ended a replication stream (purged binlog, bad position, privileges), or
+    sent bytes that are not a replication stream. ``code`` is the server's error number when it gave one;
+    ``source`` names the server and ``offset`` the binlog position asked for or reached."""
+
+    def __init__(self, message: str, *, code: int | None = None, **kw: object) -> None:
+        self.code = code
+        super().__init__(message, **kw)  # type: ignore[arg-type]
