@@ -559,6 +559,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     f.set_defaults(func=cmd_find_position)
 
+    from binlake.replication.commands import add_parsers as add_replication_parsers
+
+    add_replication_parsers(sub)
+
     m = sub.add_parser("demo", help="write a sample binlog with a private MariaDB and decode it")
     m.add_argument("--workdir", default="out/demo", help="where the sample server and outputs go")
     m.set_defaults(func=cmd_demo)

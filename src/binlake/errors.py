@@ -74,3 +74,7 @@ class ReplicationError(BinlogError):
     def __init__(self, message: str, *, code: int | None = None, **kw: object) -> None:
         self.code = code
         super().__init__(message, **kw)  # type: ignore[arg-type]
+
+
+class ConnectionLostError(ReplicationError):
+    """The connection to the server dropped or went silent; reconnecting can continue the stream."""

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from binlake.errors import ReplicationError
+from binlake.errors import ConnectionLostError, ReplicationError
 from binlake.events.gtid import PreviousGtids, encode_previous_gtids
 from binlake.gtid import GtidSet, MariaGtidPos
 from binlake.replication.packets import (
@@ -43,7 +43,10 @@ class ServerAddress:
     user: str = "root"
     password: str = ""
     unix_socket: str | None = None
-    ssl: dict[str, Any] | None = None  # PyMySQL's ssl argument: {"ca": …, "cert": …, "key": …}
+    ssl_ca: str | None = None  # verify the server's certificate against this CA (TLS required)
+    ssl_cert: str | None = None
+    ssl_key: str | None = None
+    ssl_disabled: bool = False  # otherwise TLS is used whenever the server offers it
     connect_timeout: float = 10.0
 
     @property
@@ -51,19 +54,28 @@ class ServerAddress:
         return self.unix_socket or f"{self.host}:{self.port}"
 
     def connect(self) -> Any:
+        """A PyMySQL connection; its failures become ``ReplicationError`` with the server's code."""
         import pymysql
 
-        return pymysql.connect(
-            host=self.host,
-            port=self.port,
-            user=self.user,
-            password=self.password,
-            unix_socket=self.unix_socket,
-            ssl=self.ssl,
-            connect_timeout=self.connect_timeout,
-            autocommit=True,
-            charset="utf8mb4",
-        )
+        try:
+            return pymysql.connect(
+                host=self.host,
+                port=self.port,
+                user=self.user,
+                password=self.password,
+                unix_socket=self.unix_socket,
+                ssl_ca=self.ssl_ca,
+                ssl_cert=self.ssl_cert,
+                ssl_key=self.ssl_key,
+                ssl_disabled=self.ssl_disabled,
+                connect_timeout=self.connect_timeout,
+                autocommit=True,
+                charset="utf8mb4",
+            )
+        except pymysql.err.MySQLError as e:
+            code = e.args[0] if e.args and isinstance(e.args[0], int) else None
+            detail = e.args[1] if len(e.args) > 1 else str(e)
+            raise ReplicationError(f"cannot connect: {detail}", code=code, source=self.label) from None
 
 
 @dataclass(frozen=True)
@@ -92,9 +104,11 @@ class Reconnected:
 
 
 def retryable(exc: BaseException) -> bool:
+    if isinstance(exc, ConnectionLostError):
+        return True
     if isinstance(exc, ReplicationError):
-        return exc.code in RETRYABLE_CODES or exc.code is None and "connection" in exc.message
-    if isinstance(exc, (OSError, EOFError)):
+        return exc.code in RETRYABLE_CODES
+    if isinstance(exc, (OSError, EOFError)):  # socket errors and timeouts
         return True
     code = getattr(exc, "args", (None,))[0] if getattr(exc, "args", None) else None
     mod = type(exc).__module__
@@ -165,7 +179,7 @@ class ReplicaClient:
                 return got
             data = self._conn._rfile.read1(1 << 16)
             if not data:
-                raise ReplicationError(
+                raise ConnectionLostError(
                     "the server closed the connection", source=self.server.label, offset=self._offset()
                 )
             self._reader.feed(data)
@@ -195,9 +209,18 @@ class ReplicaClient:
         reply = self._recv()[0]
         if reply[:1] != bytes([OK]):
             err = parse_err(reply)
-            raise ReplicationError(
-                f"COM_REGISTER_SLAVE refused: {err}", code=err.code, source=self.server.label
+            hint = (
+                f"; {self.server.user!r} needs the REPLICATION SLAVE privilege"
+                f" (GRANT REPLICATION SLAVE ON *.* TO …)"
+                if err.code in (1045, 1227)
+                else ""
             )
+            raise ReplicationError(
+                f"the server refused this replica (COM_REGISTER_SLAVE): {err}{hint}",
+                code=err.code,
+                source=self.server.label,
+            )
+        exact = False
         flags = 0 if self.blocking else DUMP_NON_BLOCK
         if self.mariadb:
             flags |= MARIA_DUMP_ANNOTATE_ROWS
@@ -210,12 +233,14 @@ class ReplicaClient:
             self._send(binlog_dump_gtid(self.server_id, encode_gtid_set(gtids), "", 4, flags))
         else:
             self._send(binlog_dump(self.server_id, file, position, flags))
+            exact = True
         self.stream = ReplicationStream(
             file=file,
             position=position,
             server=self.server.label,
             verify_checksum=self.verify_checksum,
             keep_events=self.keep_events,
+            exact=exact,
             gtids=gtids if gtids is not None else (None if self.mariadb else GtidSet()),
             maria_gtids=maria if maria is not None else (MariaGtidPos() if self.mariadb else None),
         )

@@ -17,7 +17,7 @@ from binlake.decoder import EventDecoder
 from binlake.errors import ReplicationError
 from binlake.events.base import Event
 from binlake.events.control import Rotate
-from binlake.events.types import FLAG_ARTIFICIAL
+from binlake.events.types import FLAG_ARTIFICIAL, EventType
 from binlake.gtid import GtidAccumulator, GtidSet, MariaGtidPos, parse_gtid
 from binlake.replication.packets import EOF, ERR, OK, STREAM_ONLY_EVENTS, is_eof, parse_err
 from binlake.txn import UNFINISHED, Transaction, TransactionGrouper
@@ -85,6 +85,7 @@ class ReplicationStream:
     server: str = "<server>"
     verify_checksum: bool = True
     keep_events: bool = False
+    exact: bool = False  # a file/position dump: every event of the file follows the previous one
     gtids: GtidSet | None = None
     maria_gtids: MariaGtidPos | None = None
     decoder: EventDecoder = field(init=False)
@@ -121,7 +122,20 @@ class ReplicationStream:
         header = self.decoder.parse_header(raw, self.position)
         artificial = bool(header.flags & FLAG_ARTIFICIAL) or header.log_pos == 0
         start = header.log_pos - header.event_size if header.log_pos else self.position
-        in_file = not artificial and header.type_code not in STREAM_ONLY_EVENTS and start >= self.position
+        ours = not artificial and header.type_code not in STREAM_ONLY_EVENTS
+        if (
+            ours
+            and self.exact
+            and start != self.position
+            and header.type_code != EventType.FORMAT_DESCRIPTION
+        ):
+            raise ReplicationError(
+                f"the server sent an event ending at {header.log_pos} with {header.event_size} bytes where "
+                f"{self.file}:{self.position} was expected: is {self.position} an event boundary?",
+                source=self.server,
+                offset=self.position,
+            )
+        in_file = ours and start >= self.position
         events = list(self.decoder.decode(raw, start if in_file else 0))
         first = events[0]
         item = StreamEvent(raw, events, self.file, start, header.log_pos, in_file)
