@@ -290,6 +290,12 @@ class ReplicaClient:
                     for payload in self._recv():
                         item = stream.receive(payload)
                         if isinstance(item, EndOfStream):
+                            if self.blocking:  # a server shutting down ends its dumps with EOF
+                                raise ConnectionLostError(
+                                    "the server ended the dump (shutting down?)",
+                                    source=self.server.label,
+                                    offset=item.position,
+                                )
                             self.close()
                             return
                         failing_since, delay = None, 0.2
