@@ -88,18 +88,30 @@ def _sample(root: int, done: threading.Event) -> None:
 
 
 def child(code: str) -> float:
+    """Run one step in a fresh interpreter; its output goes to out/bench/spark-step.log."""
+    PEAKS.clear()
+    log = ROOT / "spark-step.log"
     t0 = time.perf_counter()
-    proc = subprocess.Popen(
-        [sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    done = threading.Event()
-    sampler = threading.Thread(target=_sample, args=(proc.pid, done), daemon=True)
-    sampler.start()
-    if proc.wait() != 0:
-        raise SystemExit(f"benchmark step failed: {code}")
-    done.set()
-    sampler.join()
+    with log.open("w") as out:
+        proc = subprocess.Popen([sys.executable, "-c", code], stdout=out, stderr=subprocess.STDOUT)
+        done = threading.Event()
+        sampler = threading.Thread(target=_sample, args=(proc.pid, done), daemon=True)
+        sampler.start()
+        rc = proc.wait()
+        done.set()
+        sampler.join()
+    if rc != 0:
+        tail = "".join(log.read_text(errors="replace").splitlines(keepends=True)[-25:])
+        raise SystemExit(f"benchmark step failed ({rc}): {code}\n{tail}")
     return time.perf_counter() - t0
+
+
+def memory() -> str:
+    return f"peak RSS: Python worker {PEAKS.get('python worker', 0):.0f} MB, JVM {PEAKS.get('jvm', 0):.0f} MB"
+
+
+def say(label: str, seconds: float, mb: float, extra: str = "") -> None:
+    print(f"{label:36s}{seconds:7.1f} s  {mb / seconds:6.1f} MB/s{extra}", flush=True)
 
 
 def main() -> None:
@@ -108,20 +120,26 @@ def main() -> None:
     ap.add_argument("--file-mb", type=int, default=1100, help="largest file of the series")
     args = ap.parse_args()
     src = series(args.size_mb, args.file_mb)
-    mb = sum(f.stat().st_size for f in src.glob("binlog.0*")) / 1e6
+    files = sorted(src.glob("binlog.0*"))
+    mb = sum(f.stat().st_size for f in files) / 1e6
+    largest = max(f.stat().st_size for f in files) / 1e6
+    print(f"series: {mb:.0f} MB in {len(files)} file(s), largest {largest:.0f} MB ({src})", flush=True)
     decode = child(
         f"from binlake.series import BinlogSeries\nfor _ in BinlogSeries.open({str(src)!r}).events(): pass"
     )
+    say("plain decoding, 1 process:", decode, mb)
     rows = child(
         "from binlake.series import BinlogSeries; from binlake.spark.changelog import file_changes\n"
         f"for f in BinlogSeries.open({str(src)!r}).files:\n"
         "    for _ in file_changes(f): pass"
     )
+    say("change-log rows, 1 process:", rows, mb, " (+ grouping, JSON images)")
     arrow = child(
         "from binlake.series import BinlogSeries; from binlake.spark.changelog import file_changes, to_batches\n"
         f"for f in BinlogSeries.open({str(src)!r}).files:\n"
         "    for _ in to_batches(file_changes(f)): pass"
     )
+    say("change-log Arrow, 1 process:", arrow, mb, " (+ Arrow batches)")
     start = child(
         "from binlake.spark.session import spark_session; spark_session('local[1]').range(1).count()"
     )
@@ -134,6 +152,10 @@ def main() -> None:
             )
             - start
         )
+        extra = f" (Spark start-up {start:.1f} s excluded); {memory()}"
+        if n == 2:
+            extra = f"; local[2]/local[1] = {count[1] / count[2]:.2f}x; {memory()}"
+        say(f"change log on Spark local[{n}]:", count[n], mb, extra)
     target = ROOT / "spark-delta"
     shutil.rmtree(target, ignore_errors=True)
     sync = (
@@ -143,27 +165,11 @@ def main() -> None:
         )
         - start
     )
-    files = sorted(src.glob("binlog.0*"))
-    print(
-        f"series: {mb:.0f} MB in {len(files)} file(s), largest {max(f.stat().st_size for f in files) / 1e6:.0f} MB ({src})"
-    )
-    print(f"plain decoding, 1 process:          {decode:7.1f} s  {mb / decode:6.1f} MB/s")
-    print(
-        f"change-log rows, 1 process:         {rows:7.1f} s  {mb / rows:6.1f} MB/s (+ grouping, JSON images)"
-    )
-    print(f"change-log Arrow, 1 process:        {arrow:7.1f} s  {mb / arrow:6.1f} MB/s (+ Arrow batches)")
-    print(
-        f"change log on Spark local[1]:       {count[1]:7.1f} s  {mb / count[1]:6.1f} MB/s (Spark start-up {start:.1f} s excluded)"
-    )
-    print(
-        f"change log on Spark local[2]:       {count[2]:7.1f} s  {mb / count[2]:6.1f} MB/s; local[2]/local[1] = {count[1] / count[2]:.2f}x"
-    )
-    print(
-        f"full sync into Delta, local[2]:     {sync:7.1f} s  {mb / sync:6.1f} MB/s; overhead over decoding x{sync / decode * 2:.2f} per core"
-    )
-    print(
-        f"peak RSS in Spark steps: largest Python worker {PEAKS.get('python worker', 0):.0f} MB, "
-        f"JVM {PEAKS.get('jvm', 0):.0f} MB (the driver's own Python not counted)"
+    say(
+        "full sync into Delta, local[2]:",
+        sync,
+        mb,
+        f"; overhead over decoding x{sync / decode * 2:.2f} per core; {memory()}",
     )
 
 

@@ -74,15 +74,17 @@ class EventDecoder:
             return EventHeader(ts, code, server_id, size, offset + size, 0)
         return EventHeader(*HEADER_V4.unpack_from(raw))
 
-    def decode(self, raw: bytes, offset: int) -> Iterator[Event]:
-        """The event in ``raw`` (exactly one event's bytes), then any events packed inside it."""
+    def decode(self, raw: bytes, offset: int, header: EventHeader | None = None) -> Iterator[Event]:
+        """The event in ``raw`` (exactly one event's bytes), then any events packed inside it.
+        ``header``: its header, when the caller has parsed it already."""
         if self.encrypted_from is not None:
             raise EncryptedBinlogError(
                 f"events from offset {self.encrypted_from} on are encrypted; decryption is out of scope",
                 source=self.source,
                 offset=offset,
             )
-        header = self.parse_header(raw, offset)
+        if header is None:
+            header = self.parse_header(raw, offset)
         event = self._decode_one(raw, header, offset)
         yield event
         if isinstance(event.body, TransactionPayload):
@@ -112,6 +114,7 @@ class EventDecoder:
                 ):  # the FDE carries a CRC32 even when checksums are off
                     checksum = self._verify_fde_checksum(raw, header, offset)
                 self.state.fde = body
+                self.state.table_map_bytes.clear()  # a new layout may read the same bytes otherwise
                 return Event(header, body, self.source, offset, checksum, inner, code)
             csize = fde.checksum_size if (fde is not None and inner is None) else 0
             if fde is None and inner is None:
@@ -132,7 +135,10 @@ class EventDecoder:
                         )
             body_bytes = raw[hlen : len(raw) - csize]
             decoder = BODY_DECODERS.get(code)
-            body = UnknownEvent(body_bytes) if decoder is None else decoder(body_bytes, self.state, seen)
+            if code == EventType.TABLE_MAP and not self.state.observers:
+                body = self._table_map(body_bytes, seen)
+            else:
+                body = UnknownEvent(body_bytes) if decoder is None else decoder(body_bytes, self.state, seen)
         except BinlogError:
             raise
         except DECODE_FAILURES as e:
@@ -153,6 +159,17 @@ class EventDecoder:
         for observe in self.state.observers:
             observe(event)
         return event
+
+    def _table_map(self, body_bytes: bytes, header: EventHeader) -> TableMap:
+        """The TABLE_MAP body, reused when the table id was last mapped with the very same bytes.
+        Only without observers: a schema tracker completes maps in place, per position."""
+        table_id = int.from_bytes(body_bytes[:6], "little")  # the id's width does not matter for a key
+        cached = self.state.table_map_bytes.get(table_id)
+        if cached is not None and cached[0] == body_bytes:
+            return cached[1]
+        body: TableMap = BODY_DECODERS[EventType.TABLE_MAP](body_bytes, self.state, header)
+        self.state.table_map_bytes[table_id] = (body_bytes, body)
+        return body
 
     def _verify_fde_checksum(self, raw: bytes, header: EventHeader, offset: int) -> int:
         stored = int.from_bytes(raw[-4:], "little")

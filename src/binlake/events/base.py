@@ -109,3 +109,6 @@ class DecodeState:
     decode_rows: bool = True
     # called with every decoded event before it is returned (e.g. a schema tracker completing table maps)
     observers: list[Any] = field(default_factory=list)
+    # the last TABLE_MAP body decoded per table id, with its bytes: every transaction maps its tables
+    # again, almost always with the same bytes, and decoding a map (metadata, decoders) is costly
+    table_map_bytes: dict[int, tuple[bytes, Any]] = field(default_factory=dict)

@@ -97,6 +97,7 @@ class ReplicationStream:
         self._grouper = TransactionGrouper(keep_events=self.keep_events)
         self._acc = GtidAccumulator(self.gtids) if self.gtids is not None else None
         self.resume = ResumePoint(self.file, self.position, self.gtids, self.maria_gtids)
+        self._file_seq = file_number(self.file)
 
     def receive(self, payload: bytes) -> StreamEvent | EndOfStream:
         if not payload:
@@ -136,7 +137,7 @@ class ReplicationStream:
                 offset=self.position,
             )
         in_file = ours and start >= self.position
-        events = list(self.decoder.decode(raw, start if in_file else 0))
+        events = list(self.decoder.decode(raw, start if in_file else 0, header))
         first = events[0]
         item = StreamEvent(raw, events, self.file, start, header.log_pos, in_file)
         if isinstance(first.body, Rotate):
@@ -145,7 +146,7 @@ class ReplicationStream:
         if not in_file:
             return item
         self.position = header.log_pos
-        seq = file_number(self.file)
+        seq = self._file_seq
         for ev in events:
             for t in self._grouper.feed(seq, ev):
                 self._finished(t)
@@ -162,6 +163,7 @@ class ReplicationStream:
         if self._grouper.current is not None:  # a transaction never spans files: it was cut off
             self._grouper.finish()
         self.file, self.position = rot.next_file, rot.position
+        self._file_seq = file_number(self.file)
         self.decoder.source = rot.next_file
         self.resume = ResumePoint(self.file, self.position, self.resume.gtids, self.resume.maria_gtids)
 
