@@ -69,3 +69,57 @@ def test_streaming_ranges_split_like_batch_ones(tmp_path: Path) -> None:
     n_split, split = rows("30KB")
     assert n_whole == 2 and n_split >= 8
     assert len(whole) > 500 and split == whole
+
+
+def test_pushed_filters_prune_at_the_source_and_read_the_same(spark: Any, tmp_path: Path) -> None:
+    """Spark filters on db/table/op/commit_ts reach the reader (only matching rows are built there)
+    and the query reads exactly what filtering the whole change log gives."""
+    import datetime as dt
+
+    from pyspark.sql import functions as F
+    from pyspark.sql.datasource import EqualTo, GreaterThanOrEqual, In
+
+    from binlake.spark.source import BinlogReaderSpark
+
+    generate(tmp_path / "bin", seed=9, target_bytes=200_000, max_file_size=100_000, ddl_every=0)
+    path = str(tmp_path / "bin")
+    df = spark.read.format("binlog").load(path)
+    whole = df.collect()
+    tables = sorted({r["table"] for r in whole})
+    assert len(tables) >= 3
+    times = sorted({r["commit_ts"] for r in whole})
+    cut = times[len(times) // 3]
+    queries = [
+        (F.col("table") == tables[0], lambda r: r["table"] == tables[0]),
+        (F.col("op").isin("update", "delete"), lambda r: r["op"] in ("update", "delete")),
+        (
+            (F.col("table").isin(tables[0], tables[1]))
+            & (F.col("commit_ts") >= cut)
+            & (F.col("op") != "insert"),
+            lambda r: r["table"] in tables[:2] and r["commit_ts"] >= cut and r["op"] != "insert",
+        ),
+        (
+            (F.col("commit_ts") <= cut) & (F.col("commit_ts") > times[2]),
+            lambda r: times[2] < r["commit_ts"] <= cut,
+        ),
+        ((F.col("table") == tables[0]) & (F.col("table") == tables[1]), lambda r: False),
+        (F.col("db") == "nowhere", lambda r: False),
+    ]
+    for condition, keep in queries:
+        got = sorted(tuple(r) for r in df.where(condition).collect())
+        assert got == sorted(tuple(r) for r in whole if keep(r)), condition
+
+    # the reader itself, given the pushed filters, builds only the selected rows
+    reader = BinlogReaderSpark({"path": path})
+    pushed = [
+        EqualTo(("table",), tables[0]),
+        In(("op",), ("update",)),
+        GreaterThanOrEqual(("commit_ts",), cut),
+    ]
+    assert list(reader.pushFilters(pushed)) == pushed  # every filter is still evaluated by Spark too
+    built = [row for part in reader.partitions() for batch in reader.read(part) for row in batch.to_pylist()]
+    want = [r for r in whole if r["table"] == tables[0] and r["op"] == "update" and r["commit_ts"] >= cut]
+    assert built and len(built) == len(want)
+    assert {(r["table"], r["op"]) for r in built} == {(tables[0], "update")}
+    cut_utc = cut if cut.tzinfo else cut.astimezone(dt.timezone.utc)  # Spark gives local naive times
+    assert min(r["commit_ts"] for r in built) >= cut_utc

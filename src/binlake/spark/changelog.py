@@ -142,7 +142,7 @@ def file_changes(
     observers: list[Any] | None = None,
     start: int | None = None,
     stop: int | None = None,
-    selection: Selection | None = None,
+    selection: Selection | Any | None = None,
 ) -> Iterator[dict[str, Any]]:
     """Change-log rows of the complete transactions of one binlog file (an unfinished tail is not
     emitted: it is re-read once the server has finished it)."""

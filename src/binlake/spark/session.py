@@ -29,6 +29,12 @@ def spark_session(master: str = "local[*]", app: str = "binlake") -> Any:
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.jars", ",".join(j for j in JDBC_JARS if os.path.exists(j)))
+        # the change log is cached while a sink runs several actions over it; its rows carry whole
+        # row images as JSON, so cached column batches are kept small (the default 10,000 rows of
+        # a 32 MB binlog range grow buffers past a 1 GB heap)
+        .config("spark.sql.inMemoryColumnarStorage.batchSize", "1000")
+        .config("spark.sql.python.filterPushdown.enabled", "true")
+        .config("spark.driver.memory", os.environ.get("BINLAKE_DRIVER_MEMORY", "2g"))
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")

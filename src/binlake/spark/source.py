@@ -7,13 +7,14 @@ record batches. Options: ``schema`` (a saved schema history .json or DDL script,
 column metadata), ``source`` (a name for the series, stored in every row), ``splitSize``; and a selection:
 ``databases``, ``tables`` (``db.table`` or ``table`` globs), ``operations`` (insert,update,delete),
 ``startDatetime``/``stopDatetime`` (by commit time), ``includeGtids``/``excludeGtids`` (GTID sets).
+Spark filters on ``db``, ``table``, ``op`` and ``commit_ts`` are pushed down the same way.
 """
 
 from __future__ import annotations
 
 import glob
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
@@ -21,6 +22,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from binlake.filters import Selection
 from binlake.sizes import parse_size
 from binlake.spark.changelog import SPARK_DDL, file_changes, to_batches
+from binlake.spark.pushdown import AllOf, selection_from_filters
 
 DEFAULT_SPLIT = "32MB"
 
@@ -42,8 +44,11 @@ class RangePartition(InputPartition):
         self.path, self.start, self.end = path, start, end
 
 
-def read_range(options: dict[str, str], part: RangePartition) -> Iterator[Any]:
-    """The change log of one range as Arrow batches: batch and streaming reads share it."""
+def read_range(
+    options: dict[str, str], part: RangePartition, pushed: Selection | None = None
+) -> Iterator[Any]:
+    """The change log of one range as Arrow batches: batch and streaming reads share it. ``pushed``:
+    the selection implied by filters Spark pushed down (applied before row images are built)."""
     observers = []
     schema = options.get("schema")
     if schema:
@@ -55,14 +60,16 @@ def read_range(options: dict[str, str], part: RangePartition) -> Iterator[Any]:
     path = options["path"]
     source = options.get("source", os.path.dirname(path) or path)
     start = part.start if part.start > 4 else None
-    selection = Selection.from_options(options)
+    chosen = [
+        sel for sel in (Selection.from_options(options), pushed) if sel is not None and sel != Selection()
+    ]
     rows = file_changes(
         part.path,
         source,
         observers,
         start=start,
         stop=part.end,
-        selection=None if selection == Selection() else selection,
+        selection=None if not chosen else chosen[0] if len(chosen) == 1 else AllOf(*chosen),
     )
     yield from to_batches(rows)
 
@@ -83,6 +90,13 @@ def plan_ranges(files: list[str], split_bytes: int) -> list[RangePartition]:
 class BinlogReaderSpark(DataSourceReader):
     def __init__(self, options: dict[str, str]) -> None:
         self.options = options
+        self.pushed: Selection | None = None
+
+    def pushFilters(self, filters: list[Any]) -> Iterable[Any]:  # noqa: N802 - Spark's name
+        """Keep what db/table/op/commit_ts filters rule out from being built at all; Spark still
+        evaluates every filter (the pushed selection keeps a superset)."""
+        self.pushed = selection_from_filters(filters)
+        return filters
 
     def partitions(self) -> list[InputPartition]:
         split = parse_size(self.options.get("splitsize", DEFAULT_SPLIT))
@@ -90,7 +104,7 @@ class BinlogReaderSpark(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         assert isinstance(partition, RangePartition)
-        yield from read_range(self.options, partition)
+        yield from read_range(self.options, partition, self.pushed)
 
 
 class BinlogDataSource(DataSource):
