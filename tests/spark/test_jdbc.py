@@ -183,3 +183,73 @@ def test_sync_to_mariadb_equals_the_truth(spark: Any, sink_mariadb: Any, tmp_pat
     assert not diffs, diffs[:10]
     assert got == expected
     assert sync_to_jdbc(spark, str(tmp_path / "bin"), sink_mariadb.url).skipped
+
+
+DDL_WORKLOAD = [
+    "CREATE DATABASE ddlpol",
+    "CREATE TABLE ddlpol.t (id INT PRIMARY KEY, a INT, b VARCHAR(10), c INT)",
+    "INSERT INTO ddlpol.t VALUES (1, 10, 'one', 100), (2, 20, 'two', 200), (3, 30, 'three', 300)",
+    "ALTER TABLE ddlpol.t MODIFY a BIGINT",  # type change: older rows in the batch go into BIGINT too
+    "UPDATE ddlpol.t SET a = 5000000000 WHERE id = 1",
+    "INSERT INTO ddlpol.t VALUES (4, 6000000000, 'four', 400)",
+    "ALTER TABLE ddlpol.t DROP COLUMN c",  # the target keeps c; rows written after read NULL there
+    "INSERT INTO ddlpol.t VALUES (5, 50, 'five')",
+    "UPDATE ddlpol.t SET b = 'TWO' WHERE id = 2",
+    "ALTER TABLE ddlpol.t RENAME COLUMN b TO bb",  # a new column bb; b stays
+    "INSERT INTO ddlpol.t VALUES (6, 60, 'six')",
+    "RENAME TABLE ddlpol.t TO ddlpol.t2",  # a new target table; the old one stays as it was
+    "INSERT INTO ddlpol.t2 VALUES (7, 70, 'seven')",
+    "DELETE FROM ddlpol.t2 WHERE id = 3",
+]
+
+# what the documented policy gives (README, "DDL"): id -> (a, b, c, bb)
+DDL_EXPECTED_T = {
+    1: (5000000000, "one", 100, None),
+    2: (20, "TWO", None, None),  # its last change came after the DROP: c is NULL, in any batching
+    3: (30, "three", 300, None),
+    4: (6000000000, "four", 400, None),
+    5: (50, "five", None, None),
+    6: (60, None, None, "six"),
+}
+
+
+def ddl_binlogs(mariadb: Any, db: str, tmp_path: Path) -> list[Path]:
+    """The DDL workload in two binlog files (cut after the type change)."""
+    statements = [s.replace("ddlpol", db) for s in DDL_WORKLOAD]
+    mariadb.execute(*statements[:6])
+    mariadb.execute("FLUSH BINARY LOGS")
+    mariadb.execute(*statements[6:])
+    files = mariadb.flush_binlogs()[-3:-1]
+    binlogs = tmp_path / "binlogs"
+    binlogs.mkdir()
+    for f in files:
+        (binlogs / f.name).write_bytes(f.read_bytes())
+    return sorted(binlogs.iterdir())
+
+
+@pytest.mark.parametrize("sink, batches", [("postgres", 1), ("postgres", 2), ("mariadb", 1), ("mariadb", 2)])
+def test_ddl_policy_drop_rename_and_type_change(
+    spark: Any, mariadb: Any, request: Any, tmp_path: Path, sink: str, batches: int
+) -> None:
+    """A live MariaDB's MODIFY (INT -> BIGINT), DROP COLUMN, RENAME COLUMN and RENAME TABLE over
+    JDBC follow the documented policy on both sinks, whether applied in one batch or two."""
+    from binlake.spark.jdbc import sync_to_jdbc
+
+    db = f"ddlpol_{sink}_{batches}"
+    files = ddl_binlogs(mariadb, db, tmp_path)
+    if sink == "postgres":
+        url, read_url, driver, q = request.getfixturevalue("postgres").url, None, "org.postgresql.Driver", '"'
+    else:
+        url = request.getfixturevalue("sink_mariadb").url
+        read_url, driver, q = url.replace("jdbc:mariadb:", "jdbc:mysql:"), "org.mariadb.jdbc.Driver", "`"
+    if batches == 2:
+        sync_to_jdbc(spark, str(files[0]), url, options={"databases": db})
+    sync_to_jdbc(spark, str(files[0].parent), url, options={"databases": db})
+    got = jdbc_tables(spark, read_url or url, [f"{db}.t", f"{db}.t2"], driver, q)
+    assert {r["id"]: (r["a"], r["b"], r["c"], r["bb"]) for r in got[f"{db}.t"]} == DDL_EXPECTED_T
+    assert [(r["id"], r["a"], r["bb"]) for r in got[f"{db}.t2"]] == [(7, 70, "seven")]
+    types = {
+        f.name: f.dataType.simpleString()
+        for f in spark.read.jdbc(read_url or url, f"{q}{db}{q}.{q}t{q}", properties={"driver": driver}).schema
+    }
+    assert types["a"] == "bigint"

@@ -97,3 +97,22 @@ def test_mariadb_to_postgres_equals_select(spark: Any, mariadb: Any, postgres: A
         if not same(got[pk].get(col), v, col)
     ]
     assert not bad, bad[:8]
+
+
+@pytest.mark.parametrize("batches", [1, 2])
+def test_ddl_policy_in_delta(spark: Any, mariadb: Any, tmp_path: Path, batches: int) -> None:
+    """The JDBC sinks' DDL workload (type change, DROP/RENAME COLUMN, RENAME TABLE) into Delta: the
+    same policy and the same rows, in one batch or two."""
+    from tests.spark.test_jdbc import DDL_EXPECTED_T, ddl_binlogs
+
+    db = f"ddlpol_delta_{batches}"
+    files = ddl_binlogs(mariadb, db, tmp_path)
+    target = tmp_path / "delta"
+    if batches == 2:
+        sync_to_delta(spark, str(files[0]), target, options={"databases": db})
+    sync_to_delta(spark, str(files[0].parent), target, options={"databases": db})
+    t = read_delta(target, f"{db}.t")
+    got = {r["id"]: (r["a"], r.get("b"), r.get("c"), r.get("bb")) for r in t.to_pylist()}
+    assert got == DDL_EXPECTED_T
+    assert str(t.schema.field("a").type) == "int64"
+    assert [(r["id"], r["a"], r["bb"]) for r in read_delta(target, f"{db}.t2").to_pylist()] == [(7, 70, "seven")]

@@ -150,12 +150,46 @@ def _batch_stream(
     return pa.RecordBatchReader.from_batches(schema, batches())
 
 
+def newest_types(layouts: list[list[dict[str, Any]]]) -> dict[str, pa.DataType]:
+    """Each column's Arrow type in the newest of ``layouts`` (oldest first) that has it."""
+    out: dict[str, pa.DataType] = {}
+    for columns in layouts:
+        out.update({f.name: f.type for f in _typed_batch([], columns).schema})
+    return out
+
+
+def _cast_stream(stream: pa.RecordBatchReader, types: dict[str, pa.DataType]) -> pa.RecordBatchReader:
+    """An older layout's batches with the newest types (INT rows of a table now BIGINT)."""
+    schema = pa.schema([f.with_type(types.get(f.name, f.type)) for f in stream.schema])
+    if schema == stream.schema:
+        return stream
+    return pa.RecordBatchReader.from_batches(schema, (b.cast(schema) for b in stream))
+
+
+def widen_table(path: Path, types: dict[str, pa.DataType]) -> None:
+    """Give an existing Delta table's columns their new types (a type change upstream) by rewriting
+    it once, values cast (a value that does not fit is an error, nothing is lost). Idempotent: a rerun
+    finds the table already rewritten."""
+    from deltalake import DeltaTable, write_deltalake
+
+    if not (path / "_delta_log").exists():
+        return
+    table = DeltaTable(str(path))
+    schema = pa.schema(table.schema().to_arrow())
+    changed = {f.name: types[f.name] for f in schema if f.name in types and f.type != types[f.name]}
+    if not changed:
+        return
+    data = table.to_pyarrow_table()
+    data = data.cast(pa.schema([f.with_type(changed.get(f.name, f.type)) for f in data.schema]))
+    write_deltalake(str(path), data, mode="overwrite", schema_mode="overwrite")
+
+
 def merge_table(
     path: Path, batch: Any, keys: list[str], version: int | None, metadata: dict[str, str]
 ) -> None:
     """Upsert ``batch`` (a table or an Arrow stream) by key, newer order keys winning, in one commit
     that records ``version`` as the app transaction (None: an idempotent step before the last)."""
-    from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+    from deltalake import CommitProperties, DeltaTable, Schema, Transaction, write_deltalake
 
     txns = [Transaction(APP_ID, version)] if version is not None else None
     props = CommitProperties(custom_metadata=metadata, app_transactions=txns)
@@ -164,12 +198,18 @@ def merge_table(
         write_deltalake(str(path), batch, mode="append", commit_properties=props)
         return
     predicate = " AND ".join(f"t.`{k}` = s.`{k}`" for k in keys)
+    table = DeltaTable(str(path))
+    have = pa.schema(table.schema().to_arrow())
+    added = [f for f in batch.schema if f.name not in have.names]
+    if added:  # ADD COLUMN upstream (its own commit; a rerun finds the column there)
+        table.alter.add_columns(Schema.from_arrow(pa.schema(added)).fields)
+        table = DeltaTable(str(path))
+    # columns dropped or renamed upstream stay in the table; a row changed after that reads NULL there
+    gone = [name for name in have.names if name not in batch.schema.names]
+    updates = {f"`{c}`": f"s.`{c}`" for c in batch.schema.names} | {f"`{c}`": "NULL" for c in gone}
     (
-        DeltaTable(str(path))
-        .merge(
-            batch, predicate, source_alias="s", target_alias="t", merge_schema=True, commit_properties=props
-        )
-        .when_matched_update_all(predicate=f"s.{ORDER} > t.{ORDER}")
+        table.merge(batch, predicate, source_alias="s", target_alias="t", commit_properties=props)
+        .when_matched_update(updates, predicate=f"s.{ORDER} > t.{ORDER}")
         .when_not_matched_insert_all()
         .execute()
     )
@@ -247,9 +287,10 @@ def _apply_changes(
         return report
     _append_keyless(df, target, report, metadata, chunk_rows)
     latest = latest_per_key(df).cache()
-    tables: dict[tuple[str, str], list[str]] = {}
-    for row in latest.select("db", "table", "columns").distinct().collect():
-        tables.setdefault((row["db"], row["table"]), []).append(row["columns"])
+    tables: dict[tuple[str, str], list[tuple[str, str]]] = {}  # (newest order key, layout)
+    layouts_seen = latest.groupBy("db", "table", "columns").agg(F.max("order_key").alias("newest"))
+    for row in layouts_seen.collect():
+        tables.setdefault((row["db"], row["table"]), []).append((row["newest"], row["columns"]))
     for (db, table), layouts in sorted(tables.items()):
         name = f"{db}.{table}"
         on_phase(f"merging {name}")
@@ -259,10 +300,13 @@ def _apply_changes(
             report.skipped.append(name)
             continue
         n = 0
-        # one commit per column layout (DDL changes it): older layouts first, so ADD COLUMN evolves the
-        # table. Only the last commit records the batch version: a run killed in between replays the
+        # one commit per column layout (DDL changes it), oldest first, so ADD COLUMN evolves the
+        # table; every column takes its type in the newest layout (a type change widens the table).
+        # Only the last commit records the batch version: a run killed in between replays the
         # earlier ones, which the order-key guard makes idempotent.
-        ordered = sorted(layouts, key=lambda c: (len(json.loads(c)), c))
+        ordered = [c for _, c in sorted(layouts)]
+        newest = newest_types([json.loads(c) for c in ordered])
+        widen_table(path, newest)
         for i, layout in enumerate(ordered):
             columns = json.loads(layout)
             keys = [c["name"] for c in columns if c.get("pk")]
@@ -270,7 +314,7 @@ def _apply_changes(
                 (F.col("db") == db) & (F.col("table") == table) & (F.col("columns") == layout)
             )
             counted = _Counted(part.orderBy("order_key").toLocalIterator())
-            stream = _batch_stream(counted, columns, chunk_rows)
+            stream = _cast_stream(_batch_stream(counted, columns, chunk_rows), newest)
             version = report.version if i == len(ordered) - 1 else None
             merge_table(path, stream, keys, version, {**metadata, "binlake.columns": layout})
             n += counted.n

@@ -67,7 +67,12 @@ class Dialect:
     def create_like(self, target: str, stage: str) -> str:
         raise NotImplementedError
 
-    def upsert(self, target: str, stage: str, names: list[str], keys: list[str]) -> str:
+    def alter_type(self, target: str, column: str, sqltype: str) -> str:
+        raise NotImplementedError
+
+    def upsert(self, target: str, stage: str, names: list[str], keys: list[str], cleared: list[str]) -> str:
+        """Insert or (when newer) update staged rows; ``cleared``: target columns the staged layout
+        lacks (dropped or renamed upstream), set to NULL on update as on insert."""
         raise NotImplementedError
 
     def delete(self, target: str, stage: str, keys: list[str]) -> str:
@@ -112,10 +117,16 @@ class Postgres(Dialect):
     def create_like(self, target: str, stage: str) -> str:
         return f"CREATE TABLE {target} (LIKE {stage})"
 
-    def upsert(self, target: str, stage: str, names: list[str], keys: list[str]) -> str:
+    def alter_type(self, target: str, column: str, sqltype: str) -> str:
+        return f"ALTER TABLE {target} ALTER COLUMN {self.q(column)} TYPE {sqltype} USING {self.q(column)}::{sqltype}"
+
+    def upsert(self, target: str, stage: str, names: list[str], keys: list[str], cleared: list[str]) -> str:
         q = self.q
         cols = ", ".join(q(c) for c in names)
-        sets = ", ".join(f"{q(c)} = EXCLUDED.{q(c)}" for c in names if c not in keys)
+        sets = ", ".join(
+            [f"{q(c)} = EXCLUDED.{q(c)}" for c in names if c not in keys]
+            + [f"{q(c)} = NULL" for c in cleared]
+        )
         return (
             f"INSERT INTO {target} AS t ({cols}) SELECT {cols} FROM {stage} WHERE NOT {q(DELETED)} "
             f"ON CONFLICT ({', '.join(q(k) for k in keys)}) DO UPDATE SET {sets} "
@@ -172,7 +183,10 @@ class MariaDB(Dialect):
     def create_like(self, target: str, stage: str) -> str:
         return f"CREATE TABLE {target} LIKE {stage}"
 
-    def upsert(self, target: str, stage: str, names: list[str], keys: list[str]) -> str:
+    def alter_type(self, target: str, column: str, sqltype: str) -> str:
+        return f"ALTER TABLE {target} MODIFY COLUMN {self.q(column)} {sqltype}"
+
+    def upsert(self, target: str, stage: str, names: list[str], keys: list[str], cleared: list[str]) -> str:
         q = self.q
         cols = ", ".join(q(c) for c in names)
 
@@ -182,7 +196,8 @@ class MariaDB(Dialect):
         newer = f"VALUES({q(ORDER)}) > {now(ORDER)}"
         # assignments run left to right on the updated row: the order key goes last
         sets = ", ".join(
-            f"{q(c)} = IF({newer}, VALUES({q(c)}), {now(c)})" for c in names if c not in keys and c != ORDER
+            [f"{q(c)} = IF({newer}, VALUES({q(c)}), {now(c)})" for c in names if c not in keys and c != ORDER]
+            + [f"{q(c)} = IF({newer}, NULL, {now(c)})" for c in cleared]
         )
         sets += f", {q(ORDER)} = IF({newer}, VALUES({q(ORDER)}), {now(ORDER)})"
         return (
@@ -294,35 +309,56 @@ def committed_position(db: Jdbc, source: str) -> int | None:
     return int(found[0][0]) if found else None
 
 
-def _prepare_target(db: Jdbc, stage: str, schema: str, table: str, keys: list[str]) -> list[str]:
-    """Create the target like the staging table (plus its key), add columns it lacks; the staged
-    column names."""
+Types = dict[tuple[str, str], dict[str, str]]
+
+
+def final_types(db: Jdbc, stages: list[tuple[str, str, str, list[str]]]) -> Types:
+    """Per target table, each column's type in the newest layout that has it (stages come in
+    chronological order): rows of older layouts in the same batch go into the newer type."""
+    d = db.dialect
+    out: Types = {}
+    for name, schema, table, _ in stages:
+        out.setdefault((schema, table), {}).update(d.columns(db, d.stage_schema(schema), name))
+    return out
+
+
+def _prepare_target(
+    db: Jdbc, stage: str, schema: str, table: str, keys: list[str], types: Types
+) -> list[str]:
+    """Create the target like the staging table (plus its key); add the columns it lacks and give
+    changed columns their newest type; the staged column names. Columns dropped or renamed upstream
+    stay in the target (rows written after that read NULL there: see ``Dialect.upsert``)."""
     d = db.dialect
     target = f"{d.q(schema)}.{d.q(table)}"
     staged = d.columns(db, d.stage_schema(schema), stage)
-    have = {name for name, _ in d.columns(db, schema, table)}
+    have = dict(d.columns(db, schema, table))
     if not have:
         db.execute(f"CREATE SCHEMA IF NOT EXISTS {d.q(schema)}")
         db.execute(d.create_like(target, f"{d.q(d.stage_schema(schema))}.{d.q(stage)}"))
         if keys:
             db.execute(f"ALTER TABLE {target} ADD PRIMARY KEY ({', '.join(d.q(k) for k in keys)})")
-    else:
-        for name, sqltype in staged:
-            if name not in have:
-                db.execute(f"ALTER TABLE {target} ADD COLUMN {d.q(name)} {sqltype}")
+        have = dict(staged)
+    newest = types.get((schema, table), {})
+    for name, sqltype in staged:
+        want = newest.get(name, sqltype)
+        if name not in have:
+            db.execute(f"ALTER TABLE {target} ADD COLUMN {d.q(name)} {want}")
+        elif have[name] != want:
+            db.execute(d.alter_type(target, name, want))
     return [name for name, _ in staged]
 
 
-def _apply_stage(db: Jdbc, stage: str, schema: str, table: str, keys: list[str]) -> None:
+def _apply_stage(db: Jdbc, stage: str, schema: str, table: str, keys: list[str], types: Types) -> None:
     d = db.dialect
     target = f"{d.q(schema)}.{d.q(table)}"
     staged = f"{d.q(d.stage_schema(schema))}.{d.q(stage)}"
-    cols = [c for c in _prepare_target(db, stage, schema, table, keys) if c != DELETED]
+    cols = [c for c in _prepare_target(db, stage, schema, table, keys, types) if c != DELETED]
     if not keys:
         names = ", ".join(d.q(c) for c in cols)
         db.execute(f"INSERT INTO {target} ({names}) SELECT {names} FROM {staged}")
         return
-    db.execute(d.upsert(target, staged, cols, keys))
+    gone = [c for c, _ in d.columns(db, schema, table) if c not in cols and not c.startswith("_binlake_")]
+    db.execute(d.upsert(target, staged, cols, keys, gone))
     db.execute(d.delete(target, staged, keys))
 
 
@@ -380,10 +416,9 @@ def _apply_changes_jdbc(
             report.tables[key] = report.tables.get(key, 0) + counted.n
 
         latest = latest_per_key(df)
-        groups = latest.select("db", "table", "columns").distinct().collect()
-        for g in sorted(
-            groups, key=lambda g: (g["db"], g["table"], len(json.loads(g["columns"])), g["columns"])
-        ):
+        # layouts of a table in the order they were written (the newest decides column types)
+        groups = latest.groupBy("db", "table", "columns").agg(F.max("order_key").alias("newest")).collect()
+        for g in sorted(groups, key=lambda g: (g["db"], g["table"], g["newest"])):
             columns = json.loads(g["columns"])
             part = latest.where(
                 (F.col("db") == g["db"]) & (F.col("table") == g["table"]) & (F.col("columns") == g["columns"])
@@ -405,13 +440,14 @@ def _apply_changes_jdbc(
             )
         # one transaction: every table and the position, or nothing
         on_phase("applying every table in one transaction")
+        types = final_types(db, stages)
         if not d.transactional_ddl:  # DDL would commit the transaction half-way: do it first
             for name, schema, table, keys in stages:
-                _prepare_target(db, name, schema, table, keys)
+                _prepare_target(db, name, schema, table, keys, types)
         db.conn.setAutoCommit(False)
         try:
             for name, schema, table, keys in stages:
-                _apply_stage(db, name, schema, table, keys)
+                _apply_stage(db, name, schema, table, keys, types)
             db.execute(d.save_position(source, report.version, report.position))
             db.conn.commit()
         except Exception:
