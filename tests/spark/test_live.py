@@ -115,4 +115,6 @@ def test_ddl_policy_in_delta(spark: Any, mariadb: Any, tmp_path: Path, batches: 
     got = {r["id"]: (r["a"], r.get("b"), r.get("c"), r.get("bb")) for r in t.to_pylist()}
     assert got == DDL_EXPECTED_T
     assert str(t.schema.field("a").type) == "int64"
-    assert [(r["id"], r["a"], r["bb"]) for r in read_delta(target, f"{db}.t2").to_pylist()] == [(7, 70, "seven")]
+    assert [(r["id"], r["a"], r["bb"]) for r in read_delta(target, f"{db}.t2").to_pylist()] == [
+        (7, 70, "seven")
+    ]
