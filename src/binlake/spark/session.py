@@ -24,7 +24,10 @@ def spark_session(master: str = "local[*]", app: str = "binlake") -> Any:
         SparkSession.builder.master(master)
         .appName(app)
         .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
+        # many shuffle partitions so a big batch sorts in small pieces; adaptive execution coalesces
+        # them again when the batch is small
+        .config("spark.sql.shuffle.partitions", "64")
+        .config("spark.sql.adaptive.coalescePartitions.enabled", "true")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .config("spark.ui.showConsoleProgress", "false")
