@@ -1,0 +1,134 @@
+"""The global merge: pieces of every node in vtso order, released up to the smallest node watermark
+(an idle node holds the merge back until a heartbeat or its end), then the transaction merge: the
+pieces of one distributed transaction (same vtso) become one transaction.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from binlake.errors import BinlogError, IncompleteTailError
+from binlake.globalbinlog.sorter import TSO_XA, NodeSorter, Piece
+from binlake.globalbinlog.vtso import Vtso
+from binlake.series import BinlogSeries
+from binlake.txn import UNFINISHED, Transaction, TransactionGrouper
+
+
+class MergeOrderError(BinlogError):
+    """The merged stream would go back in vtso order, or one vtso mixes transactions: a bug or input
+    that breaks the TSO assumptions (global-binlog.md §1, caveat)."""
+
+
+@dataclass
+class GlobalTxn:
+    vtso: Vtso
+    kind: str
+    cts: int | None
+    txn_id: int | None
+    pieces: list[Piece]
+
+    @property
+    def events(self) -> list:
+        return [e for p in self.pieces for e in p.events]
+
+
+@dataclass
+class GlobalMerger:
+    """Feed node transactions with ``feed(node_index, txn)``; ``emit()`` yields what is final."""
+
+    sorters: list[NodeSorter]
+    heap: list[tuple[Vtso, str, str, int, Piece]] = field(default_factory=list)
+    last: Vtso = ""
+    _n: int = 0
+
+    @classmethod
+    def for_nodes(cls, names: list[str]) -> GlobalMerger:
+        return cls([NodeSorter(name, f"{i + 1:06d}") for i, name in enumerate(names)])
+
+    def feed(self, node: int, t: Transaction) -> None:
+        self.sorters[node].feed(t)
+
+    def finish(self, node: int) -> None:
+        self.sorters[node].finish()
+
+    @property
+    def watermark(self) -> Vtso:
+        return min(s.watermark for s in self.sorters)
+
+    def emit(self) -> Iterator[GlobalTxn]:
+        for s in self.sorters:
+            for p in s.drain():
+                self._n += 1
+                heapq.heappush(self.heap, (p.vtso or "", p.node_seq, p.branch, self._n, p))
+        limit = self.watermark
+        while self.heap and self.heap[0][0] <= limit:
+            vtso = self.heap[0][0]
+            pieces = []
+            while self.heap and self.heap[0][0] == vtso:
+                pieces.append(heapq.heappop(self.heap)[4])
+            yield self._merged(vtso, pieces)
+
+    def _merged(self, vtso: Vtso, pieces: list[Piece]) -> GlobalTxn:
+        if vtso <= self.last:
+            raise MergeOrderError(f"vtso {vtso} after {self.last}: the merged stream would go back")
+        self.last = vtso
+        first = pieces[0]
+        if len(pieces) > 1 and (
+            any(p.kind not in (TSO_XA, "HEARTBEAT") for p in pieces) or len({p.txn_id for p in pieces}) > 1
+        ):
+            raise MergeOrderError(
+                f"vtso {vtso} is shared by different transactions: {[p.key for p in pieces]}"
+            )
+        return GlobalTxn(vtso, first.kind, first.cts, first.txn_id, pieces)
+
+    @property
+    def pending(self) -> list[Piece]:
+        """Prepared branches never resolved (they hold their node's watermark back)."""
+        return [p for s in self.sorters for p in s.pending.values()]
+
+
+def node_transactions(files: Iterable[Path], require_fde: bool = True) -> Iterator[Transaction]:
+    """A node's complete transactions in binlog order. The last file may end inside an event (the
+    node is still writing it): what is complete before that comes out, the rest waits."""
+    series = BinlogSeries.open(*files)
+    g = TransactionGrouper(keep_events=True)
+    try:
+        for seq, ev in series.events(require_fde=require_fde):
+            for t in g.feed(seq, ev):
+                if t.kind != UNFINISHED:
+                    yield t
+    except IncompleteTailError as e:
+        if e.source != str(series.files[-1]):
+            raise
+
+
+def merge_nodes(
+    nodes: list[list[Path]], names: list[str] | None = None, chunk: int = 0, final: bool = True
+) -> tuple[list[GlobalTxn], GlobalMerger]:
+    """Merge whole node series (a batch run). ``chunk`` > 0 feeds the nodes round-robin, ``chunk``
+    transactions at a time, emitting as it goes (what a streaming run does); the result is the same.
+    ``final=False``: the files may still grow (a live run): a node's end is not the end of its
+    input, so what its watermark cannot yet vouch for stays back."""
+    merger = GlobalMerger.for_nodes(names or [f"dn{i}" for i in range(len(nodes))])
+    streams = [node_transactions(files) for files in nodes]
+    out: list[GlobalTxn] = []
+    live = list(range(len(nodes)))
+    while live:
+        for i in list(live):
+            n = 0
+            for t in streams[i]:
+                merger.feed(i, t)
+                n += 1
+                if chunk and n >= chunk:
+                    break
+            else:
+                if final:
+                    merger.finish(i)
+                live.remove(i)
+            if chunk:
+                out.extend(merger.emit())
+    out.extend(merger.emit())
+    return out, merger

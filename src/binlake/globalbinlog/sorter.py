@@ -1,0 +1,229 @@
+"""One data node: its transactions become pieces (XA branches, local transactions), each committed
+piece gets its virtual TSO, and the first-level sorter releases pieces in vtso order as soon as no
+unresolved prepare can still precede them (global-binlog.md §1 theorems, §5.3 B–C). Sans-I/O: feed
+``Transaction``s in binlog order.
+"""
+
+from __future__ import annotations
+
+import heapq
+import re
+from collections import deque
+from dataclasses import dataclass, field
+
+from binlake.errors import BinlogError
+from binlake.events.base import Event
+from binlake.events.control import XaPrepare
+from binlake.events.query import Query
+from binlake.events.rows import Rows
+from binlake.events.vendor import PolarxGcn, PolarxSequence
+from binlake.globalbinlog.vtso import TSO_NODE, Segment, Vtso, make
+from binlake.txn import COMMIT, DDL, XA_COMMIT, XA_PREPARE, XA_ROLLBACK, Transaction
+
+TSO_XA, NO_TSO_XA, ONE_PHASE, LOCAL, HEARTBEAT = "TSO_XA", "NO_TSO_XA", "ONE_PHASE", "LOCAL", "HEARTBEAT"
+UNBOUNDED: Vtso = "~"  # sorts after every vtso: a finished node holds nothing back
+HEARTBEAT_TABLES = frozenset({"__cdc_heartbeat__", "__drds_heartbeat__"})
+
+XidKey = tuple[bytes, bytes, int]
+_XID = re.compile(
+    r"^\s*(X'[0-9a-fA-F]*'|'(?:[^']|'')*')\s*,\s*(X'[0-9a-fA-F]*'|'(?:[^']|'')*')\s*(?:,\s*(\d+))?"
+)
+
+
+class OrphanCommitError(BinlogError):
+    """An XA COMMIT whose prepare is not in what was read (it was prepared before the start)."""
+
+
+def _xid_part(text: str) -> bytes:
+    if text.startswith("X'"):
+        return bytes.fromhex(text[2:-1])
+    return text[1:-1].replace("''", "'").encode()
+
+
+def parse_xid(text: str) -> XidKey:
+    """``X'..',X'..',1`` (or quoted strings) as XA statements print an XID -> (gtrid, bqual, formatID)."""
+    m = _XID.match(text)
+    if not m:
+        raise ValueError(f"not an XA transaction id: {text!r}")
+    return _xid_part(m.group(1)), _xid_part(m.group(2)), int(m.group(3) or 1)
+
+
+def polardbx_txn_id(gtrid: bytes) -> int:
+    """PolarDB-X global transaction ids: ``drds-<hex>@<hex>`` -> the first hex number."""
+    m = re.match(rb"drds-([0-9a-fA-F]+)@", gtrid)
+    if m:
+        return int(m.group(1), 16) & ((1 << 63) - 1)
+    import hashlib
+
+    return int.from_bytes(hashlib.blake2b(gtrid, digest_size=8).digest(), "big") >> 1
+
+
+@dataclass
+class Piece:
+    """One XA branch or one local transaction of one node."""
+
+    node: str
+    node_seq: str
+    key: tuple[object, ...]
+    kind: str
+    start: tuple[int, int]  # (file number, offset) of its first event
+    events: list[Event]  # the body: table maps, rows, DDL
+    xid: XidKey | None = None
+    txn_id: int | None = None
+    cts: int | None = None
+    vtso: Vtso | None = None
+    state: str = "open"  # prepared | committed | rolled_back
+    local_xid: int | None = None  # the XID event's number of a local transaction
+    snapshot: int | None = None  # the snapshot TSO it read at
+    prepared_cts: int | None = None  # a commit TSO written already in the prepare group (AliSQL)
+
+    @property
+    def branch(self) -> str:
+        return self.xid[1].decode("utf-8", "replace") if self.xid else ""
+
+    @property
+    def rows(self) -> list[Rows]:
+        return [e.body for e in self.events if isinstance(e.body, Rows)]
+
+
+def commit_tso(t: Transaction) -> int | None:
+    """The commit TSO a node wrote with an XA COMMIT: PolarDB-X Sequence (type 2), GCN with the
+    commit flag, or the QUERY status variable 200 (``lizard_commit_gcn``)."""
+    for e in t.events:
+        b = e.body
+        if isinstance(b, PolarxSequence) and b.is_commit:
+            return b.sequence
+        if isinstance(b, PolarxGcn) and b.has_commit_tso:
+            return b.gcn
+        if isinstance(b, Query) and b.status.get("lizard_commit_gcn") is not None:
+            return int(b.status["lizard_commit_gcn"])
+    return None
+
+
+def snapshot_tso(t: Transaction) -> int | None:
+    """The snapshot TSO of a transaction: Sequence type 1, a GCN event, or status variable 201."""
+    for e in t.events:
+        b = e.body
+        if isinstance(b, PolarxSequence) and b.sequence_type == 1:
+            return b.sequence
+        if isinstance(b, PolarxGcn) and not b.has_commit_tso:
+            return b.gcn
+        if isinstance(b, Query) and b.status.get("lizard_prepare_gcn") is not None:
+            return int(b.status["lizard_prepare_gcn"])
+    return None
+
+
+def _body(t: Transaction) -> list[Event]:
+    """What a merged transaction keeps: row events and their table maps, DDL; no XA control,
+    GTID or TSO carrier events."""
+    keep = []
+    for e in t.events:
+        b = e.body
+        if isinstance(b, Rows) or type(b).__name__ in ("TableMap", "RowsQuery", "AnnotateRows"):
+            keep.append(e)
+        elif isinstance(b, Query) and t.kind == DDL:
+            keep.append(e)
+    return keep
+
+
+@dataclass
+class NodeSorter:
+    """Feed a node's transactions in binlog order; ``drain()`` returns the pieces now final, in vtso
+    order; ``watermark`` bounds every later one from below (exclusive)."""
+
+    name: str
+    node_seq: str
+    heartbeat_tables: frozenset[str] = HEARTBEAT_TABLES
+    segment: Segment = field(default_factory=Segment)
+    max_passed: Vtso = ""
+    finished: bool = False
+    # binlog order of prepares (P), commits (C) and rollbacks (R); an unresolved P blocks the front
+    fifo: deque[tuple[str, Piece]] = field(default_factory=deque)
+    pending: dict[XidKey, Piece] = field(default_factory=dict)
+    ready: list[tuple[Vtso, str, int, Piece]] = field(default_factory=list)
+    orphans: list[tuple[XidKey, tuple[int, int]]] = field(default_factory=list)
+    _n: int = 0
+
+    def _piece(self, t: Transaction, kind: str, xid: XidKey | None = None) -> Piece:
+        self._n += 1
+        key: tuple[object, ...] = xid if xid is not None else ("local", t.file_seq, t.start)
+        return Piece(
+            self.name,
+            self.node_seq,
+            key,
+            kind,
+            (t.file_seq, t.start),
+            _body(t),
+            xid,
+            local_xid=t.xid,
+            snapshot=snapshot_tso(t),
+        )
+
+    def _commit(self, p: Piece, cts: int | None = None) -> None:
+        if cts is not None:
+            self.segment.raise_to(cts, p.txn_id or 0)
+            p.cts, p.vtso = cts, make(cts, p.txn_id or 0, 0, TSO_NODE)
+        else:
+            s = self.segment
+            p.vtso = make(s.tso, s.txn_id, s.next_seq(), self.node_seq)
+        p.state = "committed"
+        heapq.heappush(self.ready, (p.vtso, p.branch, self._n, p))
+        self.fifo.append(("C", p))
+
+    def feed(self, t: Transaction) -> None:
+        if t.kind == XA_PREPARE:
+            prep = next(e.body for e in t.events if isinstance(e.body, XaPrepare))
+            xid = (prep.gtrid, prep.bqual, prep.format_id)
+            p = self._piece(t, ONE_PHASE if prep.one_phase else NO_TSO_XA, xid)
+            p.txn_id = polardbx_txn_id(prep.gtrid)
+            p.prepared_cts = commit_tso(t)
+            if prep.one_phase:  # committed here; with a commit TSO (AliSQL) it is a TSO transaction
+                if p.prepared_cts is not None:
+                    p.kind = TSO_XA
+                self._commit(p, p.prepared_cts)
+            else:
+                self.fifo.append(("P", p))
+                p.state = "prepared"
+                self.pending[xid] = p
+        elif t.kind in (XA_COMMIT, XA_ROLLBACK):
+            xid = parse_xid(t.xa_id or "")
+            if xid not in self.pending:  # prepared before what was read: reported, never guessed
+                self.orphans.append((xid, (t.file_seq, t.start)))
+                return
+            p = self.pending.pop(xid)
+            if t.kind == XA_ROLLBACK:
+                p.state = "rolled_back"
+                self.fifo.append(("R", p))
+                return
+            cts = commit_tso(t)
+            cts = cts if cts is not None else p.prepared_cts
+            if cts is not None:
+                tables = {r.table.table for r in p.rows if r.table is not None}
+                p.kind = HEARTBEAT if tables and tables <= self.heartbeat_tables else TSO_XA
+            self._commit(p, cts)
+        elif t.kind in (COMMIT, DDL):
+            self._commit(self._piece(t, LOCAL if t.kind == COMMIT else "DDL"))
+
+    def finish(self) -> None:
+        """No more input for this node (a batch run)."""
+        self.finished = True
+
+    @property
+    def watermark(self) -> Vtso:
+        """Every piece this node emits later has a larger vtso."""
+        if self.finished and not self.pending:
+            return UNBOUNDED
+        return self.max_passed
+
+    def drain(self) -> list[Piece]:
+        # a commit raises the bound only once everything before it is resolved: a branch prepared
+        # before a commit may still commit with a smaller TSO (a hole), one prepared after it may not
+        while self.fifo and not (self.fifo[0][0] == "P" and self.fifo[0][1].state == "prepared"):
+            what, p = self.fifo.popleft()
+            if what == "C" and p.vtso is not None and p.vtso > self.max_passed:
+                self.max_passed = p.vtso
+        limit = self.watermark if self.finished and not self.pending else self.max_passed
+        out = []
+        while self.ready and self.ready[0][0] <= limit:
+            out.append(heapq.heappop(self.ready)[3])
+        return out
