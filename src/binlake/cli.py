@@ -559,9 +559,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     f.set_defaults(func=cmd_find_position)
 
+    from binlake.globalbinlog.commands import add_parsers as add_merge_parsers
     from binlake.replication.commands import add_parsers as add_replication_parsers
 
     add_replication_parsers(sub)
+    add_merge_parsers(sub)
 
     m = sub.add_parser("demo", help="write a sample binlog with a private MariaDB and decode it")
     m.add_argument("--workdir", default="out/demo", help="where the sample server and outputs go")

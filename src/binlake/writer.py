@@ -17,7 +17,7 @@ from binlake.events import encode_body
 from binlake.events.base import HEADER_V4, FormatDescription
 from binlake.events.control import Rotate, Stop
 from binlake.events.gtid import Gtid, MariaBinlogCheckpoint, MariaGtid, MariaGtidList, PreviousGtids
-from binlake.events.types import FLAG_BINLOG_IN_USE, EventType
+from binlake.events.types import FLAG_BINLOG_IN_USE, FLAG_IGNORABLE, EventType
 from binlake.gtid import GtidAccumulator
 from binlake.reader import BINLOG_MAGIC
 from binlake.wire import crc32
@@ -85,6 +85,10 @@ FLAVORS = {
     "mysql80": Flavor("mysql80", "8.0.36", _MYSQL80, null_padding=False, commit_timestamps=True),
     "mariadb": Flavor("mariadb", "10.11.6-MariaDB-log", _MARIADB, mariadb=True),
 }
+
+
+# Events MySQL writes with LOG_EVENT_IGNORABLE_F (older readers, and MariaDB's, skip them)
+IGNORABLE_TYPES = frozenset({EventType.ROWS_QUERY})
 
 
 class BinlogWriter:
@@ -169,6 +173,8 @@ class BinlogWriter:
         """Write one event (``data``: its body bytes when already encoded); returns (file, offset)."""
         if data is None:
             data = self.encode(type_code, body)
+        if type_code in IGNORABLE_TYPES:
+            flags |= FLAG_IGNORABLE  # as servers flag them: readers that do not know them skip them
         csum = (
             4
             if self.fde.checksum_alg is not None

@@ -1,0 +1,50 @@
+"""``binlake merge``: the binlogs of N data nodes into one global binlog ordered by commit TSO."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from pathlib import Path
+
+from binlake.globalbinlog.merge import merge_nodes
+from binlake.globalbinlog.output import write_binlog, write_jsonl
+from binlake.series import BinlogSeries
+from binlake.sizes import parse_size
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    nodes = [BinlogSeries.open(d).files for d in args.node]
+    out, merger = merge_nodes(nodes, [Path(d).name for d in args.node])
+    files = write_binlog(out, args.output, max_file_size=parse_size(args.max_file_size))
+    if args.jsonl:
+        write_jsonl(out, args.jsonl)
+    kinds = Counter(g.kind for g in out)
+    print(
+        f"merged {len(out)} transactions ({', '.join(f'{k} {n}' for k, n in sorted(kinds.items()))}) "
+        f"from {len(nodes)} nodes into {len(files)} file(s) under {args.output}"
+    )
+    if merger.pending:
+        print(
+            f"held back: {len(merger.pending)} prepared branch(es) never committed or rolled back "
+            f"(everything that may follow them waits): "
+            + ", ".join(f"{p.node}@{p.start[1]} {p.branch}" for p in merger.pending[:5]),
+            file=sys.stderr,
+        )
+    orphans = [(s.name, o) for s in merger.sorters for o in s.orphans]
+    if orphans:
+        print(
+            f"skipped {len(orphans)} XA COMMIT/ROLLBACK without their prepare in the input", file=sys.stderr
+        )
+    return 0
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    m = sub.add_parser(
+        "merge", help="merge the binlogs of sharded data nodes into one global binlog by commit TSO"
+    )
+    m.add_argument("--node", action="append", required=True, help="a data node's binlog directory (repeat)")
+    m.add_argument("-o", "--output", required=True, help="directory of the global binlog series")
+    m.add_argument("--jsonl", help="also write one JSON line per merged transaction here")
+    m.add_argument("--max-file-size", default="256MB", help="rotate output files at this size")
+    m.set_defaults(func=cmd_merge)
