@@ -113,6 +113,7 @@ class SimResult:
     node_files: list[list[Path]]
     transactions: list[SimTxn]
     total: int  # the conserved sum of balances
+    balances: dict[int, int] = field(default_factory=dict)  # every account's committed balance at the end
 
     def committed(self) -> list[SimTxn]:
         return [t for t in self.transactions if t.outcome == "committed"]
@@ -368,7 +369,7 @@ class ShardSimulator:
                     running.pop(i)
         for w in self.writers:
             w.close(self._ts())
-        result = SimResult([w.files for w in self.writers], self.txns, total)
+        result = SimResult([w.files for w in self.writers], self.txns, total, dict(self.balance))
         with open(out / "truth.jsonl", "w") as f:
             for t in self.txns:
                 f.write(json.dumps(dataclasses.asdict(t)) + "\n")

@@ -69,9 +69,11 @@ class GlobalMerger:
             pieces = []
             while self.heap and self.heap[0][0] == vtso:
                 pieces.append(heapq.heappop(self.heap)[4])
-            yield self._merged(vtso, pieces)
+            yield self.merged(vtso, pieces)
 
-    def _merged(self, vtso: Vtso, pieces: list[Piece]) -> GlobalTxn:
+    def merged(self, vtso: Vtso, pieces: list[Piece]) -> GlobalTxn:
+        """The pieces sharing ``vtso`` as one transaction, checked: vtsos only go up, and only the
+        branches of one TSO transaction share one."""
         if vtso <= self.last:
             raise MergeOrderError(f"vtso {vtso} after {self.last}: the merged stream would go back")
         self.last = vtso

@@ -1,0 +1,63 @@
+"""Global binlog merge speed: merged transactions per second for 4 and 16 data nodes.
+
+    python benchmarks/merge.py [--transactions 20000]
+
+The shard simulator writes the nodes' binlogs once (cached in out/bench/merge-N); then one process
+reads them (decoding and grouping transactions), sorts per node and merges. Printed: the whole run,
+and the sort + merge alone over transactions already grouped in memory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from binlake.globalbinlog.merge import GlobalMerger, node_transactions
+from binlake.shardsim import simulate
+
+ROOT = Path("out/bench")
+
+
+def nodes_for(n: int, transactions: int) -> list[list[Path]]:
+    out = ROOT / f"merge-{n}-{transactions}"
+    if not (out / "truth.jsonl").exists():
+        simulate(
+            out,
+            seed=1,
+            nodes=n,
+            transactions=transactions,
+            sessions=2 * n,
+            pending_at_end=0,
+            max_file_size=8 << 20,
+        )
+    return [sorted((out / f"dn{i}").glob("binlog.0*")) for i in range(n)]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--transactions", type=int, default=20_000)
+    args = ap.parse_args()
+    for n in (4, 16):
+        nodes = nodes_for(n, args.transactions)
+        mb = sum(f.stat().st_size for files in nodes for f in files) / 1e6
+        t0 = time.perf_counter()
+        grouped = [list(node_transactions(files)) for files in nodes]
+        t1 = time.perf_counter()
+        merger = GlobalMerger.for_nodes([f"dn{i}" for i in range(n)])
+        for i, txns in enumerate(grouped):
+            for t in txns:
+                merger.feed(i, t)
+            merger.finish(i)
+        out = list(merger.emit())
+        t2 = time.perf_counter()
+        pieces = sum(len(g.pieces) for g in out)
+        print(
+            f"{n:2d} nodes, {mb:6.1f} MB, {sum(map(len, grouped))} node transactions -> {len(out)} merged "
+            f"({pieces} pieces): read+group {t1 - t0:5.1f} s, sort+merge {t2 - t1:5.2f} s = "
+            f"{len(out) / (t2 - t1):8.0f} merged txn/s; end to end {len(out) / (t2 - t0):7.0f} txn/s"
+        )
+
+
+if __name__ == "__main__":
+    main()
