@@ -13,7 +13,7 @@ from pathlib import Path
 from binlake.errors import BinlogError, IncompleteTailError
 from binlake.globalbinlog.sorter import TSO_XA, NodeSorter, Piece
 from binlake.globalbinlog.vtso import Vtso
-from binlake.series import BinlogSeries
+from binlake.series import BinlogSeries, Position
 from binlake.txn import UNFINISHED, Transaction, TransactionGrouper
 
 
@@ -92,13 +92,17 @@ class GlobalMerger:
         return [p for s in self.sorters for p in s.pending.values()]
 
 
-def node_transactions(files: Iterable[Path], require_fde: bool = True) -> Iterator[Transaction]:
-    """A node's complete transactions in binlog order. The last file may end inside an event (the
-    node is still writing it): what is complete before that comes out, the rest waits."""
+def node_transactions(
+    files: Iterable[Path], require_fde: bool = True, start: tuple[int, int] | None = None
+) -> Iterator[Transaction]:
+    """A node's complete transactions in binlog order, from ``start`` (file index, offset: where a
+    checkpoint stopped). The last file may end inside an event (the node is still writing it): what
+    is complete before that comes out, the rest waits."""
     series = BinlogSeries.open(*files)
     g = TransactionGrouper(keep_events=True)
+    at = Position(start[0], str(series.files[start[0]]), start[1]) if start else None
     try:
-        for seq, ev in series.events(require_fde=require_fde):
+        for seq, ev in series.events(start=at, require_fde=require_fde):
             for t in g.feed(seq, ev):
                 if t.kind != UNFINISHED:
                     yield t
@@ -134,3 +138,46 @@ def merge_nodes(
                 out.extend(merger.emit())
     out.extend(merger.emit())
     return out, merger
+
+
+@dataclass
+class IncrementalMerge:
+    """A merge that runs in steps and can stop and resume: ``checkpoint()`` is everything needed to
+    continue (the merger's state and where each node's reading stopped), ``restore`` continues from
+    it. Emissions are final: concatenated over any steps and restarts they equal a batch run."""
+
+    nodes: list[list[Path]]
+    merger: GlobalMerger
+    positions: list[tuple[int, int] | None]
+
+    @classmethod
+    def start(cls, nodes: list[list[Path]], names: list[str] | None = None) -> IncrementalMerge:
+        merger = GlobalMerger.for_nodes(names or [f"dn{i}" for i in range(len(nodes))])
+        return cls(nodes, merger, [None] * len(nodes))
+
+    def step(self, per_node: int, final: bool = False) -> list[GlobalTxn]:
+        """Read up to ``per_node`` more transactions of every node; what is final now."""
+        for i, files in enumerate(self.nodes):
+            n = 0
+            for t in node_transactions(files, start=self.positions[i]):
+                self.merger.feed(i, t)
+                self.positions[i] = (t.file_seq, t.end)
+                n += 1
+                if n >= per_node:
+                    break
+            else:
+                if final:
+                    self.merger.finish(i)
+        return list(self.merger.emit())
+
+    def checkpoint(self) -> bytes:
+        import pickle
+
+        return pickle.dumps((self.merger, self.positions))
+
+    @classmethod
+    def restore(cls, nodes: list[list[Path]], checkpoint: bytes) -> IncrementalMerge:
+        import pickle
+
+        merger, positions = pickle.loads(checkpoint)
+        return cls(nodes, merger, positions)
