@@ -75,6 +75,7 @@ class Piece:
     state: str = "open"  # prepared | committed | rolled_back
     local_xid: int | None = None  # the XID event's number of a local transaction
     snapshot: int | None = None  # the snapshot TSO it read at
+    commit_at: tuple[int, int] | None = None  # (file number, offset) where it committed on its node
     prepared_cts: int | None = None  # a commit TSO written already in the prepare group (AliSQL)
 
     @property
@@ -159,7 +160,7 @@ class NodeSorter:
             snapshot=snapshot_tso(t),
         )
 
-    def _commit(self, p: Piece, cts: int | None = None) -> None:
+    def _commit(self, p: Piece, cts: int | None = None, at: tuple[int, int] | None = None) -> None:
         if cts is not None:
             self.segment.raise_to(cts, p.txn_id or 0)
             p.cts, p.vtso = cts, make(cts, p.txn_id or 0, 0, TSO_NODE)
@@ -167,6 +168,7 @@ class NodeSorter:
             s = self.segment
             p.vtso = make(s.tso, s.txn_id, s.next_seq(), self.node_seq)
         p.state = "committed"
+        p.commit_at = at
         heapq.heappush(self.ready, (p.vtso, p.branch, self._n, p))
         self.fifo.append(("C", p))
 
@@ -180,7 +182,7 @@ class NodeSorter:
             if prep.one_phase:  # committed here; with a commit TSO (AliSQL) it is a TSO transaction
                 if p.prepared_cts is not None:
                     p.kind = TSO_XA
-                self._commit(p, p.prepared_cts)
+                self._commit(p, p.prepared_cts, (t.file_seq, t.start))
             else:
                 self.fifo.append(("P", p))
                 p.state = "prepared"
@@ -200,9 +202,9 @@ class NodeSorter:
             if cts is not None:
                 tables = {r.table.table for r in p.rows if r.table is not None}
                 p.kind = HEARTBEAT if tables and tables <= self.heartbeat_tables else TSO_XA
-            self._commit(p, cts)
+            self._commit(p, cts, (t.file_seq, t.start))
         elif t.kind in (COMMIT, DDL):
-            self._commit(self._piece(t, LOCAL if t.kind == COMMIT else "DDL"))
+            self._commit(self._piece(t, LOCAL if t.kind == COMMIT else "DDL"), at=(t.file_seq, t.start))
 
     def finish(self) -> None:
         """No more input for this node (a batch run)."""
