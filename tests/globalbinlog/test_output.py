@@ -86,3 +86,28 @@ def test_output_is_deterministic(merged, tmp_path: Path) -> None:  # type: ignor
     assert write_jsonl(out, tmp_path / "a.jsonl") == len(out)
     write_jsonl(again, tmp_path / "b.jsonl")
     assert (tmp_path / "a.jsonl").read_bytes() == (tmp_path / "b.jsonl").read_bytes()
+
+
+@pytest.mark.parametrize("cut", [0.3, 0.71])
+def test_a_crashed_writer_continues_from_its_last_complete_transaction(
+    merged, tmp_path: Path, cut: float
+) -> None:  # type: ignore[no-untyped-def]
+    """The output dies inside a transaction (its last file cut anywhere); the rerun cuts back to the
+    last complete transaction, rotates, and writes the rest: every transaction once, in order."""
+    res, out, files = merged
+    target = tmp_path / "g"
+    write_binlog(out, target, max_file_size=40_000)
+    written = sorted(target.glob("binlog.0*"))
+    keep = written[: max(1, int(len(written) * cut))]
+    for f in written[len(keep) :]:
+        f.unlink()
+    (target / "binlog.index").write_text("".join(f"./{f.name}\n" for f in keep))
+    last = keep[-1]
+    last.write_bytes(last.read_bytes()[: int(last.stat().st_size * 0.6)])  # mid-transaction
+    again = write_binlog(out, target, max_file_size=40_000)
+    txns = [t for t in iter_transactions(BinlogSeries.open(*again).events()) if t.kind != UNFINISHED]
+    marks = [
+        m.body.query.removeprefix(CTS_MARK) for t in txns for m in t.events if isinstance(m.body, RowsQuery)
+    ]
+    assert marks == [g.vtso for g in out if g.kind != HEARTBEAT and g.events]  # none lost, none twice
+    assert [list(BinlogReader(f))[-1].type_name for f in again] == ["ROTATE"] * (len(again) - 1) + ["STOP"]

@@ -11,30 +11,41 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import struct
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from binlake.events.control import RowsQuery, Xid
+from binlake.errors import IncompleteTailError
+from binlake.events import encode_body
+from binlake.events.base import HEADER_V4
+from binlake.events.control import Rotate, RowsQuery, Xid
 from binlake.events.query import Query
 from binlake.events.rows import Rows
 from binlake.events.table_map import TableMap
 from binlake.events.types import EventType
 from binlake.globalbinlog.merge import GlobalTxn
 from binlake.globalbinlog.sorter import HEARTBEAT
+from binlake.globalbinlog.vtso import Vtso
+from binlake.reader import FIRST_EVENT, BinlogReader
+from binlake.series import BinlogSeries
+from binlake.txn import UNFINISHED, Transaction, TransactionGrouper
+from binlake.wire import crc32
 from binlake.writer import BinlogWriter
 
 CTS_MARK = "CTS::"
 
 
 class GlobalBinlogWriter:
-    """Append merged transactions to ``directory`` as a binlog series."""
+    """Append merged transactions to ``directory`` as a binlog series. A directory that already
+    holds one is continued: ``last_vtso`` says what it has (see ``cut_back``)."""
 
     def __init__(
         self, directory: str | Path, *, max_file_size: int | None = 256 << 20, server_id: int = 1
     ) -> None:
+        self.last_vtso, first = cut_back(Path(directory), server_id)
         self.writer = BinlogWriter(
-            directory, flavor="mysql57", server_id=server_id, max_file_size=max_file_size
+            directory, flavor="mysql57", server_id=server_id, max_file_size=max_file_size, first_number=first
         )
         self._ids: dict[tuple[Any, ...], int] = {}
         self._file = self.writer.number
@@ -50,9 +61,10 @@ class GlobalBinlogWriter:
         return self._ids[key]
 
     def write(self, g: GlobalTxn) -> bool:
-        """Write one transaction; False when it carries nothing to write (heartbeat, empty)."""
+        """Write one transaction; False when it carries nothing to write (heartbeat, empty) or the
+        series has it already (a rerun after a crash)."""
         events = g.events
-        if g.kind == HEARTBEAT or not events:
+        if g.kind == HEARTBEAT or not events or (self.last_vtso is not None and g.vtso <= self.last_vtso):
             return False
         ts = events[0].header.timestamp
         out: list[tuple[int, Any, int]] = [
@@ -83,13 +95,64 @@ class GlobalBinlogWriter:
         return self.writer.close()
 
 
+def _mark(t: Transaction) -> Vtso | None:
+    for e in t.events:
+        if isinstance(e.body, RowsQuery) and e.body.query.startswith(CTS_MARK):
+            return e.body.query.removeprefix(CTS_MARK)
+    return None
+
+
+def _complete(path: Path) -> tuple[list[tuple[int, Vtso | None]], int]:
+    """(end, vtso) of each complete transaction of a file, and where its header events end."""
+    header_end, out = FIRST_EVENT, list[tuple[int, Vtso | None]]()
+    g = TransactionGrouper(keep_events=True)
+    try:
+        for ev in BinlogReader(path):
+            if ev.type_code in (EventType.FORMAT_DESCRIPTION, EventType.PREVIOUS_GTIDS) and not out:
+                header_end = ev.end_offset
+            out += [(t.end, _mark(t)) for t in g.feed(0, ev) if t.kind != UNFINISHED]
+    except IncompleteTailError:
+        pass  # the crash cut the last event: it goes with the unfinished transaction
+    return out, header_end
+
+
+def cut_back(directory: Path, server_id: int = 1) -> tuple[Vtso | None, int]:
+    """Continue a global binlog a crashed run left: cut its last file back to the last complete
+    transaction, close it with a ROTATE to the next file, and say which vtso it ends with and which
+    file number comes next. (None, 1) for a new directory."""
+    index = directory / "binlog.index"
+    if not index.exists():
+        return None, 1
+    files = BinlogSeries.open(index).files
+    done, header_end = _complete(files[-1])
+    end = done[-1][0] if done else header_end
+    last_vtso = next((v for _, v in reversed(done) if v), None)
+    for f in reversed(files[:-1]):  # the last file has no transaction yet: the one before ends it
+        if last_vtso is not None:
+            break
+        last_vtso = next((v for _, v in reversed(_complete(f)[0]) if v), None)
+    path = files[-1]
+    fde = next(iter(BinlogReader(path))).body
+    number = int(path.name.rsplit(".", 1)[1]) + 1
+    body = encode_body(EventType.ROTATE, Rotate(4, f"binlog.{number:06d}"), fde)
+    size = 19 + len(body) + (4 if fde.checksum_alg else 0)
+    raw = HEADER_V4.pack(int(path.stat().st_mtime), EventType.ROTATE, server_id, size, end + size, 0) + body
+    with open(path, "r+b") as out:
+        out.truncate(end)
+        out.seek(end)
+        out.write(raw + (struct.pack("<I", crc32(raw)) if fde.checksum_alg else b""))
+    return last_vtso, number
+
+
 def write_binlog(
     txns: Iterable[GlobalTxn], directory: str | Path, max_file_size: int | None = 256 << 20
 ) -> list[Path]:
+    """Write (or continue: what the directory has already is skipped) the global binlog; the files."""
     w = GlobalBinlogWriter(directory, max_file_size=max_file_size)
     for g in txns:
         w.write(g)
-    return w.close()
+    w.close()
+    return BinlogSeries.open(Path(directory) / "binlog.index").files
 
 
 def jsonl_record(g: GlobalTxn) -> dict[str, Any]:
