@@ -4,7 +4,8 @@
 
 The shard simulator writes the nodes' binlogs once (cached in out/bench/merge-N); then one process
 reads them (decoding and grouping transactions), sorts per node and merges. Printed: the whole run,
-and the sort + merge alone over transactions already grouped in memory.
+the sort + merge alone over transactions already grouped in memory, and the same merge on Spark
+(``local[2]``: one task per node, a range-partitioned sort on the vtso), checked equal.
 """
 
 from __future__ import annotations
@@ -38,6 +39,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--transactions", type=int, default=20_000)
     args = ap.parse_args()
+    from binlake.globalbinlog.spark import merge_on_spark
+    from binlake.spark.session import spark_session
+
+    spark = spark_session("local[2]")
+    spark.range(1).count()  # start-up excluded
     for n in (4, 16):
         nodes = nodes_for(n, args.transactions)
         mb = sum(f.stat().st_size for files in nodes for f in files) / 1e6
@@ -52,10 +58,15 @@ def main() -> None:
         out = list(merger.emit())
         t2 = time.perf_counter()
         pieces = sum(len(g.pieces) for g in out)
+        t3 = time.perf_counter()
+        on_spark = merge_on_spark(spark, nodes)
+        t4 = time.perf_counter()
+        assert [g.vtso for g in on_spark] == [g.vtso for g in out]
         print(
             f"{n:2d} nodes, {mb:6.1f} MB, {sum(map(len, grouped))} node transactions -> {len(out)} merged "
             f"({pieces} pieces): read+group {t1 - t0:5.1f} s, sort+merge {t2 - t1:5.2f} s = "
-            f"{len(out) / (t2 - t1):8.0f} merged txn/s; end to end {len(out) / (t2 - t0):7.0f} txn/s"
+            f"{len(out) / (t2 - t1):8.0f} merged txn/s; end to end {len(out) / (t2 - t0):7.0f} txn/s; "
+            f"Spark local[2] end to end {t4 - t3:5.1f} s = {len(out) / (t4 - t3):7.0f} txn/s"
         )
 
 
