@@ -174,9 +174,13 @@ def test_idle_node(tmp_path: Path, heartbeats: bool) -> None:
     res = c.finish()
     batch, _ = merge_nodes(res.node_files)
     check_invariants(res, batch)
-    live, _ = merge_nodes(res.node_files, chunk=1, final=False)
+    live, merger = merge_nodes(res.node_files, chunk=1, final=False)
     if not heartbeats:
         assert live == []
+        # an explicit watermark (the TSO service's current value) for the idle node lets it go on
+        last = max(t.cts for t in done)
+        merger.sorters[2].declare_quiet_until(last)
+        assert [g.vtso for g in merger.emit()] == [g.vtso for g in batch]
     else:
         last_hb = max(t.cts for t in done if t.kind == "HEARTBEAT")
         assert [g.vtso for g in live] == [g.vtso for g in batch if g.cts is not None and g.cts <= last_hb]
@@ -205,6 +209,10 @@ def test_long_pending_prepare_stops_the_prefix(tmp_path: Path) -> None:
     out, merger = merge_nodes(res.node_files)
     assert [g.txn_id for g in out] == [first.txid]
     assert [(p.node, p.branch) for p in merger.pending] == [("dn1", "G1")]
+    # the coordinator's log says it rolled back: everything else comes out, in order
+    merger.resolve(1, merger.pending[0].xid, commit=False)
+    rest = list(merger.emit())
+    assert [g.txn_id for g in out + rest] == [t.txid for t in res.committed()]
 
 
 def test_prepare_and_commit_files_apart_restart_between(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from binlake.errors import BinlogError, IncompleteTailError
-from binlake.globalbinlog.sorter import TSO_XA, NodeSorter, Piece
+from binlake.globalbinlog.sorter import TSO_XA, NodeSorter, Piece, XidKey
 from binlake.globalbinlog.vtso import Vtso
 from binlake.series import BinlogSeries, Position
 from binlake.txn import UNFINISHED, Transaction, TransactionGrouper
@@ -53,6 +53,10 @@ class GlobalMerger:
 
     def finish(self, node: int) -> None:
         self.sorters[node].finish()
+
+    def resolve(self, node: int, xid: XidKey, commit: bool, cts: int | None = None) -> None:
+        """Settle a branch left prepared (see ``NodeSorter.resolve``)."""
+        self.sorters[node].resolve(xid, commit, cts)
 
     @property
     def watermark(self) -> Vtso:

@@ -143,6 +143,7 @@ class NodeSorter:
     pending: dict[XidKey, Piece] = field(default_factory=dict)
     ready: list[tuple[Vtso, str, int, Piece]] = field(default_factory=list)
     orphans: list[tuple[XidKey, tuple[int, int]]] = field(default_factory=list)
+    declared: Vtso = ""  # a bound told from outside (see ``declare_quiet_until``)
     _n: int = 0
 
     def _piece(self, t: Transaction, kind: str, xid: XidKey | None = None) -> Piece:
@@ -206,6 +207,25 @@ class NodeSorter:
         elif t.kind in (COMMIT, DDL):
             self._commit(self._piece(t, LOCAL if t.kind == COMMIT else "DDL"), at=(t.file_seq, t.start))
 
+    def resolve(self, xid: XidKey, commit: bool, cts: int | None = None) -> None:
+        """Settle a prepared branch whose outcome the binlog does not (yet) say, from an outside source
+        (the coordinator's transaction log, XA RECOVER): committed with its ``cts``, or rolled back."""
+        p = self.pending.pop(xid)
+        if not commit:
+            p.state = "rolled_back"
+            return
+        if cts is not None:
+            p.kind = TSO_XA
+        self._commit(p, cts)
+
+    def declare_quiet_until(self, tso: int) -> None:
+        """An explicit watermark for an idle node: it will commit nothing with a TSO at or below
+        ``tso`` (e.g. the TSO service's current value). Only honoured while no prepare is open: a
+        prepared branch may already hold a smaller commit TSO."""
+        top = 10**19 - 1  # above every transaction id (they have 63 bits)
+        self.declared = max(self.declared, make(tso, top, 0, TSO_NODE))
+        self.segment.raise_to(tso, top)  # its next local commit sorts after the declared bound
+
     def finish(self) -> None:
         """No more input for this node (a batch run)."""
         self.finished = True
@@ -215,6 +235,8 @@ class NodeSorter:
         """Every piece this node emits later has a larger vtso."""
         if self.finished and not self.pending:
             return UNBOUNDED
+        if not self.pending:
+            return max(self.max_passed, self.declared)
         return self.max_passed
 
     def drain(self) -> list[Piece]:
