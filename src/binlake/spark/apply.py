@@ -260,7 +260,9 @@ def decoded_once(df: Any) -> Iterator[Any]:
     over it: without this every action decodes the binlogs again."""
     from pyspark import StorageLevel
 
-    kept = df.persist(StorageLevel.MEMORY_AND_DISK)
+    # on disk: the change log carries whole row images as JSON; held in the JVM heap it crowded out
+    # the sort of last-change-per-key (a 1 GB binlog spent its time in full GCs)
+    kept = df.persist(StorageLevel.DISK_ONLY)
     try:
         yield kept
     finally:
@@ -279,6 +281,7 @@ def apply_changes(
 def _apply_changes(
     df: Any, target: Path, source: str, chunk_rows: int, on_phase: Callable[[str], None]
 ) -> SyncReport:
+    from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
     on_phase("reading the change log")
@@ -286,7 +289,7 @@ def _apply_changes(
     if not report.changes:
         return report
     _append_keyless(df, target, report, metadata, chunk_rows)
-    latest = latest_per_key(df).cache()
+    latest = latest_per_key(df).persist(StorageLevel.DISK_ONLY)
     tables: dict[tuple[str, str], list[tuple[str, str]]] = {}  # (newest order key, layout)
     layouts_seen = latest.groupBy("db", "table", "columns").agg(F.max("order_key").alias("newest"))
     for row in layouts_seen.collect():
