@@ -457,6 +457,15 @@ class ScriptedCluster(ShardSimulator):
         self._commit_branch(t, self._branch(t, dn, group), t.kind in ("GLOBAL_TSO", "SINGLE_DN_TSO"))
         t.outcome = "committed"
 
+    def two_phase_commit(self, t: SimTxn) -> None:
+        """Prepare every branch, fetch the CTS, commit every branch (in the transaction's branch
+        order): the whole protocol with nothing between, for scripts that need no hole."""
+        for b in t.branches:
+            self.prepare(t, b.dn, b.group)
+        self.fetch_cts(t)
+        for b in t.branches:
+            self.commit(t, b.dn, b.group)
+
     def rollback(self, t: SimTxn, dn: int, group: str | None = None) -> None:
         self.tick()
         self._rollback(t, self._branch(t, dn, group))

@@ -62,11 +62,7 @@ def test_local_transaction_around_a_hole(tmp_path: Path, where: str) -> None:
     every TSO unit committed before it on DN0, before every TSO unit prepared after its commit."""
     c = ScriptedCluster(tmp_path)
     t0 = c.txn("GLOBAL_TSO", [(0, "G0", {5: -1}), (1, "G0", {6: 1})])
-    for dn in (0, 1):
-        c.prepare(t0, dn)
-    c.fetch_cts(t0)
-    for dn in (0, 1):
-        c.commit(t0, dn)
+    c.two_phase_commit(t0)
     t1 = c.txn("GLOBAL_TSO", [(0, "G0", {1: -5}), (1, "G0", {2: 5})])
     local = c.txn("LOCAL", [(0, "G1", {3: -2, 7: 2})])
     if where == "before":
@@ -81,11 +77,7 @@ def test_local_transaction_around_a_hole(tmp_path: Path, where: str) -> None:
     if where == "after":
         c.local(local)
     t2 = c.txn("GLOBAL_TSO", [(0, "G0", {1: -1}), (1, "G0", {2: 1})])
-    for dn in (0, 1):
-        c.prepare(t2, dn)
-    c.fetch_cts(t2)
-    for dn in (0, 1):
-        c.commit(t2, dn)
+    c.two_phase_commit(t2)
     res = c.finish()
     out, _ = merge_nodes(res.node_files)
     check_invariants(res, out)
@@ -155,11 +147,7 @@ def busy_and_idle(tmp_path: Path, heartbeats: bool) -> tuple[ScriptedCluster, li
     done = []
     for i in range(6):
         t = c.txn("GLOBAL_TSO", [(0, "G0", {1: -1}), (1, "G0", {2: 1})])
-        for dn in (0, 1):
-            c.prepare(t, dn)
-        c.fetch_cts(t)
-        for dn in (0, 1):
-            c.commit(t, dn)
+        c.two_phase_commit(t)
         done.append(t)
         if heartbeats and i % 2 == 1:
             done.append(c.heartbeat())
@@ -191,20 +179,12 @@ def test_long_pending_prepare_stops_the_prefix(tmp_path: Path) -> None:
     what may precede it; the branch is reported as held back."""
     c = ScriptedCluster(tmp_path)
     first = c.txn("GLOBAL_TSO", [(0, "G0", {1: -1}), (1, "G0", {2: 1})])
-    for dn in (0, 1):
-        c.prepare(first, dn)
-    c.fetch_cts(first)
-    for dn in (0, 1):
-        c.commit(first, dn)
+    c.two_phase_commit(first)
     stuck = c.txn("GLOBAL_TSO", [(1, "G1", {20: -1}), (0, "G1", {21: 1})])
     c.prepare(stuck, 1)
     for _ in range(5):
         t = c.txn("GLOBAL_TSO", [(0, "G0", {1: -1}), (1, "G0", {2: 1})])
-        for dn in (0, 1):
-            c.prepare(t, dn)
-        c.fetch_cts(t)
-        for dn in (0, 1):
-            c.commit(t, dn)
+        c.two_phase_commit(t)
     res = c.finish()
     out, merger = merge_nodes(res.node_files)
     assert [g.txn_id for g in out] == [first.txid]
@@ -263,11 +243,7 @@ def test_equal_prefix_ties_are_ordered_by_sequence_then_node(tmp_path: Path) -> 
     their vtsos share (tso, txn id) and order by (seq, node) — deterministically."""
     c = ScriptedCluster(tmp_path)
     t = c.txn("GLOBAL_TSO", [(0, "G0", {1: -5}), (1, "G0", {2: 5})])
-    for dn in (0, 1):
-        c.prepare(t, dn)
-    c.fetch_cts(t)
-    for dn in (0, 1):
-        c.commit(t, dn)
+    c.two_phase_commit(t)
     locals_ = []
     for i in range(2):
         for dn in (1, 0):
