@@ -324,10 +324,11 @@ def final_types(db: Jdbc, stages: list[tuple[str, str, str, list[str]]]) -> Type
 
 def _prepare_target(
     db: Jdbc, stage: str, schema: str, table: str, keys: list[str], types: Types
-) -> list[str]:
+) -> tuple[list[str], list[str]]:
     """Create the target like the staging table (plus its key); add the columns it lacks and give
-    changed columns their newest type; the staged column names. Columns dropped or renamed upstream
-    stay in the target (rows written after that read NULL there: see ``Dialect.upsert``)."""
+    changed columns their newest type. Returns the staged column names and the target's source
+    columns the stage lacks: dropped or renamed upstream, they stay in the target (rows written
+    after that read NULL there: see ``Dialect.upsert``)."""
     d = db.dialect
     target = f"{d.q(schema)}.{d.q(table)}"
     staged = d.columns(db, d.stage_schema(schema), stage)
@@ -345,19 +346,20 @@ def _prepare_target(
             db.execute(f"ALTER TABLE {target} ADD COLUMN {d.q(name)} {want}")
         elif have[name] != want:
             db.execute(d.alter_type(target, name, want))
-    return [name for name, _ in staged]
+    names = [name for name, _ in staged]
+    return names, [c for c in have if c not in names and not c.startswith("_binlake_")]
 
 
 def _apply_stage(db: Jdbc, stage: str, schema: str, table: str, keys: list[str], types: Types) -> None:
     d = db.dialect
     target = f"{d.q(schema)}.{d.q(table)}"
     staged = f"{d.q(d.stage_schema(schema))}.{d.q(stage)}"
-    cols = [c for c in _prepare_target(db, stage, schema, table, keys, types) if c != DELETED]
+    names, gone = _prepare_target(db, stage, schema, table, keys, types)
+    cols = [c for c in names if c != DELETED]
     if not keys:
-        names = ", ".join(d.q(c) for c in cols)
-        db.execute(f"INSERT INTO {target} ({names}) SELECT {names} FROM {staged}")
+        listed = ", ".join(d.q(c) for c in cols)
+        db.execute(f"INSERT INTO {target} ({listed}) SELECT {listed} FROM {staged}")
         return
-    gone = [c for c, _ in d.columns(db, schema, table) if c not in cols and not c.startswith("_binlake_")]
     db.execute(d.upsert(target, staged, cols, keys, gone))
     db.execute(d.delete(target, staged, keys))
 
