@@ -6,6 +6,7 @@ pieces of one distributed transaction (same vtso) become one transaction.
 from __future__ import annotations
 
 import heapq
+import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -122,26 +123,12 @@ def merge_nodes(
     transactions at a time, emitting as it goes (what a streaming run does); the result is the same.
     ``final=False``: the files may still grow (a live run): a node's end is not the end of its
     input, so what its watermark cannot yet vouch for stays back."""
-    merger = GlobalMerger.for_nodes(names or [f"dn{i}" for i in range(len(nodes))])
-    streams = [node_transactions(files) for files in nodes]
+    run = IncrementalMerge.start(nodes, names)
     out: list[GlobalTxn] = []
-    live = list(range(len(nodes)))
-    while live:
-        for i in list(live):
-            n = 0
-            for t in streams[i]:
-                merger.feed(i, t)
-                n += 1
-                if chunk and n >= chunk:
-                    break
-            else:
-                if final:
-                    merger.finish(i)
-                live.remove(i)
-            if chunk:
-                out.extend(merger.emit())
-    out.extend(merger.emit())
-    return out, merger
+    while True:
+        out += run.step(chunk or sys.maxsize, final=final)
+        if all(run.ended):
+            return out, run.merger
 
 
 @dataclass
@@ -153,6 +140,14 @@ class IncrementalMerge:
     nodes: list[list[Path]]
     merger: GlobalMerger
     positions: list[tuple[int, int] | None]
+    # open readers, kept between steps (not part of a checkpoint: a restored run reopens them at
+    # ``positions``); ``ended``: which nodes' input ran out in the last step
+    _streams: list[Iterator[Transaction] | None] = field(default_factory=list, repr=False)
+    ended: list[bool] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._streams = [None] * len(self.nodes)
+        self.ended = [False] * len(self.nodes)
 
     @classmethod
     def start(cls, nodes: list[list[Path]], names: list[str] | None = None) -> IncrementalMerge:
@@ -162,14 +157,17 @@ class IncrementalMerge:
     def step(self, per_node: int, final: bool = False) -> list[GlobalTxn]:
         """Read up to ``per_node`` more transactions of every node; what is final now."""
         for i, files in enumerate(self.nodes):
+            stream = self._streams[i] or node_transactions(files, start=self.positions[i])
+            self._streams[i], self.ended[i] = stream, False
             n = 0
-            for t in node_transactions(files, start=self.positions[i]):
+            for t in stream:
                 self.merger.feed(i, t)
                 self.positions[i] = (t.file_seq, t.end)
                 n += 1
                 if n >= per_node:
                     break
-            else:
+            else:  # reopened at the next step: the node may have written more by then
+                self._streams[i], self.ended[i] = None, True
                 if final:
                     self.merger.finish(i)
         return list(self.merger.emit())
