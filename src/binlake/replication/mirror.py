@@ -111,7 +111,7 @@ class Mirror:
         raw = item.raw
         code = item.event.type_code
         if item.start == FIRST_EVENT and code == EventType.FORMAT_DESCRIPTION:
-            raw = _with_in_use(raw, True)  # the server's own copy says "being written"
+            raw = _with_in_use(raw)  # the server's own copy says "being written"
         os.pwrite(self._fd, raw, item.start)
         self.size += len(raw)
         self.bytes_written += len(raw)
@@ -135,7 +135,7 @@ class Mirror:
             self.name = None
 
 
-def _with_in_use(raw: bytes, in_use: bool) -> bytes:
-    flags = struct.unpack_from("<H", raw, 17)[0]
-    flags = flags | FLAG_BINLOG_IN_USE if in_use else flags & ~FLAG_BINLOG_IN_USE
+def _with_in_use(raw: bytes) -> bytes:
+    """A FORMAT_DESCRIPTION with the in-use flag set (its CRC covers the flag cleared: unchanged)."""
+    flags = struct.unpack_from("<H", raw, 17)[0] | FLAG_BINLOG_IN_USE
     return raw[:17] + struct.pack("<H", flags) + raw[19:]
