@@ -197,3 +197,13 @@ def test_server_errors_are_clear_and_not_retried(workload: Any) -> None:
     with pytest.raises(ReplicationError) as e:
         list(ReplicaClient(address(db, user="root", password="wrong"), "oldest", blocking=False).events())
     assert e.value.code == 1045
+
+
+def test_a_server_never_reached_fails_at_once(tmp_path: Path) -> None:
+    """Reconnecting is for a stream that was running; a wrong address is reported straight away."""
+    import time
+
+    t0 = time.monotonic()
+    with pytest.raises(ReplicationError, match="cannot connect"):
+        list(ReplicaClient(ServerAddress(unix_socket=str(tmp_path / "none.sock")), "oldest").events())
+    assert time.monotonic() - t0 < 30

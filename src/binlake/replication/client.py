@@ -302,8 +302,9 @@ class ReplicaClient:
                         yield item
             except Exception as exc:
                 self.close()
-                if not (self.reconnect and retryable(exc)):
-                    raise
+                never_connected = resume is None and self.stream is None
+                if never_connected or not (self.reconnect and retryable(exc)):
+                    raise  # a server never reached is a mistake to report, not an outage to wait out
                 now = time.monotonic()
                 failing_since = failing_since or now
                 if now - failing_since > self.give_up_after:
