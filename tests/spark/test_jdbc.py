@@ -195,22 +195,38 @@ DDL_WORKLOAD = [
     "ALTER TABLE ddlpol.t DROP COLUMN c",  # the target keeps c; rows written after read NULL there
     "INSERT INTO ddlpol.t VALUES (5, 50, 'five')",
     "UPDATE ddlpol.t SET b = 'TWO' WHERE id = 2",
-    "ALTER TABLE ddlpol.t RENAME COLUMN b TO bb",  # a new column bb; b stays
+    "ALTER TABLE ddlpol.t RENAME COLUMN b TO bb",  # the target's b becomes bb, values kept
     "INSERT INTO ddlpol.t VALUES (6, 60, 'six')",
-    "RENAME TABLE ddlpol.t TO ddlpol.t2",  # a new target table; the old one stays as it was
+    "RENAME TABLE ddlpol.t TO ddlpol.t2",  # the target table follows, rows kept
     "INSERT INTO ddlpol.t2 VALUES (7, 70, 'seven')",
     "DELETE FROM ddlpol.t2 WHERE id = 3",
+    "CREATE TABLE ddlpol.t (id INT PRIMARY KEY, z INT)",  # a new table of the old name
+    "INSERT INTO ddlpol.t VALUES (1, -1)",
 ]
 
-# what the documented policy gives (README, "DDL"): id -> (a, b, c, bb)
-DDL_EXPECTED_T = {
-    1: (5000000000, "one", 100, None),
-    2: (20, "TWO", None, None),  # its last change came after the DROP: c is NULL, in any batching
-    3: (30, "three", 300, None),
-    4: (6000000000, "four", 400, None),
-    5: (50, "five", None, None),
-    6: (60, None, None, "six"),
+# what the documented policy gives (README, "DDL"): t2 = SELECT * FROM t2 plus the dropped column c
+DDL_EXPECTED_T2 = {
+    1: (5000000000, "one", 100),
+    2: (20, "TWO", None),  # its last change came after the DROP: c is NULL, in any batching
+    4: (6000000000, "four", 400),
+    5: (50, "five", None),
+    6: (60, "six", None),
+    7: (70, "seven", None),
 }
+
+
+def assert_same_as_source(mariadb: Any, db: str, got: dict[str, list[dict]]) -> None:
+    """Every synced table equals SELECT * of the source table on the source's columns."""
+    import pymysql.cursors
+
+    conn = mariadb.connect(db, cursorclass=pymysql.cursors.DictCursor)
+    for table, rows in got.items():
+        with conn.cursor() as cur:
+            cur.execute(f"SELECT * FROM `{table}` ORDER BY 1")
+            want = list(cur.fetchall())
+        assert [{k: r[k] for k in w} for r, w in zip(sorted(rows, key=lambda r: r["id"]), want)] == want
+        assert len(rows) == len(want)
+    conn.close()
 
 
 def ddl_binlogs(mariadb: Any, db: str, tmp_path: Path) -> list[Path]:
@@ -246,10 +262,12 @@ def test_ddl_policy_drop_rename_and_type_change(
         sync_to_jdbc(spark, str(files[0]), url, options={"databases": db})
     sync_to_jdbc(spark, str(files[0].parent), url, options={"databases": db})
     got = jdbc_tables(spark, read_url or url, [f"{db}.t", f"{db}.t2"], driver, q)
-    assert {r["id"]: (r["a"], r["b"], r["c"], r["bb"]) for r in got[f"{db}.t"]} == DDL_EXPECTED_T
-    assert [(r["id"], r["a"], r["bb"]) for r in got[f"{db}.t2"]] == [(7, 70, "seven")]
+    assert {r["id"]: (r["a"], r["bb"], r["c"]) for r in got[f"{db}.t2"]} == DDL_EXPECTED_T2
+    assert "b" not in got[f"{db}.t2"][0]
+    assert got[f"{db}.t"] == [{"id": 1, "z": -1}]
+    assert_same_as_source(mariadb, db, {"t": got[f"{db}.t"], "t2": got[f"{db}.t2"]})
     types = {
         f.name: f.dataType.simpleString()
-        for f in spark.read.jdbc(read_url or url, f"{q}{db}{q}.{q}t{q}", properties={"driver": driver}).schema
+        for f in spark.read.jdbc(read_url or url, f"{q}{db}{q}.{q}t2{q}", properties={"driver": driver}).schema
     }
     assert types["a"] == "bigint"

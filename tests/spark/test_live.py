@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from binlake.spark.apply import read_delta, sync_to_delta
+from binlake.spark.apply import delta_tables, read_delta, sync_to_delta
 from binlake.values.temporal import format_time
 from tests.support.alltypes import run_workload, select_rows
 
@@ -103,7 +103,7 @@ def test_mariadb_to_postgres_equals_select(spark: Any, mariadb: Any, postgres: A
 def test_ddl_policy_in_delta(spark: Any, mariadb: Any, tmp_path: Path, batches: int) -> None:
     """The JDBC sinks' DDL workload (type change, DROP/RENAME COLUMN, RENAME TABLE) into Delta: the
     same policy and the same rows, in one batch or two."""
-    from tests.spark.test_jdbc import DDL_EXPECTED_T, ddl_binlogs
+    from tests.spark.test_jdbc import DDL_EXPECTED_T2, assert_same_as_source, ddl_binlogs
 
     db = f"ddlpol_delta_{batches}"
     files = ddl_binlogs(mariadb, db, tmp_path)
@@ -111,10 +111,10 @@ def test_ddl_policy_in_delta(spark: Any, mariadb: Any, tmp_path: Path, batches: 
     if batches == 2:
         sync_to_delta(spark, str(files[0]), target, options={"databases": db})
     sync_to_delta(spark, str(files[0].parent), target, options={"databases": db})
-    t = read_delta(target, f"{db}.t")
-    got = {r["id"]: (r["a"], r.get("b"), r.get("c"), r.get("bb")) for r in t.to_pylist()}
-    assert got == DDL_EXPECTED_T
-    assert str(t.schema.field("a").type) == "int64"
-    assert [(r["id"], r["a"], r["bb"]) for r in read_delta(target, f"{db}.t2").to_pylist()] == [
-        (7, 70, "seven")
-    ]
+    t2 = read_delta(target, f"{db}.t2")
+    assert {r["id"]: (r["a"], r["bb"], r["c"]) for r in t2.to_pylist()} == DDL_EXPECTED_T2
+    assert "b" not in t2.column_names and str(t2.schema.field("a").type) == "int64"
+    t = read_delta(target, f"{db}.t").to_pylist()
+    assert t == [{"id": 1, "z": -1}]
+    assert_same_as_source(mariadb, db, {"t": t, "t2": t2.to_pylist()})
+    assert sorted(delta_tables(target)) == [f"{db}.t", f"{db}.t2"]

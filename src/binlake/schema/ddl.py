@@ -23,6 +23,7 @@ _SCHEMA_OBJECTS = re.compile(
 _RENAME_TABLE = re.compile(r"^\s*RENAME\s+TABLES?\s+(.*)$", re.I | re.S)
 _IDENT = r"(?:`((?:[^`]|``)+)`|([\w$]+))"
 _PAIR = re.compile(rf"\s*{_IDENT}(?:\s*\.\s*{_IDENT})?\s+TO\s+{_IDENT}(?:\s*\.\s*{_IDENT})?\s*(?:,|$)", re.I)
+_RENAME_AS = re.compile(r"\bRENAME\s+AS\b", re.I)  # MySQL's synonym of RENAME TO, which sqlglot does not read
 _CONVERT = re.compile(
     rf"^\s*ALTER\s+TABLE\s+{_IDENT}(?:\s*\.\s*{_IDENT})?\s+CONVERT\s+TO\s+(?:CHARACTER\s+SET|CHARSET)\s+(\w+)",
     re.I,
@@ -150,6 +151,27 @@ def _place(cols: list[ColumnSpec], col: ColumnSpec, position: exp.ColumnPosition
         cols.insert(idx + 1, col)
 
 
+def parse_statement(sql: str) -> exp.Expression:
+    """One MySQL statement as sqlglot reads it (raises sqlglot's errors)."""
+    return sqlglot.parse_one(_RENAME_AS.sub("RENAME TO", sql), read="mysql")
+
+
+def rename_table_pairs(sql: str, default_db: str) -> list[tuple[tuple[str, str], tuple[str, str]]] | None:
+    """The (old, new) (database, table) pairs of a RENAME TABLE statement, in order; None when
+    ``sql`` is not one."""
+    m = _RENAME_TABLE.match(sql)
+    if not m:
+        return None
+    pairs = []
+    for a1, a2, b1, b2, c1, c2, d1, d2 in _PAIR.findall(m.group(1)):
+        src = (_ident(a1 or None, a2 or None) or "", _ident(b1 or None, b2 or None))
+        dst = (_ident(c1 or None, c2 or None) or "", _ident(d1 or None, d2 or None))
+        src_key = (src[0], src[1]) if src[1] else (default_db, src[0])
+        dst_key = (dst[0], dst[1]) if dst[1] else (default_db, dst[0])
+        pairs.append((src_key, dst_key))
+    return pairs
+
+
 def apply_ddl(
     catalog: Catalog, sql: str, default_db: str, database_charsets: dict[str, str], server_charset: str
 ) -> Applied:
@@ -163,14 +185,10 @@ def apply_ddl(
     if re.match(r"^\s*CREATE\s+(?:TEMPORARY\s+)?TABLE\b", sql, re.I):
         # partitioning and tablespaces do not change the row layout (and sqlglot does not read them)
         sql = _TABLESPACE_OPTION.sub("", _PARTITIONING.sub("", sql))
-    m = _RENAME_TABLE.match(sql)
-    if m:
+    pairs = rename_table_pairs(sql, default_db)
+    if pairs is not None:
         moved = []
-        for a1, a2, b1, b2, c1, c2, d1, d2 in _PAIR.findall(m.group(1)):
-            src = (_ident(a1 or None, a2 or None) or "", _ident(b1 or None, b2 or None))
-            dst = (_ident(c1 or None, c2 or None) or "", _ident(d1 or None, d2 or None))
-            src_key = (src[0], src[1]) if src[1] else (default_db, src[0])
-            dst_key = (dst[0], dst[1]) if dst[1] else (default_db, dst[0])
+        for src_key, dst_key in pairs:
             if src_key in catalog:
                 t = catalog.pop(src_key)
                 t.database, t.name = dst_key
@@ -204,7 +222,7 @@ def apply_ddl(
                     col.charset = charset
         return Applied("changed", [key])  # type: ignore[list-item]
     try:
-        stmt = sqlglot.parse_one(sql, read="mysql")
+        stmt = parse_statement(sql)
     except sqlglot.errors.SqlglotError as e:
         raise DdlNotUnderstood(f"sqlglot cannot parse it: {str(e).splitlines()[0]}") from None
     if isinstance(stmt, exp.Create):

@@ -19,6 +19,14 @@ from typing import Any
 
 import pyarrow as pa
 
+from binlake.spark.renames import (
+    ColumnMove,
+    Step,
+    TableMove,
+    journal_start,
+    renamed_changes,
+    renamed_columns,
+)
 from binlake.spark.typed import arrow_type, convert
 
 ORDER, DELETED, GTID, COMMIT_TS = (
@@ -84,13 +92,15 @@ def _typed_batch(rows: list[Any], columns: list[dict[str, Any]], deleted_values:
     types = [arrow_type(c) for c in columns]
     data: dict[str, list[Any]] = {c["name"]: [] for c in columns}
     meta: dict[str, list[Any]] = {ORDER: [], DELETED: [], GTID: [], COMMIT_TS: []}
+    written = [c.get("from", c["name"]) for c in columns]  # the images' names (before a rename)
     for r in rows:
         image = json.loads(r["after"] if r["op"] != "delete" else (r["before"] or "null")) or {}
         deleted = r["op"] == "delete"
         if deleted and not image:
-            image = dict(zip([c["name"] for c in columns if c.get("pk")], json.loads(r["pk"]), strict=False))
-        for c, t in zip(columns, types, strict=True):
-            v = image.get(c["name"]) if (not deleted or deleted_values or c.get("pk")) else None
+            keys = [w for w, c in zip(written, columns, strict=True) if c.get("pk")]
+            image = dict(zip(keys, json.loads(r["pk"]), strict=False))
+        for c, t, w in zip(columns, types, written, strict=True):
+            v = image.get(w) if (not deleted or deleted_values or c.get("pk")) else None
             data[c["name"]].append(convert(v, c, t))
         meta[ORDER].append(r["order_key"])
         meta[DELETED].append(deleted)
@@ -127,25 +137,76 @@ class _Counted:
             yield x
 
 
-def _batch_stream(
-    rows: Iterator[Any],
-    columns: list[dict[str, Any]],
-    size: int,
-    extra: Any = None,
-    deleted_values: bool = False,
-) -> pa.RecordBatchReader:
+def _batch_stream(rows: Iterator[Any], columns: list[dict[str, Any]], size: int) -> pa.RecordBatchReader:
     """Typed rows as one Arrow stream in batches of ``size``, so a whole table goes into one Delta
-    commit (all or nothing) while memory holds one batch. ``extra(chunk, table)`` may add columns."""
-
-    def typed(chunk: list[Any]) -> pa.Table:
-        t = _typed_batch(chunk, columns, deleted_values)
-        return extra(chunk, t) if extra else t
-
-    schema = typed([]).schema
+    commit (all or nothing) while memory holds one batch."""
+    schema = _typed_batch([], columns).schema
 
     def batches() -> Iterator[pa.RecordBatch]:
         for chunk in _chunks(rows, size):
-            yield from typed(chunk).to_batches()
+            yield from _typed_batch(chunk, columns).to_batches()
+
+    return pa.RecordBatchReader.from_batches(schema, batches())
+
+
+Layout = tuple[str, str | None]  # a change-log ``columns`` value and its ``renamed`` mapping
+
+
+def keyless_tables(df: Any) -> Iterator[tuple[tuple[str, str], list[Layout], Any]]:
+    """Each table without a primary key: its layouts (oldest first) and its changes in order (a
+    DataFrame)."""
+    from pyspark.sql import functions as F
+
+    keyless = df.where(F.col("pk").isNull())
+    found: dict[tuple[str, str], list[tuple[str, Layout]]] = {}
+    for g in (
+        keyless.groupBy("db", "table", "columns", "renamed").agg(F.max("order_key").alias("k")).collect()
+    ):
+        found.setdefault((g["db"], g["table"]), []).append((g["k"], (g["columns"], g["renamed"])))
+    for (db, table), layouts in sorted(found.items()):
+        rows = keyless.where((F.col("db") == db) & (F.col("table") == table)).orderBy("order_key")
+        yield (db, table), [lay for _, lay in sorted(layouts, key=lambda x: x[0])], rows
+
+
+def keyless_columns(layouts: list[Layout]) -> list[dict[str, Any]]:
+    """The columns of every layout (newest first, then columns only older layouts had)."""
+    out: dict[str, dict[str, Any]] = {}
+    for columns, renamed in reversed(layouts):
+        for c in renamed_columns(json.loads(columns), renamed):
+            out.setdefault(c["name"], {k: v for k, v in c.items() if k != "from"})
+    return list(out.values())
+
+
+def keyless_stream(rows: Iterator[Any], layouts: list[Layout], size: int) -> pa.RecordBatchReader:
+    """A keyless table's changes (row images, deletes' before-images too, ``_binlake_op``) as one
+    Arrow stream in the columns of all its layouts: ADD COLUMN in the batch widens it."""
+    union = _typed_batch([], keyless_columns(layouts)).schema.append(pa.field("_binlake_op", pa.string()))
+    types = newest_types([renamed_columns(json.loads(c), r) for c, r in layouts])
+    schema = pa.schema([f.with_type(types.get(f.name, f.type)) for f in union])
+
+    def conform(t: pa.Table) -> pa.Table:
+        n = t.num_rows
+        return pa.table(
+            {
+                f.name: t[f.name].cast(f.type) if f.name in t.column_names else pa.nulls(n, f.type)
+                for f in schema
+            }
+        )
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        for chunk in _chunks(rows, size):
+            run: list[Any] = []
+            for r in [*chunk, None]:  # runs of one layout, in order
+                if run and (
+                    r is None or (r["columns"], r["renamed"]) != (run[0]["columns"], run[0]["renamed"])
+                ):
+                    cols = renamed_columns(json.loads(run[0]["columns"]), run[0]["renamed"])
+                    t = _typed_batch(run, cols, deleted_values=True)
+                    t = t.append_column("_binlake_op", pa.array([x["op"] for x in run], pa.string()))
+                    yield from conform(t).to_batches()
+                    run = []
+                if r is not None:
+                    run.append(r)
 
     return pa.RecordBatchReader.from_batches(schema, batches())
 
@@ -182,6 +243,65 @@ def widen_table(path: Path, types: dict[str, pa.DataType]) -> None:
     data = table.to_pyarrow_table()
     data = data.cast(pa.schema([f.with_type(changed.get(f.name, f.type)) for f in data.schema]))
     write_deltalake(str(path), data, mode="overwrite", schema_mode="overwrite")
+
+
+RENAME_JOURNAL = "_binlake_renames.json"
+
+
+def rename_delta_targets(target: Path, steps: list[Step], version: int) -> None:
+    """Rename the Delta tables and columns as the batch ``version`` renamed them upstream, once: a
+    journal beside the tables says how far a killed run got. A table moves as its directory; a
+    table's column renames are one rewrite (tagged, so a rerun sees it done)."""
+    journal_path = target / RENAME_JOURNAL
+    journal = json.loads(journal_path.read_text()) if journal_path.exists() else None
+    i = journal_start(journal, version)
+    while i < len(steps):
+        step = steps[i]
+        j = i + 1
+        if isinstance(step, TableMove):
+            _move_table(target, step, version)
+        else:
+            while j < len(steps) and isinstance(steps[j], ColumnMove) and steps[j].table == step.table:
+                j += 1
+            _rename_columns(target / ".".join(step.table), steps[i:j], f"{version}:{i}")  # type: ignore[arg-type]
+        i = j
+        target.mkdir(parents=True, exist_ok=True)
+        tmp = journal_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"version": version, "done": i}))
+        os.replace(tmp, journal_path)
+
+
+def _move_table(target: Path, step: TableMove, version: int) -> None:
+    src, dst = target / ".".join(step.old), target / ".".join(step.new)
+    if not src.exists():
+        return  # never synced, or moved before a kill
+    if dst.exists():  # a table of that name dropped upstream: kept aside, never lost
+        os.rename(dst, dst.with_name(f"{dst.name}.replaced-{version}"))
+    os.rename(src, dst)
+
+
+def _rename_columns(path: Path, moves: list[ColumnMove], tag: str) -> None:
+    from deltalake import CommitProperties, DeltaTable, write_deltalake
+
+    if not (path / "_delta_log").exists():
+        return
+    table = DeltaTable(str(path))
+    if table.history(1)[0].get("binlake.renamed") == tag:
+        return  # done before a kill
+    data = table.to_pyarrow_table()
+    names = list(data.column_names)
+    for m in moves:
+        if m.old in names:
+            if m.new in names:  # a column of that name dropped upstream: kept aside
+                names[names.index(m.new)] = f"{m.new}_replaced_{tag.replace(':', '_')}"
+            names[names.index(m.old)] = m.new
+    write_deltalake(
+        str(path),
+        data.rename_columns(names),
+        mode="overwrite",
+        schema_mode="overwrite",
+        commit_properties=CommitProperties(custom_metadata={"binlake.renamed": tag}),
+    )
 
 
 def merge_table(
@@ -288,12 +408,16 @@ def _apply_changes(
     report, metadata = batch_head(df, source)
     if not report.changes:
         return report
+    df, steps = renamed_changes(df)
+    rename_delta_targets(target, steps, report.version)
     _append_keyless(df, target, report, metadata, chunk_rows)
     latest = latest_per_key(df).persist(StorageLevel.DISK_ONLY)
-    tables: dict[tuple[str, str], list[tuple[str, str]]] = {}  # (newest order key, layout)
-    layouts_seen = latest.groupBy("db", "table", "columns").agg(F.max("order_key").alias("newest"))
+    tables: dict[tuple[str, str], list[tuple[str, str, str | None]]] = {}  # (newest order key, layout)
+    layouts_seen = latest.groupBy("db", "table", "columns", "renamed").agg(F.max("order_key").alias("newest"))
     for row in layouts_seen.collect():
-        tables.setdefault((row["db"], row["table"]), []).append((row["newest"], row["columns"]))
+        tables.setdefault((row["db"], row["table"]), []).append(
+            (row["newest"], row["columns"], row["renamed"])
+        )
     for (db, table), layouts in sorted(tables.items()):
         name = f"{db}.{table}"
         on_phase(f"merging {name}")
@@ -307,19 +431,23 @@ def _apply_changes(
         # table; every column takes its type in the newest layout (a type change widens the table).
         # Only the last commit records the batch version: a run killed in between replays the
         # earlier ones, which the order-key guard makes idempotent.
-        ordered = [c for _, c in sorted(layouts)]
-        newest = newest_types([json.loads(c) for c in ordered])
+        ordered = [(c, r) for _, c, r in sorted(layouts, key=lambda x: x[0])]
+        newest = newest_types([renamed_columns(json.loads(c), r) for c, r in ordered])
         widen_table(path, newest)
-        for i, layout in enumerate(ordered):
-            columns = json.loads(layout)
+        for i, (layout, renamed) in enumerate(ordered):
+            columns = renamed_columns(json.loads(layout), renamed)
             keys = [c["name"] for c in columns if c.get("pk")]
             part = latest.where(
-                (F.col("db") == db) & (F.col("table") == table) & (F.col("columns") == layout)
+                (F.col("db") == db)
+                & (F.col("table") == table)
+                & (F.col("columns") == layout)
+                & F.col("renamed").eqNullSafe(renamed)
             )
             counted = _Counted(part.orderBy("order_key").toLocalIterator())
             stream = _cast_stream(_batch_stream(counted, columns, chunk_rows), newest)
             version = report.version if i == len(ordered) - 1 else None
-            merge_table(path, stream, keys, version, {**metadata, "binlake.columns": layout})
+            shown = layout if renamed is None else json.dumps(columns)
+            merge_table(path, stream, keys, version, {**metadata, "binlake.columns": shown})
             n += counted.n
         report.tables[name] = n
     latest.unpersist()
@@ -332,33 +460,17 @@ def _append_keyless(
     """Tables without a primary key: every change appended to a change table (``_binlake_op`` says
     which), once per batch version."""
     from deltalake import CommitProperties, Transaction, write_deltalake
-    from pyspark.sql import functions as F
 
-    keyless = df.where(F.col("pk").isNull())
-    for row in keyless.select("db", "table", "columns").dropDuplicates(["db", "table"]).collect():
-        name = f"{row['db']}.{row['table']}"
+    for (db, table), layouts, rows in keyless_tables(df):
+        name = f"{db}.{table}"
         done = committed_version(target, name)
         if done is not None and done >= report.version:
             report.skipped.append(name)
             continue
-        columns = json.loads(row["columns"])
-        rows_it = (
-            keyless.where((F.col("db") == row["db"]) & (F.col("table") == row["table"]))
-            .orderBy("order_key")
-            .toLocalIterator()
-        )
-        counted = _Counted(rows_it)
-        stream = _batch_stream(
-            counted,
-            columns,
-            chunk_rows,
-            extra=lambda chunk, t: t.append_column(
-                "_binlake_op", pa.array([r["op"] for r in chunk], pa.string())
-            ),
-            deleted_values=True,
-        )
+        counted = _Counted(rows.toLocalIterator())
+        stream = keyless_stream(counted, layouts, chunk_rows)
         props = CommitProperties(
-            custom_metadata={**metadata, "binlake.columns": row["columns"]},
+            custom_metadata={**metadata, "binlake.columns": json.dumps(keyless_columns(layouts))},
             app_transactions=[Transaction(APP_ID, report.version)],
         )
         (target / name).mkdir(parents=True, exist_ok=True)

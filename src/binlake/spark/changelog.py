@@ -4,6 +4,10 @@ Values of ``before``/``after`` are JSON objects (column -> value) in the documen
 ``binlake.render.values.json_value``; ``columns`` describes the table's columns (name, MySQL type,
 metadata) so typed tables can be derived exactly. ``order_key`` is a fixed-width string that sorts in
 commit order across a series: file number, transaction start, event index, row index.
+
+``op`` is insert / update / delete for row changes, and ``rename_table`` / ``rename_column`` for the
+renames DDL makes (before/after hold the old and new name; no images, key or columns), which sinks
+follow so a renamed table or column keeps its rows.
 """
 
 from __future__ import annotations
@@ -17,12 +21,15 @@ from typing import Any
 
 import pyarrow as pa
 
+from binlake.events.base import Event
+from binlake.events.query import Query
 from binlake.events.rows import ABSENT, Rows
 from binlake.events.table_map import TableMap
 from binlake.filters import Selection
 from binlake.reader import BinlogReader
 from binlake.render.values import json_value
-from binlake.txn import UNFINISHED, Transaction, TransactionGrouper
+from binlake.schema.renames import TableRename, renames_in
+from binlake.txn import DDL, UNFINISHED, Transaction, TransactionGrouper
 
 CHANGELOG_FIELDS: list[tuple[str, pa.DataType]] = [
     ("source", pa.string()),
@@ -51,6 +58,9 @@ SPARK_DDL = (
     "gtid STRING, last_committed BIGINT, sequence_number BIGINT, commit_ts TIMESTAMP, server_id BIGINT, "
     "db STRING, `table` STRING, op STRING, before STRING, after STRING, pk STRING, pk_before STRING, columns STRING"
 )
+
+ROW_OPS = ("insert", "update", "delete")
+RENAME_TABLE, RENAME_COLUMN = "rename_table", "rename_column"  # renames carried for the sinks
 
 _NUMBER = re.compile(r"\.(\d+)$")
 
@@ -97,13 +107,17 @@ def _pk(tm: TableMap, img: list[Any] | None) -> str | None:
 
 
 def transaction_rows(
-    t: Transaction, source: str, selection: Selection | None = None
+    t: Transaction, source: str, selection: Selection | Any | None = None
 ) -> Iterator[dict[str, Any]]:
     fno = file_number(t.source)
     commit = dt.datetime.fromtimestamp(t.commit_time_us / 1e6, dt.timezone.utc) if t.commit_time_us else None
     cols_cache: dict[int, str] = {}
     for ei, ev in enumerate(t.events):
         b = ev.body
+        if isinstance(b, Query) and t.kind == DDL:
+            if selection is None or selection.keeps_event(t, ev):
+                yield from _rename_rows(t, ev, b, source, fno, ei, commit, selection)
+            continue
         if not isinstance(b, Rows) or b.table is None or b.undecoded_reason:
             continue
         if selection is not None and not selection.keeps_event(t, ev):
@@ -114,17 +128,7 @@ def transaction_rows(
             cols = cols_cache[id(tm)] = columns_json(tm)
         for ri, (before, after) in enumerate(b.rows):
             yield {
-                "source": source,
-                "file": Path(ev.source).name,
-                "file_number": fno,
-                "position": ev.offset,
-                "txn_position": t.start,
-                "order_key": order_key(fno, t.start, ei, ri),
-                "gtid": t.gtid,
-                "last_committed": t.last_committed,
-                "sequence_number": t.sequence_number,
-                "commit_ts": commit,
-                "server_id": ev.header.server_id,
+                **_where(t, ev, source, fno, order_key(fno, t.start, ei, ri), commit),
                 "db": tm.database,
                 "table": tm.table,
                 "op": b.operation,
@@ -134,6 +138,62 @@ def transaction_rows(
                 "pk_before": _pk(tm, before) if b.operation == "update" else None,
                 "columns": cols,
             }
+
+
+def _where(
+    t: Transaction, ev: Event, source: str, fno: int, key: str, commit: dt.datetime | None
+) -> dict[str, Any]:
+    """The fields saying where a change-log row comes from and where it sorts."""
+    return {
+        "source": source,
+        "file": Path(ev.source).name,
+        "file_number": fno,
+        "position": ev.offset,
+        "txn_position": t.start,
+        "order_key": key,
+        "gtid": t.gtid,
+        "last_committed": t.last_committed,
+        "sequence_number": t.sequence_number,
+        "commit_ts": commit,
+        "server_id": ev.header.server_id,
+    }
+
+
+def _rename_rows(
+    t: Transaction,
+    ev: Event,
+    q: Query,
+    source: str,
+    fno: int,
+    ei: int,
+    commit: dt.datetime | None,
+    selection: Selection | Any | None,
+) -> Iterator[dict[str, Any]]:
+    """A DDL statement's renames as change-log rows: ``rename_table`` (db/table: the old name;
+    before/after: ``{"db", "table"}``) and ``rename_column`` (db/table: the table; before/after:
+    ``{"column"}``), so sinks can follow them. Kept when either name is selected."""
+    for ri, r in enumerate(renames_in(q.query, q.database)):
+        if isinstance(r, TableRename):
+            names = [r.old, r.new]
+            table, op = r.old, RENAME_TABLE
+            before, after = {"db": r.old[0], "table": r.old[1]}, {"db": r.new[0], "table": r.new[1]}
+        else:
+            names = [r.table]
+            table, op = r.table, RENAME_COLUMN
+            before, after = {"column": r.old}, {"column": r.new}
+        if selection is not None and not any(selection.keeps_table(*n) for n in names):
+            continue
+        yield {
+            **_where(t, ev, source, fno, order_key(fno, t.start, ei, ri), commit),
+            "db": table[0],
+            "table": table[1],
+            "op": op,
+            "before": json.dumps(before, ensure_ascii=False),
+            "after": json.dumps(after, ensure_ascii=False),
+            "pk": None,
+            "pk_before": None,
+            "columns": None,
+        }
 
 
 def file_changes(

@@ -32,10 +32,21 @@ from binlake.spark.apply import (
     batch_head,
     change_log,
     decoded_once,
+    keyless_stream,
+    keyless_tables,
     latest_per_key,
+)
+from binlake.spark.renames import (
+    ColumnMove,
+    Step,
+    TableMove,
+    journal_start,
+    renamed_changes,
+    renamed_columns,
 )
 
 POSITIONS = "_binlake_positions"
+RENAMES = "_binlake_renames"  # how far the renames of a batch got (see rename_jdbc_targets)
 
 
 def lit(text: str) -> str:
@@ -69,6 +80,12 @@ class Dialect:
 
     def alter_type(self, target: str, column: str, sqltype: str) -> str:
         raise NotImplementedError
+
+    def rename_table(self, schema: str, table: str, new_schema: str, new_table: str) -> list[str]:
+        raise NotImplementedError
+
+    def rename_column(self, target: str, column: str, new: str) -> str:
+        return f"ALTER TABLE {target} RENAME COLUMN {self.q(column)} TO {self.q(new)}"
 
     def upsert(self, target: str, stage: str, names: list[str], keys: list[str], cleared: list[str]) -> str:
         """Insert or (when newer) update staged rows; ``cleared``: target columns the staged layout
@@ -119,6 +136,13 @@ class Postgres(Dialect):
 
     def alter_type(self, target: str, column: str, sqltype: str) -> str:
         return f"ALTER TABLE {target} ALTER COLUMN {self.q(column)} TYPE {sqltype} USING {self.q(column)}::{sqltype}"
+
+    def rename_table(self, schema: str, table: str, new_schema: str, new_table: str) -> list[str]:
+        q = self.q
+        moves = (
+            [] if schema == new_schema else [f"ALTER TABLE {q(schema)}.{q(table)} SET SCHEMA {q(new_schema)}"]
+        )
+        return [*moves, f"ALTER TABLE {q(new_schema)}.{q(table)} RENAME TO {q(new_table)}"]
 
     def upsert(self, target: str, stage: str, names: list[str], keys: list[str], cleared: list[str]) -> str:
         q = self.q
@@ -185,6 +209,10 @@ class MariaDB(Dialect):
 
     def alter_type(self, target: str, column: str, sqltype: str) -> str:
         return f"ALTER TABLE {target} MODIFY COLUMN {self.q(column)} {sqltype}"
+
+    def rename_table(self, schema: str, table: str, new_schema: str, new_table: str) -> list[str]:
+        q = self.q
+        return [f"RENAME TABLE {q(schema)}.{q(table)} TO {q(new_schema)}.{q(new_table)}"]
 
     def upsert(self, target: str, stage: str, names: list[str], keys: list[str], cleared: list[str]) -> str:
         q = self.q
@@ -312,6 +340,42 @@ def committed_position(db: Jdbc, source: str) -> int | None:
 Types = dict[tuple[str, str], dict[str, str]]
 
 
+def rename_jdbc_targets(db: Jdbc, steps: list[Step], source: str, version: int) -> None:
+    """Rename target tables and columns as the batch ``version`` renamed them upstream, once. Each
+    step is a move into a free name (``plan_renames``), so the one a kill interrupted is told done
+    or not by the catalog; ``_binlake_renames`` records the steps behind."""
+    d = db.dialect
+    db.execute(
+        f"CREATE TABLE IF NOT EXISTS {RENAMES} (source VARCHAR(700) PRIMARY KEY, "
+        "version BIGINT NOT NULL, done INT NOT NULL)"
+    )
+    found = db.rows(f"SELECT version, done FROM {RENAMES} WHERE source = {lit(source)}")
+    journal = {"version": int(found[0][0]), "done": int(found[0][1])} if found else None
+    for i in range(journal_start(journal, version), len(steps)):
+        step = steps[i]
+        if isinstance(step, TableMove):
+            (s1, t1), (s2, t2) = step.old, step.new
+            if d.columns(db, s1, t1):
+                if d.columns(db, s2, t2):  # a table of that name dropped upstream: kept aside
+                    db.execute(f"CREATE SCHEMA IF NOT EXISTS {d.q(s2)}")
+                    for sql in d.rename_table(s2, t2, s2, f"{t2}_replaced_{version}"):
+                        db.execute(sql)
+                db.execute(f"CREATE SCHEMA IF NOT EXISTS {d.q(s2)}")
+                for sql in d.rename_table(s1, t1, s2, t2):
+                    db.execute(sql)
+        elif isinstance(step, ColumnMove):
+            have = [c for c, _ in d.columns(db, *step.table)]
+            target = f"{d.q(step.table[0])}.{d.q(step.table[1])}"
+            if step.old in have:
+                if step.new in have:  # a column of that name dropped upstream: kept aside
+                    db.execute(d.rename_column(target, step.new, f"{step.new}_replaced_{version}"))
+                db.execute(d.rename_column(target, step.old, step.new))
+        db.execute(f"DELETE FROM {RENAMES} WHERE source = {lit(source)}")
+        db.execute(
+            f"INSERT INTO {RENAMES} (source, version, done) VALUES ({lit(source)}, {version}, {i + 1})"
+        )
+
+
 def final_types(db: Jdbc, stages: list[tuple[str, str, str, list[str]]]) -> Types:
     """Per target table, each column's type in the newest layout that has it (stages come in
     chronological order): rows of older layouts in the same batch go into the newer type."""
@@ -388,19 +452,17 @@ def _apply_changes_jdbc(
         if done is not None and done >= report.version:
             report.skipped = ["(batch already applied)"]
             return report
+        df, steps = renamed_changes(df)
+        rename_jdbc_targets(db, steps, source, report.version)
         stages: list[tuple[str, str, str, list[str]]] = []
 
-        def stage(
-            rows: Any, g: Any, keys: list[str], extra: Any = None, deleted_values: bool = False
-        ) -> None:
+        def stage(stream: pa.RecordBatchReader, schema: str, table: str, keys: list[str]) -> None:
             """Write one table's rows of one layout to a staging table (Spark's JDBC writer)."""
-            on_phase(f"staging {g['db']}.{g['table']}")
-            counted = _Counted(rows)
-            columns = json.loads(g["columns"])
-            arrow = d.to_stage(_batch_stream(counted, columns, chunk_rows, extra, deleted_values).read_all())
+            on_phase(f"staging {schema}.{table}")
+            arrow = d.to_stage(stream.read_all())
             name = f"_binlake_stage_{report.version}_{len(stages)}"
-            where = d.stage_schema(g["db"])
-            if where == g["db"]:
+            where = d.stage_schema(schema)
+            if where == schema:
                 db.execute(f"CREATE SCHEMA IF NOT EXISTS {d.q(where)}")  # the stage lives beside the target
             staged = f"{d.q(where)}.{d.q(name)}"
             ddl = d.stage_ddl(staged, arrow.schema, keys)
@@ -413,33 +475,35 @@ def _apply_changes_jdbc(
                 mode="append" if ddl else "overwrite",
                 properties={"driver": d.driver},
             )
-            stages.append((name, g["db"], g["table"], keys))
-            key = f"{g['db']}.{g['table']}"
+            stages.append((name, schema, table, keys))
+
+        def count(schema: str, table: str, counted: _Counted) -> None:
+            key = f"{schema}.{table}"
             report.tables[key] = report.tables.get(key, 0) + counted.n
 
         latest = latest_per_key(df)
         # layouts of a table in the order they were written (the newest decides column types)
-        groups = latest.groupBy("db", "table", "columns").agg(F.max("order_key").alias("newest")).collect()
+        groups = (
+            latest.groupBy("db", "table", "columns", "renamed")
+            .agg(F.max("order_key").alias("newest"))
+            .collect()
+        )
         for g in sorted(groups, key=lambda g: (g["db"], g["table"], g["newest"])):
-            columns = json.loads(g["columns"])
+            columns = renamed_columns(json.loads(g["columns"]), g["renamed"])
             part = latest.where(
-                (F.col("db") == g["db"]) & (F.col("table") == g["table"]) & (F.col("columns") == g["columns"])
+                (F.col("db") == g["db"])
+                & (F.col("table") == g["table"])
+                & (F.col("columns") == g["columns"])
+                & F.col("renamed").eqNullSafe(g["renamed"])
             )
-            stage(part.orderBy("order_key").toLocalIterator(), g, [c["name"] for c in columns if c.get("pk")])
-        keyless = df.where(F.col("pk").isNull())
-        for g in keyless.select("db", "table", "columns").dropDuplicates(["db", "table"]).collect():
-            rows = keyless.where((F.col("db") == g["db"]) & (F.col("table") == g["table"])).orderBy(
-                "order_key"
-            )
-            stage(
-                rows.toLocalIterator(),
-                g,
-                [],
-                extra=lambda chunk, t: t.append_column(
-                    "_binlake_op", pa.array([r["op"] for r in chunk], pa.string())
-                ),
-                deleted_values=True,
-            )
+            counted = _Counted(part.orderBy("order_key").toLocalIterator())
+            keys = [c["name"] for c in columns if c.get("pk")]
+            stage(_batch_stream(counted, columns, chunk_rows), g["db"], g["table"], keys)
+            count(g["db"], g["table"], counted)
+        for (schema, table), layouts, rows in keyless_tables(df):
+            counted = _Counted(rows.toLocalIterator())
+            stage(keyless_stream(counted, layouts, chunk_rows), schema, table, [])
+            count(schema, table, counted)
         # one transaction: every table and the position, or nothing
         on_phase("applying every table in one transaction")
         types = final_types(db, stages)

@@ -1,0 +1,224 @@
+"""Following renames: a table or column renamed upstream keeps its rows in the target.
+
+A batch's ``rename_table`` / ``rename_column`` change-log rows (few) are planned on the driver:
+
+* every row change is mapped to its table's and columns' names at the END of the batch (a row written
+  to ``orders`` before ``RENAME TABLE orders TO orders_v2`` belongs to ``orders_v2``), so the last
+  change per key is found across the rename;
+* the targets as they were before the batch are renamed the same way, net (``a -> b -> a`` is
+  nothing; a swap goes through temporary names), before the batch's rows are applied.
+
+Names are followed by identity: after ``a`` is renamed away, a later ``a`` is a new table (or column).
+Limitation (documented): a table or column dropped and replaced by a rename within one batch is not
+told apart from the one renamed away.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from binlake.spark.changelog import RENAME_COLUMN, RENAME_TABLE, ROW_OPS
+
+TableName = tuple[str, str]
+FAR = "\uffff"  # an order key above every real one
+
+
+@dataclass
+class _Named:
+    """A table or a column followed through renames: its name from each interval on."""
+
+    names: list[tuple[int, str | TableName]]
+    start: bool  # existed before the batch
+
+    def name_at(self, interval: int) -> Any:
+        out = None
+        for since, name in self.names:
+            if since > interval:
+                break
+            out = name
+        return out
+
+    @property
+    def final(self) -> Any:
+        return self.names[-1][1]
+
+    def born(self) -> int:
+        return self.names[0][0]
+
+
+@dataclass
+class _Table(_Named):
+    columns: dict[str, _Named] = field(default_factory=dict)  # lower-case current name -> column
+    all_columns: list[_Named] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Segment:
+    """Rows of ``table`` with ``lo <= order_key < hi`` belong to ``final``; their columns are renamed
+    by ``columns`` (lower-case name then -> name at the end; JSON, None when none)."""
+
+    table: TableName
+    lo: str
+    hi: str
+    final: TableName
+    columns: str | None
+
+
+@dataclass(frozen=True)
+class TableMove:
+    old: TableName
+    new: TableName
+
+
+@dataclass(frozen=True)
+class ColumnMove:
+    table: TableName  # the table's name when this step runs
+    old: str
+    new: str
+
+
+Step = TableMove | ColumnMove
+
+
+@dataclass
+class RenamePlan:
+    segments: list[Segment]
+    steps: list[Step]  # what turns the targets as of before the batch into the targets after it
+
+
+def plan_renames(rows: list[dict[str, Any]]) -> RenamePlan:
+    """The plan for a batch's rename rows (dicts with order_key, db, table, op, before, after)."""
+    rows = sorted(rows, key=lambda r: r["order_key"])
+    tables: dict[TableName, _Table] = {}  # name now -> table
+    every: list[_Table] = []
+
+    def table(name: TableName) -> _Table:
+        t = tables.get(name)
+        if t is None:  # first mention: the table of that name before the batch
+            t = tables[name] = _Table([(0, name)], start=True)
+            every.append(t)
+        return t
+
+    for i, r in enumerate(rows):
+        after = json.loads(r["after"])
+        name = (r["db"], r["table"])
+        t = table(name)
+        if r["op"] == RENAME_TABLE:
+            new = (after["db"], after["table"])
+            t.names.append((i + 1, new))
+            fresh = tables[name] = _Table([(i + 1, name)], start=False)  # a later table of the old name
+            every.append(fresh)
+            tables[new] = t
+        elif r["op"] == RENAME_COLUMN:
+            old = json.loads(r["before"])["column"]
+            c = t.columns.get(old.lower())
+            if c is None:
+                c = t.columns[old.lower()] = _Named([(0, old)], start=t.start)
+                t.all_columns.append(c)
+            c.names.append((i + 1, after["column"]))
+            fresh_column = t.columns[old.lower()] = _Named([(i + 1, old)], start=False)
+            t.all_columns.append(fresh_column)
+            t.columns[after["column"].lower()] = c
+    keys = [""] + [r["order_key"] for r in rows] + [FAR]
+    return RenamePlan(_segments(every, keys), _steps(every, len(rows)))
+
+
+def _segments(every: list[_Table], keys: list[str]) -> list[Segment]:
+    out = []
+    for t in every:
+        changes = sorted({since for since, _ in t.names} | {s for c in t.all_columns for s, _ in c.names})
+        changes = [s for s in changes if s >= t.born()]
+        for a, b in zip(changes, [*changes[1:], len(keys) - 1], strict=True):
+            name = t.name_at(a)
+            columns = {
+                c.name_at(a).lower(): c.final
+                for c in t.all_columns
+                if c.born() <= a and c.name_at(a) != c.final
+            }
+            if name != t.final or columns:
+                out.append(Segment(name, keys[a], keys[b], t.final, json.dumps(columns) if columns else None))
+    return out
+
+
+def _steps(every: list[_Table], n: int) -> list[Step]:
+    """Net renames of the targets that existed before the batch; through temporary names, so swaps
+    and cycles work and each step is a plain move into a free name."""
+    moved = [t for t in every if t.start and t.names[0][1] != t.final]
+    steps: list[Step] = []
+    for i, t in enumerate(moved):
+        steps.append(TableMove(t.names[0][1], (t.names[0][1][0], f"_binlake_renaming_{i}")))
+    for i, t in enumerate(moved):
+        steps.append(TableMove((t.names[0][1][0], f"_binlake_renaming_{i}"), t.final))
+    for t in every:
+        if not t.start:
+            continue
+        cols = [c for c in t.all_columns if c.start and c.names[0][1] != c.final]
+        for i, c in enumerate(cols):
+            steps.append(ColumnMove(t.final, c.names[0][1], f"_binlake_renaming_{i}"))
+        for i, c in enumerate(cols):
+            steps.append(ColumnMove(t.final, f"_binlake_renaming_{i}", c.final))
+    return steps
+
+
+def renamed_columns(columns: list[dict[str, Any]], mapping: str | None) -> list[dict[str, Any]]:
+    """A layout's columns under their names at the end of the batch; ``from`` keeps the name the
+    row images use."""
+    if not mapping:
+        return columns
+    names = json.loads(mapping)
+    return [
+        {**c, "name": names[c["name"].lower()], "from": c["name"]} if c["name"].lower() in names else c
+        for c in columns
+    ]
+
+
+def follow_renames(df: Any, plan: RenamePlan) -> Any:
+    """The change log's row changes under their tables' names at the end of the batch, with a
+    ``renamed`` column (a layout's column renames, JSON, or NULL)."""
+    from pyspark.sql import functions as F
+
+    if not plan.segments:
+        return df.withColumn("renamed", F.lit(None).cast("string"))
+    spark = df.sparkSession
+    seg = spark.createDataFrame(
+        [(s.table[0], s.table[1], s.lo, s.hi, s.final[0], s.final[1], s.columns) for s in plan.segments],
+        "s_db STRING, s_table STRING, s_lo STRING, s_hi STRING, f_db STRING, f_table STRING, renamed STRING",
+    )
+    on = (
+        (F.col("db") == F.col("s_db"))
+        & (F.col("table") == F.col("s_table"))
+        & (F.col("order_key") >= F.col("s_lo"))
+        & (F.col("order_key") < F.col("s_hi"))
+    )
+    joined = df.join(F.broadcast(seg), on, "left")
+    named = {
+        "db": F.coalesce(F.col("f_db"), F.col("db")).alias("db"),
+        "table": F.coalesce(F.col("f_table"), F.col("table")).alias("table"),
+    }
+    return joined.select(*[named.get(c, F.col(c)) for c in df.columns], "renamed")
+
+
+def renamed_changes(df: Any) -> tuple[Any, list[Step]]:
+    """A batch's row changes under their names at the end of the batch (see ``follow_renames``), and
+    the steps that rename the targets as they were before it."""
+    from pyspark.sql import functions as F
+
+    found = (
+        df.where(F.col("op").isin(RENAME_TABLE, RENAME_COLUMN))
+        .select("order_key", "db", "table", "op", "before", "after")
+        .collect()
+    )
+    plan = plan_renames([r.asDict() for r in found])
+    return follow_renames(df.where(F.col("op").isin(*ROW_OPS)), plan), plan.steps
+
+
+def journal_start(journal: dict[str, Any] | None, version: int) -> int:
+    """The first step still to do for the batch ``version`` given the sink's rename journal
+    (``{"version", "done"}``): all of them for a new batch, none for one already renamed."""
+    if journal is None or journal["version"] < version:
+        return 0
+    if journal["version"] > version:
+        return 1 << 62  # an older batch replayed: its renames are behind us
+    return int(journal["done"])
