@@ -268,6 +268,8 @@ def test_ddl_policy_drop_rename_and_type_change(
     assert_same_as_source(mariadb, db, {"t": got[f"{db}.t"], "t2": got[f"{db}.t2"]})
     types = {
         f.name: f.dataType.simpleString()
-        for f in spark.read.jdbc(read_url or url, f"{q}{db}{q}.{q}t2{q}", properties={"driver": driver}).schema
+        for f in spark.read.jdbc(
+            read_url or url, f"{q}{db}{q}.{q}t2{q}", properties={"driver": driver}
+        ).schema
     }
     assert types["a"] == "bigint"

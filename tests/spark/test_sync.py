@@ -225,3 +225,116 @@ def test_parquet_snapshot_export(spark: Any, workload: Any, tmp_path: Path) -> N
     for name, rows in synced(target).items():
         snap = pq.read_table(tmp_path / "pq" / f"{name}.parquet").to_pylist()
         assert counts[name] == len(rows) and sorted(snap, key=lambda r: str(next(iter(r.values())))) == rows
+
+
+def final_tables(result: Any, target: Path) -> tuple[dict[str, list[dict]], dict[str, list[dict]]]:
+    """(synced, truth) for every table of the generator's truth under its final name, on the
+    truth's columns (a target also keeps columns dropped upstream), typed the way Delta holds them."""
+    from deltalake import DeltaTable
+
+    synced_out, truth_out = {}, {}
+    for path in sorted(result.truth_dir.glob("*.*.jsonl")):
+        name = path.name[: -len(".jsonl")]
+        rows = [json.loads(line) for line in path.read_text().splitlines()]
+        if not rows:
+            continue
+        described: dict[str, dict] = {}
+        for commit in DeltaTable(str(target / name)).history():  # newest first
+            for c in json.loads(commit.get("binlake.columns") or "[]"):
+                described.setdefault(c["name"], c)
+        cols = [described[n] for n in rows[0]]
+        key = cols[0]["name"]
+        truth_out[name] = sorted(
+            ({c["name"]: convert(r[c["name"]], c, arrow_type(c)) for c in cols} for r in rows),
+            key=lambda r: str(r[key]),
+        )
+        have = read_delta(target, name).to_pylist()
+        synced_out[name] = sorted(
+            ({c["name"]: r[c["name"]] for c in cols} for r in have), key=lambda r: str(r[key])
+        )
+    return synced_out, truth_out
+
+
+def ddl_series(tmp_path: Path, flavor: str) -> tuple[Any, dict[str, str]]:
+    """A generated series with DDL every 20 transactions (ADD / DROP / RENAME COLUMN, RENAME TABLE
+    back and forth); for MySQL 5.7 (no column names in the binlog) with its schema history."""
+    from binlake.reader import BinlogReader
+    from binlake.schema import SchemaHistory, SchemaTracker
+
+    result = generate(
+        tmp_path / "bin", seed=12, target_bytes=500_000, max_file_size=100_000, ddl_every=20, flavor=flavor
+    )
+    if flavor != "mysql57":
+        return result, {}
+    tracker = SchemaTracker(SchemaHistory())
+    for f in result.files:
+        for _ in BinlogReader(f, observers=[tracker]):
+            pass
+    tracker.history.save(tmp_path / "history.json")
+    return result, {"schema": str(tmp_path / "history.json")}
+
+
+@pytest.mark.parametrize("flavor", ["mysql80", "mysql57"])
+def test_sync_with_ddl_equals_the_truth(spark: Any, tmp_path: Path, flavor: str) -> None:
+    """DDL on: tables renamed back and forth and columns added, dropped and renamed — in one batch and
+    across batches the targets follow, and equal the generator's truth under the final names."""
+    result, options = ddl_series(tmp_path, flavor)
+    renames = [
+        r
+        for r in spark.read.format("binlog").options(**options).load(str(tmp_path / "bin")).collect()
+        if r["op"] in ("rename_table", "rename_column")
+    ]
+    assert {r["op"] for r in renames} == {"rename_table", "rename_column"}
+    one = tmp_path / "one"
+    sync_to_delta(spark, str(tmp_path / "bin"), one, options=options)
+    got, want = final_tables(result, one)
+    assert got == want and len(want) == 3
+    assert sorted(delta_tables(one)) == sorted(want)  # no table left behind under an old name
+
+    partial, batches = tmp_path / "partial", tmp_path / "batches"
+    partial.mkdir()
+    for f in result.files:  # one batch per file: renames cross batch boundaries
+        shutil.copy(f, partial / f.name)
+        sync_to_delta(spark, str(partial), batches, options=options)
+    got, want = final_tables(result, batches)
+    assert got == want
+    assert sorted(delta_tables(batches)) == sorted(want)
+
+
+def test_renames_killed_at_every_step_then_rerun(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Batch by batch over a series with DDL, renaming the targets fails again and again — before a
+    step, or after it but before the journal notes it — and each batch is simply run again: the
+    tables equal the truth under their final names, none renamed twice."""
+    result, options = ddl_series(tmp_path, "mysql80")
+    calls: list[str] = []
+
+    def flaky(real: Any) -> Any:
+        def step(*args: Any, **kw: Any) -> None:
+            calls.append(real.__name__)
+            if len(calls) % 3 == 1:
+                raise KeyboardInterrupt("killed before the step")
+            real(*args, **kw)
+            if len(calls) % 3 == 2:
+                raise KeyboardInterrupt("killed after the step")
+
+        return step
+
+    monkeypatch.setattr(apply_mod, "_move_table", flaky(apply_mod._move_table))
+    monkeypatch.setattr(apply_mod, "_rename_columns", flaky(apply_mod._rename_columns))
+    partial, target = tmp_path / "partial", tmp_path / "delta"
+    partial.mkdir()
+    kills = 0
+    for f in result.files:
+        shutil.copy(f, partial / f.name)
+        while True:
+            try:
+                sync_to_delta(spark, str(partial), target, options=options)
+                break
+            except KeyboardInterrupt:
+                kills += 1
+    assert kills >= 4 and {"_move_table", "_rename_columns"} <= set(calls)
+    got, want = final_tables(result, target)
+    assert got == want
+    assert sorted(delta_tables(target)) == sorted(want)

@@ -21,9 +21,10 @@ import pyarrow as pa
 
 from binlake.spark.renames import (
     ColumnMove,
-    Step,
+    Journal,
+    RenamePlan,
     TableMove,
-    journal_start,
+    rename_work,
     renamed_changes,
     renamed_columns,
 )
@@ -248,13 +249,16 @@ def widen_table(path: Path, types: dict[str, pa.DataType]) -> None:
 RENAME_JOURNAL = "_binlake_renames.json"
 
 
-def rename_delta_targets(target: Path, steps: list[Step], version: int) -> None:
-    """Rename the Delta tables and columns as the batch ``version`` renamed them upstream, once: a
-    journal beside the tables says how far a killed run got. A table moves as its directory; a
-    table's column renames are one rewrite (tagged, so a rerun sees it done)."""
-    journal_path = target / RENAME_JOURNAL
-    journal = json.loads(journal_path.read_text()) if journal_path.exists() else None
-    i = journal_start(journal, version)
+def rename_delta_targets(target: Path, plan: RenamePlan, version: int, upto: str) -> None:
+    """Rename the Delta tables and columns as the batch ``version`` (ending at order key ``upto``)
+    renamed them upstream, once: a journal beside the tables says how far the targets follow and
+    how far a killed run got. A table moves as its directory; a table's column renames are one
+    rewrite (tagged, so a rerun sees it done)."""
+    path = target / RENAME_JOURNAL
+    journal, steps = rename_work(
+        Journal(**json.loads(path.read_text())) if path.exists() else None, plan, version, upto
+    )
+    i = journal.done
     while i < len(steps):
         step = steps[i]
         j = i + 1
@@ -264,11 +268,17 @@ def rename_delta_targets(target: Path, steps: list[Step], version: int) -> None:
             while j < len(steps) and isinstance(steps[j], ColumnMove) and steps[j].table == step.table:
                 j += 1
             _rename_columns(target / ".".join(step.table), steps[i:j], f"{version}:{i}")  # type: ignore[arg-type]
-        i = j
-        target.mkdir(parents=True, exist_ok=True)
-        tmp = journal_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"version": version, "done": i}))
-        os.replace(tmp, journal_path)
+        i = journal.done = j
+        _save_journal(path, journal)
+    if plan.keys and journal.version == version and journal.done == 0:
+        _save_journal(path, journal)  # nothing to rename in the targets, but they follow up to here
+
+
+def _save_journal(path: Path, journal: Journal) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(vars(journal)))
+    os.replace(tmp, path)
 
 
 def _move_table(target: Path, step: TableMove, version: int) -> None:
@@ -408,8 +418,8 @@ def _apply_changes(
     report, metadata = batch_head(df, source)
     if not report.changes:
         return report
-    df, steps = renamed_changes(df)
-    rename_delta_targets(target, steps, report.version)
+    df, plan = renamed_changes(df)
+    rename_delta_targets(target, plan, report.version, metadata["binlake.order_key"])
     _append_keyless(df, target, report, metadata, chunk_rows)
     latest = latest_per_key(df).persist(StorageLevel.DISK_ONLY)
     tables: dict[tuple[str, str], list[tuple[str, str, str | None]]] = {}  # (newest order key, layout)

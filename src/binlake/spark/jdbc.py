@@ -38,9 +38,10 @@ from binlake.spark.apply import (
 )
 from binlake.spark.renames import (
     ColumnMove,
-    Step,
+    Journal,
+    RenamePlan,
     TableMove,
-    journal_start,
+    rename_work,
     renamed_changes,
     renamed_columns,
 )
@@ -340,18 +341,30 @@ def committed_position(db: Jdbc, source: str) -> int | None:
 Types = dict[tuple[str, str], dict[str, str]]
 
 
-def rename_jdbc_targets(db: Jdbc, steps: list[Step], source: str, version: int) -> None:
-    """Rename target tables and columns as the batch ``version`` renamed them upstream, once. Each
-    step is a move into a free name (``plan_renames``), so the one a kill interrupted is told done
-    or not by the catalog; ``_binlake_renames`` records the steps behind."""
+def rename_jdbc_targets(db: Jdbc, plan: RenamePlan, source: str, version: int, upto: str) -> None:
+    """Rename target tables and columns as the batch ``version`` (ending at order key ``upto``)
+    renamed them upstream, once. Each step is a move into a free name (``RenamePlan.steps``), so the
+    one a kill interrupted is told done or not by the catalog; ``_binlake_renames`` records how far
+    the targets follow and the steps behind."""
     d = db.dialect
     db.execute(
-        f"CREATE TABLE IF NOT EXISTS {RENAMES} (source VARCHAR(700) PRIMARY KEY, "
-        "version BIGINT NOT NULL, done INT NOT NULL)"
+        f"CREATE TABLE IF NOT EXISTS {RENAMES} (source VARCHAR(700) PRIMARY KEY, version BIGINT NOT NULL, "
+        "base VARCHAR(100) NOT NULL, upto VARCHAR(100) NOT NULL, done INT NOT NULL)"
     )
-    found = db.rows(f"SELECT version, done FROM {RENAMES} WHERE source = {lit(source)}")
-    journal = {"version": int(found[0][0]), "done": int(found[0][1])} if found else None
-    for i in range(journal_start(journal, version), len(steps)):
+    found = db.rows(f"SELECT version, base, upto, done FROM {RENAMES} WHERE source = {lit(source)}")
+    journal = Journal(int(found[0][0]), found[0][1], found[0][2], int(found[0][3])) if found else None
+    journal, steps = rename_work(journal, plan, version, upto)
+
+    def save() -> None:
+        db.execute(f"DELETE FROM {RENAMES} WHERE source = {lit(source)}")
+        db.execute(
+            f"INSERT INTO {RENAMES} (source, version, base, upto, done) VALUES ({lit(source)}, "
+            f"{journal.version}, {lit(journal.base)}, {lit(journal.upto)}, {journal.done})"
+        )
+
+    if plan.keys and journal.version == version and journal.done == 0:
+        save()  # the targets follow up to here (even with nothing to rename in them)
+    for i in range(journal.done, len(steps)):
         step = steps[i]
         if isinstance(step, TableMove):
             (s1, t1), (s2, t2) = step.old, step.new
@@ -442,9 +455,10 @@ def _apply_changes_jdbc(
     from pyspark.sql import functions as F
 
     on_phase("reading the change log")
-    report, _ = batch_head(df, source)
+    report, metadata = batch_head(df, source)
     if not report.changes:
         return report
+    last_key = metadata["binlake.order_key"]
     db = Jdbc(spark, url)
     d = db.dialect
     try:
@@ -452,8 +466,8 @@ def _apply_changes_jdbc(
         if done is not None and done >= report.version:
             report.skipped = ["(batch already applied)"]
             return report
-        df, steps = renamed_changes(df)
-        rename_jdbc_targets(db, steps, source, report.version)
+        df, plan = renamed_changes(df)
+        rename_jdbc_targets(db, plan, source, report.version, last_key)
         stages: list[tuple[str, str, str, list[str]]] = []
 
         def stage(stream: pa.RecordBatchReader, schema: str, table: str, keys: list[str]) -> None:

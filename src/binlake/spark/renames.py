@@ -30,7 +30,6 @@ class _Named:
     """A table or a column followed through renames: its name from each interval on."""
 
     names: list[tuple[int, str | TableName]]
-    start: bool  # existed before the batch
 
     def name_at(self, interval: int) -> Any:
         out = None
@@ -85,7 +84,29 @@ Step = TableMove | ColumnMove
 @dataclass
 class RenamePlan:
     segments: list[Segment]
-    steps: list[Step]  # what turns the targets as of before the batch into the targets after it
+    tables: list[_Table]  # every table the renames touched
+    keys: list[str]  # the renames' order keys, in order
+
+    def steps(self, after: str = "") -> list[Step]:
+        """What turns the targets as they were after the renames up to order key ``after`` (the
+        sink's last batch) into the targets at the end of this batch: the net renames, through
+        temporary names so swaps and cycles work and each step is a plain move into a free name."""
+        m = sum(1 for k in self.keys if k <= after)  # the interval the targets are in
+        moved = [t for t in self.tables if t.born() <= m and t.name_at(m) != t.final]
+        steps: list[Step] = []
+        for i, t in enumerate(moved):
+            steps.append(TableMove(t.name_at(m), (t.name_at(m)[0], f"_binlake_renaming_{i}")))
+        for i, t in enumerate(moved):
+            steps.append(TableMove((t.name_at(m)[0], f"_binlake_renaming_{i}"), t.final))
+        for t in self.tables:
+            if t.born() > m:
+                continue
+            cols = [c for c in t.all_columns if c.born() <= m and c.name_at(m) != c.final]
+            for i, c in enumerate(cols):
+                steps.append(ColumnMove(t.final, c.name_at(m), f"_binlake_renaming_{i}"))
+            for i, c in enumerate(cols):
+                steps.append(ColumnMove(t.final, f"_binlake_renaming_{i}", c.final))
+        return steps
 
 
 def plan_renames(rows: list[dict[str, Any]]) -> RenamePlan:
@@ -97,7 +118,7 @@ def plan_renames(rows: list[dict[str, Any]]) -> RenamePlan:
     def table(name: TableName) -> _Table:
         t = tables.get(name)
         if t is None:  # first mention: the table of that name before the batch
-            t = tables[name] = _Table([(0, name)], start=True)
+            t = tables[name] = _Table([(0, name)])
             every.append(t)
         return t
 
@@ -108,21 +129,21 @@ def plan_renames(rows: list[dict[str, Any]]) -> RenamePlan:
         if r["op"] == RENAME_TABLE:
             new = (after["db"], after["table"])
             t.names.append((i + 1, new))
-            fresh = tables[name] = _Table([(i + 1, name)], start=False)  # a later table of the old name
+            fresh = tables[name] = _Table([(i + 1, name)])  # a later table of the old name
             every.append(fresh)
             tables[new] = t
         elif r["op"] == RENAME_COLUMN:
             old = json.loads(r["before"])["column"]
             c = t.columns.get(old.lower())
             if c is None:
-                c = t.columns[old.lower()] = _Named([(0, old)], start=t.start)
+                c = t.columns[old.lower()] = _Named([(t.born(), old)])
                 t.all_columns.append(c)
             c.names.append((i + 1, after["column"]))
-            fresh_column = t.columns[old.lower()] = _Named([(i + 1, old)], start=False)
+            fresh_column = t.columns[old.lower()] = _Named([(i + 1, old)])
             t.all_columns.append(fresh_column)
             t.columns[after["column"].lower()] = c
     keys = [""] + [r["order_key"] for r in rows] + [FAR]
-    return RenamePlan(_segments(every, keys), _steps(every, len(rows)))
+    return RenamePlan(_segments(every, keys), every, keys[1:-1])
 
 
 def _segments(every: list[_Table], keys: list[str]) -> list[Segment]:
@@ -140,26 +161,6 @@ def _segments(every: list[_Table], keys: list[str]) -> list[Segment]:
             if name != t.final or columns:
                 out.append(Segment(name, keys[a], keys[b], t.final, json.dumps(columns) if columns else None))
     return out
-
-
-def _steps(every: list[_Table], n: int) -> list[Step]:
-    """Net renames of the targets that existed before the batch; through temporary names, so swaps
-    and cycles work and each step is a plain move into a free name."""
-    moved = [t for t in every if t.start and t.names[0][1] != t.final]
-    steps: list[Step] = []
-    for i, t in enumerate(moved):
-        steps.append(TableMove(t.names[0][1], (t.names[0][1][0], f"_binlake_renaming_{i}")))
-    for i, t in enumerate(moved):
-        steps.append(TableMove((t.names[0][1][0], f"_binlake_renaming_{i}"), t.final))
-    for t in every:
-        if not t.start:
-            continue
-        cols = [c for c in t.all_columns if c.start and c.names[0][1] != c.final]
-        for i, c in enumerate(cols):
-            steps.append(ColumnMove(t.final, c.names[0][1], f"_binlake_renaming_{i}"))
-        for i, c in enumerate(cols):
-            steps.append(ColumnMove(t.final, f"_binlake_renaming_{i}", c.final))
-    return steps
 
 
 def renamed_columns(columns: list[dict[str, Any]], mapping: str | None) -> list[dict[str, Any]]:
@@ -200,9 +201,9 @@ def follow_renames(df: Any, plan: RenamePlan) -> Any:
     return joined.select(*[named.get(c, F.col(c)) for c in df.columns], "renamed")
 
 
-def renamed_changes(df: Any) -> tuple[Any, list[Step]]:
+def renamed_changes(df: Any) -> tuple[Any, RenamePlan]:
     """A batch's row changes under their names at the end of the batch (see ``follow_renames``), and
-    the steps that rename the targets as they were before it."""
+    the plan of its renames."""
     from pyspark.sql import functions as F
 
     found = (
@@ -211,14 +212,29 @@ def renamed_changes(df: Any) -> tuple[Any, list[Step]]:
         .collect()
     )
     plan = plan_renames([r.asDict() for r in found])
-    return follow_renames(df.where(F.col("op").isin(*ROW_OPS)), plan), plan.steps
+    return follow_renames(df.where(F.col("op").isin(*ROW_OPS)), plan), plan
 
 
-def journal_start(journal: dict[str, Any] | None, version: int) -> int:
-    """The first step still to do for the batch ``version`` given the sink's rename journal
-    (``{"version", "done"}``): all of them for a new batch, none for one already renamed."""
-    if journal is None or journal["version"] < version:
-        return 0
-    if journal["version"] > version:
-        return 1 << 62  # an older batch replayed: its renames are behind us
-    return int(journal["done"])
+@dataclass
+class Journal:
+    """How far a sink got renaming its targets: the batch ``version`` (whose changes end at order
+    key ``upto``) renamed from the state after order key ``base``; ``done`` steps are behind."""
+
+    version: int
+    base: str
+    upto: str
+    done: int
+
+
+def rename_work(
+    journal: Journal | None, plan: RenamePlan, version: int, upto: str
+) -> tuple[Journal, list[Step]]:
+    """The journal for batch ``version`` (ending at ``upto``) and all of its steps; the steps before
+    ``journal.done`` are behind. A batch re-reading renames the targets already follow (a rerun
+    over the same files, a replayed batch) has nothing left to do."""
+    if journal is not None and journal.version > version:
+        return journal, []  # an older batch replayed: its renames are behind us
+    if journal is not None and journal.version == version:
+        return journal, plan.steps(journal.base)
+    base = journal.upto if journal is not None else ""
+    return Journal(version, base, upto, 0), plan.steps(base)
