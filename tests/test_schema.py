@@ -148,3 +148,27 @@ def test_every_corpus_ddl_is_applied_or_reported(corpus: Path) -> None:
             assert n.reason and n.sql
     assert applied > 100
     print(f"corpus DDL: {applied} applied, {reported} reported as not understood")
+
+
+def test_renames_of_ddl_statements() -> None:
+    from binlake.schema.renames import ColumnRename, TableRename, renames_in
+
+    assert renames_in("RENAME TABLE a TO b, x.`b c` TO `a`", "db") == [
+        TableRename(("db", "a"), ("db", "b")),
+        TableRename(("x", "b c"), ("db", "a")),
+    ]
+    # columns first, then the table, whatever the clause order (as MySQL applies them)
+    assert renames_in("ALTER TABLE d.t RENAME TO d.t3, RENAME COLUMN a TO b, CHANGE c cc INT", "db") == [
+        ColumnRename(("d", "t"), "a", "b"),
+        ColumnRename(("d", "t"), "c", "cc"),
+        TableRename(("d", "t"), ("d", "t3")),
+    ]
+    assert renames_in("ALTER TABLE t RENAME AS t4, ADD COLUMN x INT", "db") == [
+        TableRename(("db", "t"), ("db", "t4"))
+    ]
+    for sql in (
+        "ALTER TABLE t CHANGE a a BIGINT",
+        "ALTER TABLE t ADD COLUMN r INT",
+        "CREATE TABLE r (a INT)",
+    ):
+        assert renames_in(sql, "db") == [], sql

@@ -224,23 +224,124 @@ def assert_same_as_source(mariadb: Any, db: str, got: dict[str, list[dict]]) -> 
         with conn.cursor() as cur:
             cur.execute(f"SELECT * FROM `{table}` ORDER BY 1")
             want = list(cur.fetchall())
-        assert [{k: r[k] for k in w} for r, w in zip(sorted(rows, key=lambda r: r["id"]), want)] == want
         assert len(rows) == len(want)
+        assert [
+            {k: r[k] for k in w} for r, w in zip(sorted(rows, key=lambda r: r["id"]), want, strict=True)
+        ] == want
     conn.close()
 
 
-def ddl_binlogs(mariadb: Any, db: str, tmp_path: Path) -> list[Path]:
-    """The DDL workload in two binlog files (cut after the type change)."""
-    statements = [s.replace("ddlpol", db) for s in DDL_WORKLOAD]
-    mariadb.execute(*statements[:6])
+def ddl_binlogs(
+    mariadb: Any, db: str, tmp_path: Path, workload: list[str] = DDL_WORKLOAD, cut: int = 6
+) -> list[Path]:
+    """A workload (``ddlpol`` -> ``db``) in two binlog files, cut after statement ``cut`` (for
+    DDL_WORKLOAD: after the type change)."""
+    statements = [s.replace("ddlpol", db) for s in workload]
+    mariadb.execute(*statements[:cut])
     mariadb.execute("FLUSH BINARY LOGS")
-    mariadb.execute(*statements[6:])
+    mariadb.execute(*statements[cut:])
     files = mariadb.flush_binlogs()[-3:-1]
     binlogs = tmp_path / "binlogs"
     binlogs.mkdir()
     for f in files:
         (binlogs / f.name).write_bytes(f.read_bytes())
     return sorted(binlogs.iterdir())
+
+
+def sink_tables(spark: Any, request: Any, sink: str, db: str, tables: list[str]) -> tuple[Any, Any]:
+    """(sync into ``sink``, read its tables back): Delta, PostgreSQL or MariaDB."""
+    from binlake.spark.apply import read_delta, sync_to_delta
+    from binlake.spark.jdbc import sync_to_jdbc
+
+    if sink == "delta":
+        target = request.getfixturevalue("tmp_path") / "delta"
+        return (
+            lambda source: sync_to_delta(spark, source, target, options={"databases": db}),
+            lambda: {t: read_delta(target, f"{db}.{t}").to_pylist() for t in tables},
+        )
+    if sink == "postgres":
+        url, read_url, driver, q = request.getfixturevalue("postgres").url, None, "org.postgresql.Driver", '"'
+    else:
+        url = request.getfixturevalue("sink_mariadb").url
+        read_url, driver, q = url.replace("jdbc:mariadb:", "jdbc:mysql:"), "org.mariadb.jdbc.Driver", "`"
+
+    def read() -> dict[str, list[dict]]:
+        got = jdbc_tables(spark, read_url or url, [f"{db}.{t}" for t in tables], driver, q)
+        return {t: got[f"{db}.{t}"] for t in tables}
+
+    return lambda source: sync_to_jdbc(spark, source, url, options={"databases": db}), read
+
+
+SWAP_WORKLOAD = [
+    "CREATE DATABASE ddlpol",
+    "CREATE TABLE ddlpol.a (id INT PRIMARY KEY, x INT, y VARCHAR(10))",
+    "CREATE TABLE ddlpol.b (id INT PRIMARY KEY, x INT, y VARCHAR(10))",
+    "INSERT INTO ddlpol.a VALUES (1, 1, 'a1'), (2, 2, 'a2')",
+    "INSERT INTO ddlpol.b VALUES (1, 100, 'b1')",
+    # batch 2: the tables swap names, then a's columns swap names too
+    "RENAME TABLE ddlpol.a TO ddlpol.tmp, ddlpol.b TO ddlpol.a, ddlpol.tmp TO ddlpol.b",
+    "UPDATE ddlpol.b SET y = 'a2!' WHERE id = 2",
+    "ALTER TABLE ddlpol.a RENAME COLUMN x TO t",
+    "ALTER TABLE ddlpol.a RENAME COLUMN y TO x",
+    "ALTER TABLE ddlpol.a RENAME COLUMN t TO y",
+    "INSERT INTO ddlpol.a VALUES (2, 200, 'b2')",  # columns now (id, y INT, x VARCHAR)
+    "ALTER TABLE ddlpol.b CHANGE y yy VARCHAR(10), RENAME TO ddlpol.c",
+    "INSERT INTO ddlpol.c VALUES (3, 3, 'c3')",
+]
+
+
+@pytest.mark.parametrize("sink", ["delta", "postgres", "mariadb"])
+def test_swapped_tables_and_columns_follow(
+    spark: Any, mariadb: Any, request: Any, tmp_path: Path, sink: str
+) -> None:
+    """Tables synced in one batch swap names (through a third name) and so do two columns of
+    different types; another column and table are renamed in one ALTER; in the next batch every
+    sink's tables equal SELECT * of the source under the new names."""
+    from binlake.spark import apply as apply_mod
+    from binlake.spark.jdbc import Jdbc
+
+    db = f"swap_{sink}"
+    files = ddl_binlogs(mariadb, db, tmp_path, SWAP_WORKLOAD, cut=5)
+    sync, read = sink_tables(spark, request, sink, db, ["a", "c"])
+    sync(str(files[0]))
+    # renaming is killed at every other step, before or after it: each rerun goes on from the journal
+    monkeypatch = request.getfixturevalue("monkeypatch")
+    calls: list[Any] = []
+
+    def killing(real: Any, renames: Any = lambda *a: True) -> Any:
+        def run(*args: Any) -> Any:
+            if not renames(*args):
+                return real(*args)
+            calls.append(args)
+            if len(calls) % 4 == 1:
+                raise KeyboardInterrupt("killed before a rename step")
+            out = real(*args)
+            if len(calls) % 4 == 2:
+                raise KeyboardInterrupt("killed after a rename step")
+            return out
+
+        return run
+
+    if sink == "delta":
+        monkeypatch.setattr(apply_mod, "_move_table", killing(apply_mod._move_table))
+        monkeypatch.setattr(apply_mod, "_rename_columns", killing(apply_mod._rename_columns))
+    else:
+        is_rename = lambda _db, sql: " RENAME " in sql and not sql.startswith("CREATE")  # noqa: E731
+        monkeypatch.setattr(Jdbc, "execute", killing(Jdbc.execute, is_rename))
+    kills = 0
+    while True:
+        try:
+            sync(str(files[0].parent))
+            break
+        except KeyboardInterrupt:
+            kills += 1
+    assert kills >= 3
+    got = read()
+    assert {r["id"]: (r["x"], r["y"]) for r in got["a"]} == {1: ("b1", 100), 2: ("b2", 200)}
+    assert {r["id"]: (r["x"], r["yy"]) for r in got["c"]} == {1: (1, "a1"), 2: (2, "a2!"), 3: (3, "c3")}
+    assert_same_as_source(mariadb, db, got)
+    sync(str(files[0].parent))  # a rerun renames nothing again
+    assert read() == got
 
 
 @pytest.mark.parametrize("sink, batches", [("postgres", 1), ("postgres", 2), ("mariadb", 1), ("mariadb", 2)])

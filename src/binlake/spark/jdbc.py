@@ -383,10 +383,8 @@ def rename_jdbc_targets(db: Jdbc, plan: RenamePlan, source: str, version: int, u
                 if step.new in have:  # a column of that name dropped upstream: kept aside
                     db.execute(d.rename_column(target, step.new, f"{step.new}_replaced_{version}"))
                 db.execute(d.rename_column(target, step.old, step.new))
-        db.execute(f"DELETE FROM {RENAMES} WHERE source = {lit(source)}")
-        db.execute(
-            f"INSERT INTO {RENAMES} (source, version, done) VALUES ({lit(source)}, {version}, {i + 1})"
-        )
+        journal.done = i + 1
+        save()
 
 
 def final_types(db: Jdbc, stages: list[tuple[str, str, str, list[str]]]) -> Types:
