@@ -15,21 +15,56 @@ from rich.table import Table
 from binlake.generate import GenConfig, Generator
 
 
-def run_demo(workdir: str | Path, console: Console | None = None, size: int = 3_000_000) -> int:
-    from binlake.spark.apply import delta_tables, read_delta, sync_to_delta
-    from binlake.spark.session import spark_session
+def compare_to_truth(truth_dir: Path, target: Path) -> dict[str, tuple[list[dict], list[dict]]]:
+    """Per table of a generator's truth (final names): (synced rows, truth rows), both on the truth's
+    columns — a target also keeps columns dropped upstream — typed the way Delta holds them."""
+    from deltalake import DeltaTable
+
+    from binlake.spark.apply import read_delta
     from binlake.spark.typed import arrow_type, convert
+
+    out = {}
+    for path in sorted(truth_dir.glob("*.*.jsonl")):
+        name = path.name[: -len(".jsonl")]
+        rows = [json.loads(line) for line in path.read_text().splitlines()]
+        if not rows:
+            continue
+        described: dict[str, dict] = {}
+        if (target / name / "_delta_log").is_dir():
+            for commit in DeltaTable(str(target / name)).history():  # newest first
+                for c in json.loads(commit.get("binlake.columns") or "[]"):
+                    described.setdefault(c["name"], c)
+        if any(n not in described for n in rows[0]):
+            out[name] = ([], rows)  # the table or one of its columns is missing
+            continue
+        cols = [described[n] for n in rows[0]]
+
+        def by_key(r: dict, key: str = cols[0]["name"]) -> str:
+            return str(r[key])
+
+        want = sorted(
+            ({c["name"]: convert(r[c["name"]], c, arrow_type(c)) for c in cols} for r in rows), key=by_key
+        )
+        have = read_delta(target, name).to_pylist()
+        out[name] = (sorted(({c["name"]: r[c["name"]] for c in cols} for r in have), key=by_key), want)
+    return out
+
+
+def run_demo(workdir: str | Path, console: Console | None = None, size: int = 3_000_000) -> int:
+    from binlake.spark.apply import delta_tables, sync_to_delta
+    from binlake.spark.session import spark_session
 
     console = console or Console()
     root = Path(workdir).resolve()
     shutil.rmtree(root, ignore_errors=True)
     started = time.time()
-    with console.status("generating a MySQL 8 binlog series (seeded, with truth)"):
-        result = Generator(GenConfig(seed=1, target_bytes=size, max_file_size=1_000_000, ddl_every=0)).run(
+    with console.status("generating a MySQL 8 binlog series (seeded, with DDL and truth)"):
+        result = Generator(GenConfig(seed=1, target_bytes=size, max_file_size=1_000_000, ddl_every=150)).run(
             root / "binlogs"
         )
     console.print(
         f"binlogs: {len(result.files)} files, {sum(f.stat().st_size for f in result.files):,} bytes in {root / 'binlogs'}"
+        " (columns added, dropped and renamed, tables renamed on the way)"
     )
     with console.status("starting Spark (local) and syncing into Delta"):
         spark = spark_session("local[*]")
@@ -37,17 +72,9 @@ def run_demo(workdir: str | Path, console: Console | None = None, size: int = 3_
     table = Table(title=f"binlake sync -> {root / 'delta'} (up to {report.position})")
     for c in ("table", "rows merged", "rows now", "equals the truth"):
         table.add_column(c)
-    ok = True
-    from deltalake import DeltaTable
-
-    for name in delta_tables(root / "delta"):
-        cols = json.loads(DeltaTable(str(root / "delta" / name)).history()[-1]["binlake.columns"])
-        got = sorted(read_delta(root / "delta", name).to_pylist(), key=lambda r: str(r[cols[0]["name"]]))
-        rows = [json.loads(line) for line in (result.truth_dir / f"{name}.jsonl").read_text().splitlines()]
-        want = sorted(
-            ({c["name"]: convert(r.get(c["name"]), c, arrow_type(c)) for c in cols} for r in rows),
-            key=lambda r: str(r[cols[0]["name"]]),
-        )
+    compared = compare_to_truth(result.truth_dir, root / "delta")
+    ok = sorted(delta_tables(root / "delta")) == sorted(compared)  # nothing left under an old name
+    for name, (got, want) in compared.items():
         same = got == want
         ok &= same
         table.add_row(name, f"{report.tables.get(name, 0):,}", f"{len(got):,}", "yes" if same else "NO")

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from binlake.demo import compare_to_truth
 from binlake.generate import generate
 from binlake.spark import apply as apply_mod
 from binlake.spark.apply import delta_tables, read_delta, sync_to_delta
@@ -228,31 +229,9 @@ def test_parquet_snapshot_export(spark: Any, workload: Any, tmp_path: Path) -> N
 
 
 def final_tables(result: Any, target: Path) -> tuple[dict[str, list[dict]], dict[str, list[dict]]]:
-    """(synced, truth) for every table of the generator's truth under its final name, on the
-    truth's columns (a target also keeps columns dropped upstream), typed the way Delta holds them."""
-    from deltalake import DeltaTable
-
-    synced_out, truth_out = {}, {}
-    for path in sorted(result.truth_dir.glob("*.*.jsonl")):
-        name = path.name[: -len(".jsonl")]
-        rows = [json.loads(line) for line in path.read_text().splitlines()]
-        if not rows:
-            continue
-        described: dict[str, dict] = {}
-        for commit in DeltaTable(str(target / name)).history():  # newest first
-            for c in json.loads(commit.get("binlake.columns") or "[]"):
-                described.setdefault(c["name"], c)
-        cols = [described[n] for n in rows[0]]
-        key = cols[0]["name"]
-        truth_out[name] = sorted(
-            ({c["name"]: convert(r[c["name"]], c, arrow_type(c)) for c in cols} for r in rows),
-            key=lambda r: str(r[key]),
-        )
-        have = read_delta(target, name).to_pylist()
-        synced_out[name] = sorted(
-            ({c["name"]: r[c["name"]] for c in cols} for r in have), key=lambda r: str(r[key])
-        )
-    return synced_out, truth_out
+    """(synced, truth) per table of the generator's truth, under final names, on the truth's columns."""
+    compared = compare_to_truth(result.truth_dir, target)
+    return {n: got for n, (got, _) in compared.items()}, {n: want for n, (_, want) in compared.items()}
 
 
 def ddl_series(tmp_path: Path, flavor: str) -> tuple[Any, dict[str, str]]:
