@@ -219,8 +219,13 @@ def cmd_sync(args: argparse.Namespace) -> int:
     from binlake.spark.session import spark_session
 
     kind, _, where = args.to.partition(":")
-    if kind not in ("delta", "jdbc") or not where:
-        raise SystemExit("binlake: error: --to takes delta:PATH or jdbc:postgresql://… / jdbc:mariadb://…")
+    if kind not in ("delta", "jdbc", "parquet") or not where:
+        raise SystemExit(
+            "binlake: error: --to takes delta:PATH, parquet:PATH or jdbc:postgresql://… / jdbc:mariadb://…"
+        )
+    snapshots = where if kind == "parquet" else None
+    if snapshots:  # Parquet cannot MERGE: a Delta state beside the snapshots keeps the apply exactly-once
+        where = str(Path(snapshots) / "_binlake_state")
     if kind == "jdbc":
         from binlake.spark.jdbc import dialect_for
 
@@ -239,9 +244,14 @@ def cmd_sync(args: argparse.Namespace) -> int:
             from binlake.spark.jdbc import apply_changes_jdbc
 
             return apply_changes_jdbc(spark, df, args.to, source=args.source, on_phase=on_phase)
-        from binlake.spark.apply import apply_changes
+        from binlake.spark.apply import apply_changes, export_parquet
 
-        return apply_changes(df, where, source=args.source, on_phase=on_phase)
+        report = apply_changes(df, where, source=args.source, on_phase=on_phase)
+        if snapshots:
+            if on_phase:
+                on_phase("writing Parquet snapshots")
+            report.snapshots = export_parquet(where, snapshots)
+        return report
 
     if args.stream:
         from binlake.spark.apply import stream_changes
@@ -281,8 +291,12 @@ def cmd_sync(args: argparse.Namespace) -> int:
         table.add_row(name, f"{n:,}", "merged")
     for name in report.skipped:
         table.add_row(name, "0", "already at this position")
+    for rename in report.renamed:
+        table.add_row(rename, "", "renamed (as upstream)")
     console.print(table)
     console.print(f"{report.changes:,} row changes read")
+    if snapshots:
+        console.print(f"{len(report.snapshots)} Parquet snapshots in {snapshots} (one file per table)")
     return 0
 
 
@@ -509,7 +523,8 @@ def build_parser() -> argparse.ArgumentParser:
     sy.add_argument(
         "--to",
         required=True,
-        help="delta:PATH (one Delta table per source table under PATH), jdbc:postgresql://HOST:PORT/DB?user=U "
+        help="delta:PATH (one Delta table per source table under PATH), parquet:PATH (a Parquet snapshot per "
+        "table, refreshed every batch; the exactly-once state in PATH/_binlake_state), jdbc:postgresql://HOST:PORT/DB?user=U "
         "or jdbc:mariadb://HOST:PORT/DB?user=U (tables db.table)",
     )
     sy.add_argument(

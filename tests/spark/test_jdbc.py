@@ -331,11 +331,18 @@ def test_swapped_tables_and_columns_follow(
     kills = 0
     while True:
         try:
-            sync(str(files[0].parent))
+            report = sync(str(files[0].parent))
             break
         except KeyboardInterrupt:
             kills += 1
     assert kills >= 3
+    assert sorted(report.renamed) == [
+        f"{db}.a -> {db}.c",
+        f"{db}.a: column x -> y",
+        f"{db}.a: column y -> x",
+        f"{db}.b -> {db}.a",
+        f"{db}.c: column y -> yy",
+    ]
     got = read()
     assert {r["id"]: (r["x"], r["y"]) for r in got["a"]} == {1: ("b1", 100), 2: ("b2", 200)}
     assert {r["id"]: (r["x"], r["yy"]) for r in got["c"]} == {1: (1, "a1"), 2: (2, "a2!"), 3: (3, "c3")}

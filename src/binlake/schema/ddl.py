@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass
+from typing import Any
 
 import sqlglot
 from sqlglot import exp
@@ -85,7 +86,8 @@ def _ident(a: str | None, b: str | None) -> str | None:
 
 
 def _table_key(t: exp.Table, default_db: str) -> tuple[str, str]:
-    return (t.args.get("db").name if t.args.get("db") else default_db, t.name)
+    db = t.args.get("db")
+    return (db.name if db is not None else default_db, t.name)
 
 
 def _column(cd: exp.ColumnDef, table_charset: str | None) -> ColumnSpec:
@@ -151,7 +153,7 @@ def _place(cols: list[ColumnSpec], col: ColumnSpec, position: exp.ColumnPosition
         cols.insert(idx + 1, col)
 
 
-def parse_statement(sql: str) -> exp.Expression:
+def parse_statement(sql: str) -> Any:
     """One MySQL statement as sqlglot reads it (raises sqlglot's errors)."""
     return sqlglot.parse_one(_RENAME_AS.sub("RENAME TO", sql), read="mysql")
 
@@ -205,8 +207,9 @@ def apply_ddl(
             if (c or d)
             else (default_db, _ident(a or None, b))
         )
-        t = catalog.get(key)  # type: ignore[arg-type]
-        if t is not None:
+        found = catalog.get(key)  # type: ignore[arg-type]
+        if found is not None:
+            t = found
             t.charset = charset
             for col in t.columns:
                 if col.charset is not None or col.type_name in (
@@ -279,9 +282,10 @@ def apply_ddl(
         if (stmt.args.get("kind") or "").upper() != "TABLE":
             return Applied("ignored", [])
         key = _table_key(stmt.this, default_db)
-        t = catalog.get(key)
-        if t is None:
+        known = catalog.get(key)
+        if known is None:
             raise DdlNotUnderstood(f"ALTER of a table the history does not know: {key[0]}.{key[1]}")
+        t = known
         for action in stmt.args.get("actions") or []:
             _alter(catalog, t, key, action, default_db)
         return Applied("changed", [key, (t.database, t.name)])

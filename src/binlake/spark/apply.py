@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +44,8 @@ Phase = Callable[[str], None] | None  # told what a sync does now, for progress 
 class SyncReport:
     tables: dict[str, int] = field(default_factory=dict)  # table -> rows merged
     skipped: list[str] = field(default_factory=list)  # already at this version (a replay)
+    renamed: list[str] = field(default_factory=list)  # renames the targets followed ("a -> b")
+    snapshots: dict[str, int] = field(default_factory=dict)  # Parquet snapshots written: table -> rows
     changes: int = 0
     version: int = 0
     position: str = ""
@@ -115,7 +117,7 @@ def _typed_batch(rows: list[Any], columns: list[dict[str, Any]], deleted_values:
     return pa.table(arrays)
 
 
-def _chunks(it: Iterator[Any], size: int) -> Iterator[list[Any]]:
+def _chunks(it: Iterable[Any], size: int) -> Iterator[list[Any]]:
     buf: list[Any] = []
     for x in it:
         buf.append(x)
@@ -138,7 +140,7 @@ class _Counted:
             yield x
 
 
-def _batch_stream(rows: Iterator[Any], columns: list[dict[str, Any]], size: int) -> pa.RecordBatchReader:
+def _batch_stream(rows: Iterable[Any], columns: list[dict[str, Any]], size: int) -> pa.RecordBatchReader:
     """Typed rows as one Arrow stream in batches of ``size``, so a whole table goes into one Delta
     commit (all or nothing) while memory holds one batch."""
     schema = _typed_batch([], columns).schema
@@ -178,7 +180,7 @@ def keyless_columns(layouts: list[Layout]) -> list[dict[str, Any]]:
     return list(out.values())
 
 
-def keyless_stream(rows: Iterator[Any], layouts: list[Layout], size: int) -> pa.RecordBatchReader:
+def keyless_stream(rows: Iterable[Any], layouts: list[Layout], size: int) -> pa.RecordBatchReader:
     """A keyless table's changes (row images, deletes' before-images too, ``_binlake_op``) as one
     Arrow stream in the columns of all its layouts: ADD COLUMN in the batch widens it."""
     union = _typed_batch([], keyless_columns(layouts)).schema.append(pa.field("_binlake_op", pa.string()))
@@ -249,13 +251,13 @@ def widen_table(path: Path, types: dict[str, pa.DataType]) -> None:
 RENAME_JOURNAL = "_binlake_renames.json"
 
 
-def rename_delta_targets(target: Path, plan: RenamePlan, version: int, upto: str) -> None:
+def rename_delta_targets(target: Path, plan: RenamePlan, version: int, upto: str) -> list[str]:
     """Rename the Delta tables and columns as the batch ``version`` (ending at order key ``upto``)
     renamed them upstream, once: a journal beside the tables says how far the targets follow and
     how far a killed run got. A table moves as its directory; a table's column renames are one
     rewrite (tagged, so a rerun sees it done)."""
     path = target / RENAME_JOURNAL
-    journal, steps = rename_work(
+    journal, steps, renamed = rename_work(
         Journal(**json.loads(path.read_text())) if path.exists() else None, plan, version, upto
     )
     i = journal.done
@@ -265,13 +267,16 @@ def rename_delta_targets(target: Path, plan: RenamePlan, version: int, upto: str
         if isinstance(step, TableMove):
             _move_table(target, step, version)
         else:
-            while j < len(steps) and isinstance(steps[j], ColumnMove) and steps[j].table == step.table:
+            moves = [step]
+            while j < len(steps) and isinstance(nxt := steps[j], ColumnMove) and nxt.table == step.table:
+                moves.append(nxt)
                 j += 1
-            _rename_columns(target / ".".join(step.table), steps[i:j], f"{version}:{i}")  # type: ignore[arg-type]
+            _rename_columns(target / ".".join(step.table), moves, f"{version}:{i}")
         i = journal.done = j
         _save_journal(path, journal)
     if plan.keys and journal.version == version and journal.done == 0:
         _save_journal(path, journal)  # nothing to rename in the targets, but they follow up to here
+    return renamed
 
 
 def _save_journal(path: Path, journal: Journal) -> None:
@@ -419,7 +424,7 @@ def _apply_changes(
     if not report.changes:
         return report
     df, plan = renamed_changes(df)
-    rename_delta_targets(target, plan, report.version, metadata["binlake.order_key"])
+    report.renamed = rename_delta_targets(target, plan, report.version, metadata["binlake.order_key"])
     _append_keyless(df, target, report, metadata, chunk_rows)
     latest = latest_per_key(df).persist(StorageLevel.DISK_ONLY)
     tables: dict[tuple[str, str], list[tuple[str, str, str | None]]] = {}  # (newest order key, layout)
@@ -451,7 +456,7 @@ def _apply_changes(
                 (F.col("db") == db)
                 & (F.col("table") == table)
                 & (F.col("columns") == layout)
-                & F.col("renamed").eqNullSafe(renamed)
+                & F.col("renamed").eqNullSafe(F.lit(renamed))
             )
             counted = _Counted(part.orderBy("order_key").toLocalIterator())
             stream = _cast_stream(_batch_stream(counted, columns, chunk_rows), newest)
@@ -565,13 +570,21 @@ def stream_to_delta(
 
 
 def export_parquet(source: str | Path, target: str | Path) -> dict[str, int]:
-    """A Parquet snapshot of every synced table (tombstones and system columns removed)."""
+    """A Parquet snapshot ``db.table.parquet`` of every synced table (tombstones and system columns
+    removed), each file replaced whole; snapshots of tables no longer there (renamed upstream) go."""
     import pyarrow.parquet as pq
 
     out: dict[str, int] = {}
-    Path(target).mkdir(parents=True, exist_ok=True)
-    for name in delta_tables(source):
+    where = Path(target)
+    where.mkdir(parents=True, exist_ok=True)
+    tables = delta_tables(source)
+    for name in tables:
         table = read_delta(source, name)
-        pq.write_table(table, str(Path(target) / f"{name}.parquet"))
+        tmp = where / f".{name}.parquet.tmp"
+        pq.write_table(table, str(tmp))
+        os.replace(tmp, where / f"{name}.parquet")  # readers see the old snapshot or the new one
         out[name] = table.num_rows
+    for stale in where.glob("*.*.parquet"):
+        if stale.name[: -len(".parquet")] not in tables:
+            stale.unlink()
     return out

@@ -341,7 +341,7 @@ def committed_position(db: Jdbc, source: str) -> int | None:
 Types = dict[tuple[str, str], dict[str, str]]
 
 
-def rename_jdbc_targets(db: Jdbc, plan: RenamePlan, source: str, version: int, upto: str) -> None:
+def rename_jdbc_targets(db: Jdbc, plan: RenamePlan, source: str, version: int, upto: str) -> list[str]:
     """Rename target tables and columns as the batch ``version`` (ending at order key ``upto``)
     renamed them upstream, once. Each step is a move into a free name (``RenamePlan.steps``), so the
     one a kill interrupted is told done or not by the catalog; ``_binlake_renames`` records how far
@@ -353,7 +353,7 @@ def rename_jdbc_targets(db: Jdbc, plan: RenamePlan, source: str, version: int, u
     )
     found = db.rows(f"SELECT version, base, upto, done FROM {RENAMES} WHERE source = {lit(source)}")
     journal = Journal(int(found[0][0]), found[0][1], found[0][2], int(found[0][3])) if found else None
-    journal, steps = rename_work(journal, plan, version, upto)
+    journal, steps, renamed = rename_work(journal, plan, version, upto)
 
     def save() -> None:
         db.execute(f"DELETE FROM {RENAMES} WHERE source = {lit(source)}")
@@ -385,6 +385,7 @@ def rename_jdbc_targets(db: Jdbc, plan: RenamePlan, source: str, version: int, u
                 db.execute(d.rename_column(target, step.old, step.new))
         journal.done = i + 1
         save()
+    return renamed
 
 
 def final_types(db: Jdbc, stages: list[tuple[str, str, str, list[str]]]) -> Types:
@@ -465,7 +466,7 @@ def _apply_changes_jdbc(
             report.skipped = ["(batch already applied)"]
             return report
         df, plan = renamed_changes(df)
-        rename_jdbc_targets(db, plan, source, report.version, last_key)
+        report.renamed = rename_jdbc_targets(db, plan, source, report.version, last_key)
         stages: list[tuple[str, str, str, list[str]]] = []
 
         def stage(stream: pa.RecordBatchReader, schema: str, table: str, keys: list[str]) -> None:
@@ -506,7 +507,7 @@ def _apply_changes_jdbc(
                 (F.col("db") == g["db"])
                 & (F.col("table") == g["table"])
                 & (F.col("columns") == g["columns"])
-                & F.col("renamed").eqNullSafe(g["renamed"])
+                & F.col("renamed").eqNullSafe(F.lit(g["renamed"]))
             )
             counted = _Counted(part.orderBy("order_key").toLocalIterator())
             keys = [c["name"] for c in columns if c.get("pk")]

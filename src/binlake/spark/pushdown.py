@@ -40,7 +40,9 @@ def selection_from_filters(filters: Iterable[Any]) -> Selection | None:
     start: dt.datetime | None = None
     stop: dt.datetime | None = None
     for f in filters:
-        attribute = getattr(f, "attribute", ())  # Not, IsNull… carry no single attribute+value
+        attribute: tuple[str, ...] = getattr(
+            f, "attribute", ()
+        )  # Not, IsNull… carry no single attribute+value
         column = attribute[0] if len(attribute) == 1 else None
         if column is None:
             continue

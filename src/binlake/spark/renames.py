@@ -87,25 +87,37 @@ class RenamePlan:
     tables: list[_Table]  # every table the renames touched
     keys: list[str]  # the renames' order keys, in order
 
-    def steps(self, after: str = "") -> list[Step]:
-        """What turns the targets as they were after the renames up to order key ``after`` (the
-        sink's last batch) into the targets at the end of this batch: the net renames, through
-        temporary names so swaps and cycles work and each step is a plain move into a free name."""
+    def net(self, after: str = "") -> list[Step]:
+        """The net renames from the targets as they were after the renames up to order key
+        ``after`` (the sink's last batch) to the end of this batch: tables (old -> final name),
+        then columns (in the table's final name)."""
         m = sum(1 for k in self.keys if k <= after)  # the interval the targets are in
-        moved = [t for t in self.tables if t.born() <= m and t.name_at(m) != t.final]
-        steps: list[Step] = []
-        for i, t in enumerate(moved):
-            steps.append(TableMove(t.name_at(m), (t.name_at(m)[0], f"_binlake_renaming_{i}")))
-        for i, t in enumerate(moved):
-            steps.append(TableMove((t.name_at(m)[0], f"_binlake_renaming_{i}"), t.final))
-        for t in self.tables:
-            if t.born() > m:
-                continue
-            cols = [c for c in t.all_columns if c.born() <= m and c.name_at(m) != c.final]
-            for i, c in enumerate(cols):
-                steps.append(ColumnMove(t.final, c.name_at(m), f"_binlake_renaming_{i}"))
-            for i, c in enumerate(cols):
-                steps.append(ColumnMove(t.final, f"_binlake_renaming_{i}", c.final))
+        there = [t for t in self.tables if t.born() <= m]
+        out: list[Step] = [TableMove(t.name_at(m), t.final) for t in there if t.name_at(m) != t.final]
+        for t in there:
+            out += [
+                ColumnMove(t.final, c.name_at(m), c.final)
+                for c in t.all_columns
+                if c.born() <= m and c.name_at(m) != c.final
+            ]
+        return out
+
+    def steps(self, after: str = "") -> list[Step]:
+        """``net`` as steps a sink can run one by one: through temporary names, so swaps and cycles
+        work and each step is a plain move into a free name."""
+        net = self.net(after)
+        tables = [s for s in net if isinstance(s, TableMove)]
+        steps: list[Step] = [
+            TableMove(s.old, (s.old[0], f"_binlake_renaming_{i}")) for i, s in enumerate(tables)
+        ]
+        steps += [TableMove((s.old[0], f"_binlake_renaming_{i}"), s.new) for i, s in enumerate(tables)]
+        columns: dict[TableName, list[ColumnMove]] = {}
+        for s in net:
+            if isinstance(s, ColumnMove):
+                columns.setdefault(s.table, []).append(s)
+        for table, moves in columns.items():
+            steps += [ColumnMove(table, c.old, f"_binlake_renaming_{i}") for i, c in enumerate(moves)]
+            steps += [ColumnMove(table, f"_binlake_renaming_{i}", c.new) for i, c in enumerate(moves)]
         return steps
 
 
@@ -228,13 +240,20 @@ class Journal:
 
 def rename_work(
     journal: Journal | None, plan: RenamePlan, version: int, upto: str
-) -> tuple[Journal, list[Step]]:
-    """The journal for batch ``version`` (ending at ``upto``) and all of its steps; the steps before
-    ``journal.done`` are behind. A batch re-reading renames the targets already follow (a rerun
-    over the same files, a replayed batch) has nothing left to do."""
+) -> tuple[Journal, list[Step], list[str]]:
+    """The journal for batch ``version`` (ending at ``upto``), all of its steps (those before
+    ``journal.done`` are behind) and the net renames as text for reports. A batch re-reading renames
+    the targets already follow (a rerun over the same files, a replayed batch) has nothing to do."""
     if journal is not None and journal.version > version:
-        return journal, []  # an older batch replayed: its renames are behind us
-    if journal is not None and journal.version == version:
-        return journal, plan.steps(journal.base)
-    base = journal.upto if journal is not None else ""
-    return Journal(version, base, upto, 0), plan.steps(base)
+        return journal, [], []  # an older batch replayed: its renames are behind us
+    if journal is None or journal.version != version:
+        base = journal.upto if journal is not None else ""
+        journal = Journal(version, base, upto, 0)
+    return journal, plan.steps(journal.base), [describe(s) for s in plan.net(journal.base)]
+
+
+def describe(step: Step) -> str:
+    """A rename as a report line."""
+    if isinstance(step, TableMove):
+        return f"{'.'.join(step.old)} -> {'.'.join(step.new)}"
+    return f"{'.'.join(step.table)}: column {step.old} -> {step.new}"

@@ -43,7 +43,7 @@ class BinlogStreamReader(DataSourceStreamReader):
         except BinlogError:
             return []
 
-    def latestOffset(self) -> dict[str, Any]:  # noqa: N802 - Spark's name
+    def latestOffset(self) -> dict[str, Any]:  # type: ignore[override]  # noqa: N802 - Spark's name
         files = self._files()
         if not files:
             return {"file": "", "pos": 0}
