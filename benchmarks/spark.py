@@ -171,6 +171,18 @@ def main() -> None:
         mb,
         f"; overhead over decoding x{sync / decode * 2:.2f} per core; {memory()}",
     )
+    from binlake.demo import compare_to_truth
+
+    compared = compare_to_truth(src / "truth", target)
+    verdict = ", ".join(
+        f"{name} {len(got):,} rows {'=' if got == want else '!='}" for name, (got, want) in compared.items()
+    )
+    say_line = (
+        "equals the generator's truth"
+        if all(g == w for g, w in compared.values())
+        else "DIFFERS from the truth"
+    )
+    print(f"  synced tables {say_line} (DDL included, final names): {verdict}")
 
 
 if __name__ == "__main__":

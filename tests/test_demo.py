@@ -24,38 +24,17 @@ def test_demo_syncs_its_sample_to_the_truth(spark: Any, tmp_path: Path) -> None:
     assert (tmp_path / "delta" / "shop.customers" / "_delta_log").is_dir()
 
 
-def test_sync_command(tmp_path: Path) -> None:
-    from binlake.generate import generate
-
-    generate(tmp_path / "bin", seed=4, target_bytes=150_000, max_file_size=None, ddl_every=0)
-    cmd = [
-        sys.executable,
-        "-m",
-        "binlake.cli",
-        "sync",
-        str(tmp_path / "bin"),
-        "--to",
-        f"delta:{tmp_path / 'delta'}",
-        "--master",
-        "local[1]",
-    ]
-    first = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    assert first.returncode == 0, first.stderr[-2000:]
-    assert "shop.orders" in first.stdout and "merged" in first.stdout
-    again = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    assert again.returncode == 0 and "already at this position" in again.stdout
-
-
-def test_sync_command_to_parquet(tmp_path: Path) -> None:
-    """`--to parquet:PATH`: a Parquet snapshot per table (renames followed), kept exactly-once by a
-    Delta state beside it; a second run with more binlogs refreshes the snapshots."""
+def test_sync_command(spark: Any, tmp_path: Path) -> None:
+    """`binlake sync` from the command line, `--to parquet:PATH`: a Parquet snapshot per table
+    (renames followed), kept exactly-once by a Delta state beside it; a second run with more binlogs
+    refreshes the snapshots; applying the same binlogs again finds every table done."""
     import shutil
 
     import pyarrow.parquet as pq
 
     from binlake.demo import compare_to_truth
     from binlake.generate import generate
-    from binlake.spark.apply import delta_tables, read_delta
+    from binlake.spark.apply import delta_tables, read_delta, sync_to_delta
 
     result = generate(tmp_path / "all", seed=6, target_bytes=200_000, max_file_size=70_000, ddl_every=15)
     src, out = tmp_path / "bin", tmp_path / "pq"
@@ -76,7 +55,7 @@ def test_sync_command_to_parquet(tmp_path: Path) -> None:
             shutil.copy(f, src / f.name)
         run = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
         assert run.returncode == 0, run.stderr[-2000:]
-    assert "snapshot" in run.stdout
+    assert "shop." in run.stdout and "merged" in run.stdout and "snapshots" in run.stdout
     state = out / "_binlake_state"
     compared = compare_to_truth(result.truth_dir, state)
     assert compared and all(got == want for got, want in compared.values())
@@ -86,3 +65,5 @@ def test_sync_command_to_parquet(tmp_path: Path) -> None:
     ]
     for name in compared:
         assert pq.read_table(out / f"{name}.parquet").to_pylist() == read_delta(state, name).to_pylist()
+    again = sync_to_delta(spark, str(src), state, options={})
+    assert not again.tables and sorted(again.skipped) == delta_tables(state)

@@ -61,7 +61,7 @@ def ddl_series(tmp_path: Path, flavor: str) -> tuple[Any, dict[str, str]]:
     from binlake.schema import SchemaHistory, SchemaTracker
 
     result = generate(
-        tmp_path / "bin", seed=12, target_bytes=500_000, max_file_size=100_000, ddl_every=20, flavor=flavor
+        tmp_path / "bin", seed=12, target_bytes=300_000, max_file_size=75_000, ddl_every=15, flavor=flavor
     )
     if flavor != "mysql57":
         return result, {}
@@ -240,7 +240,7 @@ def test_killed_again_and_again_then_finished(tmp_path: Path) -> None:
         "import sys; from binlake.spark.session import spark_session; from binlake.spark.apply import sync_to_delta; "
         f"sync_to_delta(spark_session('local[1]'), {str(tmp_path / 'bin')!r}, {str(target)!r}, chunk_rows=40)",
     ]
-    kills = kill_then_finish(cmd)
+    kills = kill_then_finish(cmd, runs=3)
     assert kills >= 1
     got, want = final_tables(workload, target)
     assert got == want
@@ -278,9 +278,10 @@ def test_sync_with_ddl_equals_the_truth(spark: Any, tmp_path: Path, flavor: str)
 
     partial, batches = tmp_path / "partial", tmp_path / "batches"
     partial.mkdir()
-    for f in result.files:  # one batch per file: renames cross batch boundaries
+    for i, f in enumerate(result.files, 1):  # three batches: renames cross batch boundaries
         shutil.copy(f, partial / f.name)
-        sync_to_delta(spark, str(partial), batches, options=options)
+        if i in (1, 3, len(result.files)):
+            sync_to_delta(spark, str(partial), batches, options=options)
     got, want = final_tables(result, batches)
     assert got == want
     assert sorted(delta_tables(batches)) == sorted(want)

@@ -9,6 +9,7 @@ version and in the commit metadata. Tables without a primary key get an append-o
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from collections.abc import Callable, Iterable, Iterator
@@ -88,6 +89,24 @@ def latest_per_key(df: Any) -> Any:
     both = rows.unionByName(tombstones)
     w = Window.partitionBy("db", "table", "pk").orderBy(F.col("order_key").desc())
     return both.withColumn("_rn", F.row_number().over(w)).where(F.col("_rn") == 1).drop("_rn")
+
+
+def layout_runs(latest: Any, db: str, table: str) -> Iterator[tuple[str, str | None, Iterator[Any]]]:
+    """One table's changes layout by layout — in the order the layouts were written, each layout's
+    rows in order — from ONE Spark job (a job per layout made DDL-heavy batches crawl). Each run must
+    be consumed before the next."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    newest = F.max("order_key").over(Window.partitionBy("columns", "renamed"))
+    rows = (
+        latest.where((F.col("db") == db) & (F.col("table") == table))
+        .withColumn("_binlake_newest", newest)
+        .orderBy("_binlake_newest", "order_key")
+        .toLocalIterator()
+    )
+    for (layout, renamed), run in itertools.groupby(rows, key=lambda r: (r["columns"], r["renamed"])):
+        yield layout, renamed, run
 
 
 def _typed_batch(rows: list[Any], columns: list[dict[str, Any]], deleted_values: bool = False) -> pa.Table:
@@ -449,16 +468,10 @@ def _apply_changes(
         ordered = [(c, r) for _, c, r in sorted(layouts, key=lambda x: x[0])]
         newest = newest_types([renamed_columns(json.loads(c), r) for c, r in ordered])
         widen_table(path, newest)
-        for i, (layout, renamed) in enumerate(ordered):
+        for i, (layout, renamed, rows) in enumerate(layout_runs(latest, db, table)):
             columns = renamed_columns(json.loads(layout), renamed)
             keys = [c["name"] for c in columns if c.get("pk")]
-            part = latest.where(
-                (F.col("db") == db)
-                & (F.col("table") == table)
-                & (F.col("columns") == layout)
-                & F.col("renamed").eqNullSafe(F.lit(renamed))
-            )
-            counted = _Counted(part.orderBy("order_key").toLocalIterator())
+            counted = _Counted(rows)
             stream = _cast_stream(_batch_stream(counted, columns, chunk_rows), newest)
             version = report.version if i == len(ordered) - 1 else None
             shown = layout if renamed is None else json.dumps(columns)

@@ -35,6 +35,7 @@ from binlake.spark.apply import (
     keyless_stream,
     keyless_tables,
     latest_per_key,
+    layout_runs,
 )
 from binlake.spark.renames import (
     ColumnMove,
@@ -451,7 +452,7 @@ def apply_changes_jdbc(
 def _apply_changes_jdbc(
     spark: Any, df: Any, url: str, source: str, chunk_rows: int, on_phase: Callable[[str], None]
 ) -> SyncReport:
-    from pyspark.sql import functions as F
+    from pyspark import StorageLevel
 
     on_phase("reading the change log")
     report, metadata = batch_head(df, source)
@@ -494,25 +495,17 @@ def _apply_changes_jdbc(
             key = f"{schema}.{table}"
             report.tables[key] = report.tables.get(key, 0) + counted.n
 
-        latest = latest_per_key(df)
+        latest = latest_per_key(df).persist(StorageLevel.DISK_ONLY)
         # layouts of a table in the order they were written (the newest decides column types)
-        groups = (
-            latest.groupBy("db", "table", "columns", "renamed")
-            .agg(F.max("order_key").alias("newest"))
-            .collect()
-        )
-        for g in sorted(groups, key=lambda g: (g["db"], g["table"], g["newest"])):
-            columns = renamed_columns(json.loads(g["columns"]), g["renamed"])
-            part = latest.where(
-                (F.col("db") == g["db"])
-                & (F.col("table") == g["table"])
-                & (F.col("columns") == g["columns"])
-                & F.col("renamed").eqNullSafe(F.lit(g["renamed"]))
-            )
-            counted = _Counted(part.orderBy("order_key").toLocalIterator())
-            keys = [c["name"] for c in columns if c.get("pk")]
-            stage(_batch_stream(counted, columns, chunk_rows), g["db"], g["table"], keys)
-            count(g["db"], g["table"], counted)
+        keyed = sorted((r["db"], r["table"]) for r in latest.select("db", "table").distinct().collect())
+        for schema, table in keyed:
+            for layout, renamed, rows in layout_runs(latest, schema, table):
+                columns = renamed_columns(json.loads(layout), renamed)
+                counted = _Counted(rows)
+                keys = [c["name"] for c in columns if c.get("pk")]
+                stage(_batch_stream(counted, columns, chunk_rows), schema, table, keys)
+                count(schema, table, counted)
+        latest.unpersist()
         for (schema, table), layouts, rows in keyless_tables(df):
             counted = _Counted(rows.toLocalIterator())
             stage(keyless_stream(counted, layouts, chunk_rows), schema, table, [])
