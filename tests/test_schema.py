@@ -151,7 +151,7 @@ def test_every_corpus_ddl_is_applied_or_reported(corpus: Path) -> None:
 
 
 def test_renames_of_ddl_statements() -> None:
-    from binlake.schema.renames import ColumnRename, TableRename, renames_in
+    from binlake.schema.renames import ColumnRename, TableDrop, TableRename, renames_in
 
     assert renames_in("RENAME TABLE a TO b, x.`b c` TO `a`", "db") == [
         TableRename(("db", "a"), ("db", "b")),
@@ -166,6 +166,9 @@ def test_renames_of_ddl_statements() -> None:
     assert renames_in("ALTER TABLE t RENAME AS t4, ADD COLUMN x INT", "db") == [
         TableRename(("db", "t"), ("db", "t4"))
     ]
+    assert renames_in("DROP TABLE IF EXISTS a, d.b", "db") == [TableDrop(("db", "a")), TableDrop(("d", "b"))]
+    assert renames_in("TRUNCATE TABLE d.t", "db") == [TableDrop(("d", "t"))]
+    assert renames_in("DROP TEMPORARY TABLE t", "db") == []  # no row changes to follow
     for sql in (
         "ALTER TABLE t CHANGE a a BIGINT",
         "ALTER TABLE t ADD COLUMN r INT",

@@ -276,8 +276,10 @@ SWAP_WORKLOAD = [
     "CREATE DATABASE ddlpol",
     "CREATE TABLE ddlpol.a (id INT PRIMARY KEY, x INT, y VARCHAR(10))",
     "CREATE TABLE ddlpol.b (id INT PRIMARY KEY, x INT, y VARCHAR(10))",
+    "CREATE TABLE ddlpol.d (id INT PRIMARY KEY, v VARCHAR(10))",
     "INSERT INTO ddlpol.a VALUES (1, 1, 'a1'), (2, 2, 'a2')",
     "INSERT INTO ddlpol.b VALUES (1, 100, 'b1')",
+    "INSERT INTO ddlpol.d VALUES (1, 'old'), (2, 'old')",
     # batch 2: the tables swap names, then a's columns swap names too
     "RENAME TABLE ddlpol.a TO ddlpol.tmp, ddlpol.b TO ddlpol.a, ddlpol.tmp TO ddlpol.b",
     "UPDATE ddlpol.b SET y = 'a2!' WHERE id = 2",
@@ -287,6 +289,13 @@ SWAP_WORKLOAD = [
     "INSERT INTO ddlpol.a VALUES (2, 200, 'b2')",  # columns now (id, y INT, x VARCHAR)
     "ALTER TABLE ddlpol.b CHANGE y yy VARCHAR(10), RENAME TO ddlpol.c",
     "INSERT INTO ddlpol.c VALUES (3, 3, 'c3')",
+    # a manual swap: the old d is dropped (kept aside in the target), d_new takes its name
+    "UPDATE ddlpol.d SET v = 'old2' WHERE id = 1",
+    "CREATE TABLE ddlpol.d_new (id INT PRIMARY KEY, v VARCHAR(10))",
+    "INSERT INTO ddlpol.d_new VALUES (1, 'new')",
+    "DROP TABLE ddlpol.d",
+    "RENAME TABLE ddlpol.d_new TO ddlpol.d",
+    "UPDATE ddlpol.d SET v = 'new2' WHERE id = 1",
 ]
 
 
@@ -301,8 +310,8 @@ def test_swapped_tables_and_columns_follow(
     from binlake.spark.jdbc import Jdbc
 
     db = f"swap_{sink}"
-    files = ddl_binlogs(mariadb, db, tmp_path, SWAP_WORKLOAD, cut=5)
-    sync, read = sink_tables(spark, request, sink, db, ["a", "c"])
+    files = ddl_binlogs(mariadb, db, tmp_path, SWAP_WORKLOAD, cut=7)
+    sync, read = sink_tables(spark, request, sink, db, ["a", "c", "d"])
     sync(str(files[0]))
     # renaming is killed at every other step, before or after it: each rerun goes on from the journal
     monkeypatch = request.getfixturevalue("monkeypatch")
@@ -336,14 +345,21 @@ def test_swapped_tables_and_columns_follow(
         except KeyboardInterrupt:
             kills += 1
     assert kills >= 3
+    aside = next(r.split(".")[-1] for r in report.renamed if r.startswith(f"{db}.d -> "))
+    assert aside.startswith("d_dropped_")
     assert sorted(report.renamed) == [
         f"{db}.a -> {db}.c",
         f"{db}.a: column x -> y",
         f"{db}.a: column y -> x",
         f"{db}.b -> {db}.a",
         f"{db}.c: column y -> yy",
+        f"{db}.d -> {db}.{aside}",
+        f"{db}.d_new -> {db}.d",
     ]
     got = read()
+    assert got["d"] == [{"id": 1, "v": "new2"}]
+    kept = sink_tables(spark, request, sink, db, [aside])[1]()[aside]
+    assert sorted((r["id"], r["v"]) for r in kept) == [(1, "old2"), (2, "old")]  # dropped: kept aside
     assert {r["id"]: (r["x"], r["y"]) for r in got["a"]} == {1: ("b1", 100), 2: ("b2", 200)}
     assert {r["id"]: (r["x"], r["yy"]) for r in got["c"]} == {1: (1, "a1"), 2: (2, "a2!"), 3: (3, "c3")}
     assert_same_as_source(mariadb, db, got)

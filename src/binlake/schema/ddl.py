@@ -158,6 +158,19 @@ def parse_statement(sql: str) -> Any:
     return sqlglot.parse_one(_RENAME_AS.sub("RENAME TO", sql), read="mysql")
 
 
+_TRUNCATE = re.compile(rf"^\s*TRUNCATE\s+(?:TABLE\s+)?{_IDENT}(?:\s*\.\s*{_IDENT})?\s*;?\s*$", re.I)
+
+
+def truncated_table(sql: str, default_db: str) -> tuple[str, str] | None:
+    """The (database, table) a TRUNCATE statement empties, or None."""
+    m = _TRUNCATE.match(sql)
+    if not m:
+        return None
+    a, b, c, d = m.groups()
+    first, second = _ident(a or None, b or None) or "", _ident(c or None, d or None)
+    return (first, second) if second else (default_db, first)
+
+
 def rename_table_pairs(sql: str, default_db: str) -> list[tuple[tuple[str, str], tuple[str, str]]] | None:
     """The (old, new) (database, table) pairs of a RENAME TABLE statement, in order; None when
     ``sql`` is not one."""

@@ -1,6 +1,6 @@
 """The renames a DDL statement makes: tables (RENAME TABLE, ALTER TABLE … RENAME TO) and columns
-(RENAME COLUMN, CHANGE old new). Pipelines carry them so targets follow the source's names instead
-of starting new tables and columns."""
+(RENAME COLUMN, CHANGE old new), and the names DROP TABLE frees. Pipelines carry them so targets
+follow the source's names instead of starting new tables and columns."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import sqlglot
 from sqlglot import exp
 
-from binlake.schema.ddl import parse_statement, rename_table_pairs
+from binlake.schema.ddl import parse_statement, rename_table_pairs, truncated_table
 
 TableName = tuple[str, str]  # (database, table)
 
@@ -32,7 +32,13 @@ class ColumnRename:
     new: str
 
 
-Rename = TableRename | ColumnRename
+@dataclass(frozen=True)
+class TableDrop:
+    table: TableName  # a name free from here on: a later table of this name is another table
+
+
+Rename = TableRename | ColumnRename | TableDrop
+_DROP_TABLE = re.compile(r"^\s*DROP\s+TABLES?\b", re.I)
 
 
 def renames_in(sql: str, default_db: str) -> list[Rename]:
@@ -42,6 +48,15 @@ def renames_in(sql: str, default_db: str) -> list[Rename]:
     pairs = rename_table_pairs(sql, default_db)
     if pairs is not None:
         return [TableRename(old, new) for old, new in pairs]
+    truncated = truncated_table(sql, default_db)
+    if truncated is not None:  # rows gone without row events: like a drop and a new empty table
+        return [TableDrop(truncated)]
+    if _DROP_TABLE.match(sql):  # not DROP TEMPORARY TABLE: temporary tables have no row changes
+        try:
+            stmt = parse_statement(sql)
+        except sqlglot.errors.SqlglotError:
+            return []
+        return [TableDrop(_name(t, default_db)) for t in stmt.args.get("tables") or [stmt.this]]
     if not _ALTER_RENAMING.match(sql):
         return []  # cheap: most DDL renames nothing, and sqlglot is slow
     try:

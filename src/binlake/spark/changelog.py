@@ -6,8 +6,9 @@ metadata) so typed tables can be derived exactly. ``order_key`` is a fixed-width
 commit order across a series: file number, transaction start, event index, row index.
 
 ``op`` is insert / update / delete for row changes, and ``rename_table`` / ``rename_column`` for the
-renames DDL makes (before/after hold the old and new name; no images, key or columns), which sinks
-follow so a renamed table or column keeps its rows.
+renames DDL makes (before/after hold the old and new name; no images, key or columns) and
+``drop_table`` (before: the name it frees), which sinks follow so a renamed table or column keeps its
+rows.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from binlake.events.table_map import TableMap
 from binlake.filters import Selection
 from binlake.reader import BinlogReader
 from binlake.render.values import json_value
-from binlake.schema.renames import TableRename, renames_in
+from binlake.schema.renames import TableDrop, TableRename, renames_in
 from binlake.txn import DDL, UNFINISHED, Transaction, TransactionGrouper
 
 CHANGELOG_FIELDS: list[tuple[str, pa.DataType]] = [
@@ -60,7 +61,8 @@ SPARK_DDL = (
 )
 
 ROW_OPS = ("insert", "update", "delete")
-RENAME_TABLE, RENAME_COLUMN = "rename_table", "rename_column"  # renames carried for the sinks
+RENAME_TABLE, RENAME_COLUMN, DROP_TABLE = "rename_table", "rename_column", "drop_table"  # for the sinks
+NAME_OPS = (RENAME_TABLE, RENAME_COLUMN, DROP_TABLE)
 
 _NUMBER = re.compile(r"\.(\d+)$")
 
@@ -173,10 +175,15 @@ def _rename_rows(
     before/after: ``{"db", "table"}``) and ``rename_column`` (db/table: the table; before/after:
     ``{"column"}``), so sinks can follow them. Kept when either name is selected."""
     for ri, r in enumerate(renames_in(q.query, q.database)):
+        after: dict[str, str] | None
         if isinstance(r, TableRename):
             names = [r.old, r.new]
             table, op = r.old, RENAME_TABLE
             before, after = {"db": r.old[0], "table": r.old[1]}, {"db": r.new[0], "table": r.new[1]}
+        elif isinstance(r, TableDrop):
+            names = [r.table]
+            table, op = r.table, DROP_TABLE
+            before, after = {"db": r.table[0], "table": r.table[1]}, None
         else:
             names = [r.table]
             table, op = r.table, RENAME_COLUMN
@@ -189,7 +196,7 @@ def _rename_rows(
             "table": table[1],
             "op": op,
             "before": json.dumps(before, ensure_ascii=False),
-            "after": json.dumps(after, ensure_ascii=False),
+            "after": json.dumps(after, ensure_ascii=False) if after is not None else None,
             "pk": None,
             "pk_before": None,
             "columns": None,

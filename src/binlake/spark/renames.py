@@ -19,7 +19,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from binlake.spark.changelog import RENAME_COLUMN, RENAME_TABLE, ROW_OPS
+from binlake.spark.changelog import DROP_TABLE, NAME_OPS, RENAME_COLUMN, RENAME_TABLE, ROW_OPS
 
 TableName = tuple[str, str]
 FAR = "\uffff"  # an order key above every real one
@@ -126,6 +126,7 @@ def plan_renames(rows: list[dict[str, Any]]) -> RenamePlan:
     rows = sorted(rows, key=lambda r: r["order_key"])
     tables: dict[TableName, _Table] = {}  # name now -> table
     every: list[_Table] = []
+    dropped: dict[int, _Table] = {}  # index of a DROP TABLE row -> the table it dropped
 
     def table(name: TableName) -> _Table:
         t = tables.get(name)
@@ -135,10 +136,14 @@ def plan_renames(rows: list[dict[str, Any]]) -> RenamePlan:
         return t
 
     for i, r in enumerate(rows):
-        after = json.loads(r["after"])
+        after = json.loads(r["after"] or "null")
         name = (r["db"], r["table"])
         t = table(name)
-        if r["op"] == RENAME_TABLE:
+        if r["op"] == DROP_TABLE:
+            dropped[i] = t
+            fresh = tables[name] = _Table([(i + 1, name)])  # a later table of that name is another
+            every.append(fresh)
+        elif r["op"] == RENAME_TABLE:
             new = (after["db"], after["table"])
             t.names.append((i + 1, new))
             fresh = tables[name] = _Table([(i + 1, name)])  # a later table of the old name
@@ -154,6 +159,14 @@ def plan_renames(rows: list[dict[str, Any]]) -> RenamePlan:
             fresh_column = t.columns[old.lower()] = _Named([(i + 1, old)])
             t.all_columns.append(fresh_column)
             t.columns[after["column"].lower()] = c
+    # a dropped (or truncated) table is kept in the target, aside, under `<name>_dropped_<file>_<pos>`
+    # with its rows of the batch; a later table of its name starts empty
+    for i, r in enumerate(rows):
+        if r["op"] == DROP_TABLE:
+            t = dropped[i]
+            db, name = t.name_at(i)
+            k = r["order_key"]
+            t.names.append((i + 1, (db, f"{name}_dropped_{int(k[:10])}_{int(k[10:23])}")))
     keys = [""] + [r["order_key"] for r in rows] + [FAR]
     return RenamePlan(_segments(every, keys), every, keys[1:-1])
 
@@ -219,7 +232,7 @@ def renamed_changes(df: Any) -> tuple[Any, RenamePlan]:
     from pyspark.sql import functions as F
 
     found = (
-        df.where(F.col("op").isin(RENAME_TABLE, RENAME_COLUMN))
+        df.where(F.col("op").isin(*NAME_OPS))
         .select("order_key", "db", "table", "op", "before", "after")
         .collect()
     )
