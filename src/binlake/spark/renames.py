@@ -8,9 +8,10 @@ A batch's ``rename_table`` / ``rename_column`` change-log rows (few) are planned
 * the targets as they were before the batch are renamed the same way, net (``a -> b -> a`` is
   nothing; a swap goes through temporary names), before the batch's rows are applied.
 
-Names are followed by identity: after ``a`` is renamed away, a later ``a`` is a new table (or column).
-Limitation (documented): a table or column dropped and replaced by a rename within one batch is not
-told apart from the one renamed away.
+Names are followed by identity: after ``a`` is renamed away or dropped, a later ``a`` is a new table
+(or column). A dropped (or truncated) table is kept in the target aside, ``<name>_dropped_<file>_<pos>``.
+Limitation (documented): a column dropped and replaced by a rename within one batch is not told apart
+from the one renamed away.
 """
 
 from __future__ import annotations
