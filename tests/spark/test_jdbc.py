@@ -306,7 +306,7 @@ def test_swapped_tables_and_columns_follow(
     """Tables synced in one batch swap names (through a third name) and so do two columns of
     different types; another column and table are renamed in one ALTER; in the next batch every
     sink's tables equal SELECT * of the source under the new names."""
-    from binlake.spark import apply as apply_mod
+    from binlake.spark import delta_renames
     from binlake.spark.jdbc import Jdbc
 
     db = f"swap_{sink}"
@@ -332,8 +332,8 @@ def test_swapped_tables_and_columns_follow(
         return run
 
     if sink == "delta":
-        monkeypatch.setattr(apply_mod, "_move_table", killing(apply_mod._move_table))
-        monkeypatch.setattr(apply_mod, "_rename_columns", killing(apply_mod._rename_columns))
+        monkeypatch.setattr(delta_renames, "_move_table", killing(delta_renames._move_table))
+        monkeypatch.setattr(delta_renames, "_rename_columns", killing(delta_renames._rename_columns))
     else:
         is_rename = lambda _db, sql: " RENAME " in sql and not sql.startswith("CREATE")  # noqa: E731
         monkeypatch.setattr(Jdbc, "execute", killing(Jdbc.execute, is_rename))

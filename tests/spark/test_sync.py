@@ -13,6 +13,7 @@ import pytest
 from binlake.demo import compare_to_truth
 from binlake.generate import generate
 from binlake.spark import apply as apply_mod
+from binlake.spark import delta_renames
 from binlake.spark.apply import delta_tables, read_delta, sync_to_delta
 from binlake.spark.typed import arrow_type, convert
 
@@ -307,8 +308,8 @@ def test_renames_killed_at_every_step_then_rerun(
 
         return step
 
-    monkeypatch.setattr(apply_mod, "_move_table", flaky(apply_mod._move_table))
-    monkeypatch.setattr(apply_mod, "_rename_columns", flaky(apply_mod._rename_columns))
+    monkeypatch.setattr(delta_renames, "_move_table", flaky(delta_renames._move_table))
+    monkeypatch.setattr(delta_renames, "_rename_columns", flaky(delta_renames._rename_columns))
     partial, target = tmp_path / "partial", tmp_path / "delta"
     partial.mkdir()
     kills = 0

@@ -1,0 +1,80 @@
+"""Renames followed in Delta targets (see ``binlake.spark.renames`` for the plan): a table moves as
+its directory, a table's column renames are one rewrite; a journal beside the tables makes it once."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from binlake.spark.renames import ColumnMove, Journal, RenamePlan, TableMove, rename_work
+
+RENAME_JOURNAL = "_binlake_renames.json"
+
+
+def rename_delta_targets(target: Path, plan: RenamePlan, version: int, upto: str) -> list[str]:
+    """Rename the Delta tables and columns as the batch ``version`` (ending at order key ``upto``)
+    renamed them upstream, once: a journal beside the tables says how far the targets follow and
+    how far a killed run got. A table moves as its directory; a table's column renames are one
+    rewrite (tagged, so a rerun sees it done)."""
+    path = target / RENAME_JOURNAL
+    journal, steps, renamed = rename_work(
+        Journal(**json.loads(path.read_text())) if path.exists() else None, plan, version, upto
+    )
+    i = journal.done
+    while i < len(steps):
+        step = steps[i]
+        j = i + 1
+        if isinstance(step, TableMove):
+            _move_table(target, step, version)
+        else:
+            moves = [step]
+            while j < len(steps) and isinstance(nxt := steps[j], ColumnMove) and nxt.table == step.table:
+                moves.append(nxt)
+                j += 1
+            _rename_columns(target / ".".join(step.table), moves, f"{version}:{i}")
+        i = journal.done = j
+        _save_journal(path, journal)
+    if plan.keys and journal.version == version and journal.done == 0:
+        _save_journal(path, journal)  # nothing to rename in the targets, but they follow up to here
+    return renamed
+
+
+def _save_journal(path: Path, journal: Journal) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(vars(journal)))
+    os.replace(tmp, path)
+
+
+def _move_table(target: Path, step: TableMove, version: int) -> None:
+    src, dst = target / ".".join(step.old), target / ".".join(step.new)
+    if not src.exists():
+        return  # never synced, or moved before a kill
+    if dst.exists():  # a table of that name dropped upstream: kept aside, never lost
+        os.rename(dst, dst.with_name(f"{dst.name}.replaced-{version}"))
+    os.rename(src, dst)
+
+
+def _rename_columns(path: Path, moves: list[ColumnMove], tag: str) -> None:
+    from deltalake import CommitProperties, DeltaTable, write_deltalake
+
+    if not (path / "_delta_log").exists():
+        return
+    table = DeltaTable(str(path))
+    if table.history(1)[0].get("binlake.renamed") == tag:
+        return  # done before a kill
+    data = table.to_pyarrow_table()
+    names = list(data.column_names)
+    for m in moves:
+        if m.old in names:
+            if m.new in names:  # a column of that name dropped upstream: kept aside
+                names[names.index(m.new)] = f"{m.new}_replaced_{tag.replace(':', '_')}"
+            names[names.index(m.old)] = m.new
+    write_deltalake(
+        str(path),
+        data.rename_columns(names),
+        mode="overwrite",
+        schema_mode="overwrite",
+        commit_properties=CommitProperties(custom_metadata={"binlake.renamed": tag}),
+    )
