@@ -292,7 +292,7 @@ def cmd_sync(args: argparse.Namespace) -> int:
     for name in report.skipped:
         table.add_row(name, "0", "already at this position")
     for rename in report.renamed:
-        table.add_row(rename, "", "renamed (as upstream)")
+        table.add_row(rename, "", "followed upstream DDL")
     console.print(table)
     console.print(f"{report.changes:,} row changes read")
     if snapshots:

@@ -87,6 +87,7 @@ class RenamePlan:
     segments: list[Segment]
     tables: list[_Table]  # every table the renames touched
     keys: list[str]  # the renames' order keys, in order
+    aside: set[TableName] = field(default_factory=set)  # where dropped tables are kept
 
     def net(self, after: str = "") -> list[Step]:
         """The net renames from the targets as they were after the renames up to order key
@@ -128,6 +129,7 @@ def plan_renames(rows: list[dict[str, Any]]) -> RenamePlan:
     tables: dict[TableName, _Table] = {}  # name now -> table
     every: list[_Table] = []
     dropped: dict[int, _Table] = {}  # index of a DROP TABLE row -> the table it dropped
+    aside: set[TableName] = set()
 
     def table(name: TableName) -> _Table:
         t = tables.get(name)
@@ -168,8 +170,9 @@ def plan_renames(rows: list[dict[str, Any]]) -> RenamePlan:
             db, name = t.name_at(i)
             k = r["order_key"]
             t.names.append((i + 1, (db, f"{name}_dropped_{int(k[:10])}_{int(k[10:23])}")))
+            aside.add(t.final)
     keys = [""] + [r["order_key"] for r in rows] + [FAR]
-    return RenamePlan(_segments(every, keys), every, keys[1:-1])
+    return RenamePlan(_segments(every, keys), every, keys[1:-1], aside)
 
 
 def _segments(every: list[_Table], keys: list[str]) -> list[Segment]:
@@ -263,11 +266,12 @@ def rename_work(
     if journal is None or journal.version != version:
         base = journal.upto if journal is not None else ""
         journal = Journal(version, base, upto, 0)
-    return journal, plan.steps(journal.base), [describe(s) for s in plan.net(journal.base)]
+    return journal, plan.steps(journal.base), [describe(s, plan.aside) for s in plan.net(journal.base)]
 
 
-def describe(step: Step) -> str:
+def describe(step: Step, aside: set[TableName]) -> str:
     """A rename as a report line."""
     if isinstance(step, TableMove):
-        return f"{'.'.join(step.old)} -> {'.'.join(step.new)}"
+        why = " (dropped upstream, kept aside)" if step.new in aside else ""
+        return f"{'.'.join(step.old)} -> {'.'.join(step.new)}{why}"
     return f"{'.'.join(step.table)}: column {step.old} -> {step.new}"
