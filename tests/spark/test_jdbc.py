@@ -365,6 +365,14 @@ def test_swapped_tables_and_columns_follow(
     assert_same_as_source(mariadb, db, got)
     sync(str(files[0].parent))  # a rerun renames nothing again
     assert read() == got
+    # a batch of nothing but a rename is followed too
+    monkeypatch.undo()
+    mariadb.execute(f"RENAME TABLE {db}.c TO {db}.c2")
+    last = mariadb.flush_binlogs()[-2]
+    (files[0].parent / last.name).write_bytes(last.read_bytes())
+    report = sync(str(files[0].parent / last.name))  # the new file alone: a batch without row changes
+    assert report.changes == 0 and report.renamed == [f"{db}.c -> {db}.c2"]
+    assert sink_tables(spark, request, sink, db, ["c2"])[1]()["c2"] == got["c"]
 
 
 @pytest.mark.parametrize("sink, batches", [("postgres", 1), ("postgres", 2), ("mariadb", 1), ("mariadb", 2)])

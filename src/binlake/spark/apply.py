@@ -20,6 +20,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from binlake.spark.changelog import ROW_OPS
 from binlake.spark.delta_renames import rename_delta_targets
 from binlake.spark.renames import renamed_changes, renamed_columns
 from binlake.spark.typed import arrow_type, convert
@@ -316,16 +317,19 @@ def batch_head(df: Any, source: str) -> tuple[SyncReport, dict[str, str]]:
     from pyspark.sql import functions as F
 
     report = SyncReport()
-    last = df.agg(F.max("order_key").alias("k")).collect()[0]
-    if last["k"] is None:
+    head = df.agg(  # one Spark job: the newest row (structs compare field by field) and the size
+        F.max(F.struct("order_key", "file", "file_number", "txn_position")).alias("top"),
+        F.sum(F.col("op").isin(*ROW_OPS).cast("long")).alias("changes"),
+    ).collect()[0]
+    top = head["top"]
+    if top is None:
         return report, {}
-    top = df.where(F.col("order_key") == last["k"]).select("file", "file_number", "txn_position").first()
     report.version = batch_version(top["file_number"], top["txn_position"])
     report.position = f"{top['file']}:{top['txn_position']}"
-    report.changes = df.count()
+    report.changes = int(head["changes"] or 0)
     return report, {
         "binlake.position": report.position,
-        "binlake.order_key": last["k"],
+        "binlake.order_key": top["order_key"],
         "binlake.source": source,
     }
 
@@ -362,7 +366,7 @@ def _apply_changes(
 
     on_phase("reading the change log")
     report, metadata = batch_head(df, source)
-    if not report.changes:
+    if not metadata:  # nothing at all (a batch of renames only still has renames to follow)
         return report
     df, plan = renamed_changes(df)
     report.renamed = rename_delta_targets(target, plan, report.version, metadata["binlake.order_key"])

@@ -456,7 +456,7 @@ def _apply_changes_jdbc(
 
     on_phase("reading the change log")
     report, metadata = batch_head(df, source)
-    if not report.changes:
+    if not metadata:  # nothing at all (a batch of renames only still has renames to follow)
         return report
     last_key = metadata["binlake.order_key"]
     db = Jdbc(spark, url)
