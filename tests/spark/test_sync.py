@@ -241,7 +241,7 @@ def test_killed_again_and_again_then_finished(tmp_path: Path) -> None:
         "import sys; from binlake.spark.session import spark_session; from binlake.spark.apply import sync_to_delta; "
         f"sync_to_delta(spark_session('local[1]'), {str(tmp_path / 'bin')!r}, {str(target)!r}, chunk_rows=40)",
     ]
-    kills = kill_then_finish(cmd, runs=3)
+    kills = kill_then_finish(cmd, runs=3, window=(6, 20))
     assert kills >= 1
     got, want = final_tables(workload, target)
     assert got == want
@@ -300,10 +300,10 @@ def test_renames_killed_at_every_step_then_rerun(
     def flaky(real: Any) -> Any:
         def step(*args: Any, **kw: Any) -> None:
             calls.append(real.__name__)
-            if len(calls) % 3 == 1:
+            if len(calls) % 4 == 1:
                 raise KeyboardInterrupt("killed before the step")
             real(*args, **kw)
-            if len(calls) % 3 == 2:
+            if len(calls) % 4 == 2:
                 raise KeyboardInterrupt("killed after the step")
 
         return step
