@@ -9,7 +9,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from binlake.spark.renames import ColumnMove, RenamePlan, TableMove, plan_renames, renamed_columns
+from binlake.schema.renames import ColumnRename, TableRename
+from binlake.spark.renames import RenamePlan, plan_renames, renamed_columns
 
 DB = "d"
 
@@ -42,10 +43,10 @@ def run_steps(targets: dict[str, list[str]], steps: list[Any]) -> dict[str, list
     """Steps applied to a model of the targets (table -> columns), as the sinks apply them."""
     out = {k: list(v) for k, v in targets.items()}
     for s in steps:
-        if isinstance(s, TableMove) and s.old[1] in out:
+        if isinstance(s, TableRename) and s.old[1] in out:
             assert s.new[1] not in out, "a move into a taken name"
             out[s.new[1]] = out.pop(s.old[1])
-        elif isinstance(s, ColumnMove) and s.table[1] in out:
+        elif isinstance(s, ColumnRename) and s.table[1] in out:
             cols = out[s.table[1]]
             if s.old in cols:
                 assert s.new not in cols

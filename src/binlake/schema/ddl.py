@@ -85,7 +85,7 @@ def _ident(a: str | None, b: str | None) -> str | None:
     return b
 
 
-def _table_key(t: exp.Table, default_db: str) -> tuple[str, str]:
+def table_key(t: exp.Table, default_db: str) -> tuple[str, str]:
     db = t.args.get("db")
     return (db.name if db is not None else default_db, t.name)
 
@@ -252,13 +252,13 @@ def apply_ddl(
             return Applied("ignored", [])
         schema = stmt.this
         table = schema.this if isinstance(schema, exp.Schema) else schema
-        key = _table_key(table, default_db)
+        key = table_key(table, default_db)
         props = stmt.args.get("properties")
         like = next(
             (p for p in (props.expressions if props else []) if isinstance(p, exp.LikeProperty)), None
         )
         if like is not None:
-            src = catalog.get(_table_key(like.this, default_db))
+            src = catalog.get(table_key(like.this, default_db))
             if src is None:
                 raise DdlNotUnderstood(f"CREATE TABLE … LIKE an unknown table {like.this.sql()}")
             catalog[key] = TableDef(
@@ -285,7 +285,7 @@ def apply_ddl(
             return Applied("changed", gone)
         if kind != "TABLE":
             return Applied("ignored", [])
-        keys = [_table_key(t, default_db) for t in stmt.args.get("tables") or [stmt.this]]
+        keys = [table_key(t, default_db) for t in stmt.args.get("tables") or [stmt.this]]
         for k in keys:
             catalog.pop(k, None)
         return Applied("changed", keys)
@@ -294,7 +294,7 @@ def apply_ddl(
     if isinstance(stmt, exp.Alter):
         if (stmt.args.get("kind") or "").upper() != "TABLE":
             return Applied("ignored", [])
-        key = _table_key(stmt.this, default_db)
+        key = table_key(stmt.this, default_db)
         known = catalog.get(key)
         if known is None:
             raise DdlNotUnderstood(f"ALTER of a table the history does not know: {key[0]}.{key[1]}")
@@ -335,7 +335,7 @@ def _alter(
             _place(cols, spec, position)
         t.primary_key = [spec.name if k.lower() == old_name.lower() else k for k in t.primary_key]
     elif isinstance(action, exp.AlterRename):
-        new_key = _table_key(action.this, key[0])
+        new_key = table_key(action.this, key[0])
         catalog.pop(key, None)
         t.database, t.name = new_key
         catalog[new_key] = t

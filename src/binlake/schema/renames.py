@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import sqlglot
 from sqlglot import exp
 
-from binlake.schema.ddl import parse_statement, rename_table_pairs, truncated_table
+from binlake.schema.ddl import parse_statement, rename_table_pairs, table_key, truncated_table
 
 TableName = tuple[str, str]  # (database, table)
 
@@ -27,7 +27,7 @@ class TableRename:
 
 @dataclass(frozen=True)
 class ColumnRename:
-    table: TableName  # the table's name when the statement ran
+    table: TableName  # the table's name when the rename applies (the statement runs; a sink's step runs)
     old: str
     new: str
 
@@ -56,7 +56,7 @@ def renames_in(sql: str, default_db: str) -> list[Rename]:
             stmt = parse_statement(sql)
         except sqlglot.errors.SqlglotError:
             return []
-        return [TableDrop(_name(t, default_db)) for t in stmt.args.get("tables") or [stmt.this]]
+        return [TableDrop(table_key(t, default_db)) for t in stmt.args.get("tables") or [stmt.this]]
     if not _ALTER_RENAMING.match(sql):
         return []  # cheap: most DDL renames nothing, and sqlglot is slow
     try:
@@ -65,7 +65,7 @@ def renames_in(sql: str, default_db: str) -> list[Rename]:
         return []
     if not isinstance(stmt, exp.Alter) or not isinstance(stmt.this, exp.Table):
         return []
-    table = _name(stmt.this, default_db)
+    table = table_key(stmt.this, default_db)
     columns: list[Rename] = []
     moved: list[Rename] = []
     for action in stmt.args.get("actions") or []:
@@ -74,14 +74,10 @@ def renames_in(sql: str, default_db: str) -> list[Rename]:
         elif isinstance(action, exp.ModifyColumn) and action.args.get("rename_from") is not None:
             old, new = action.args["rename_from"].name, action.this.name
         elif isinstance(action, exp.AlterRename):
-            moved.append(TableRename(table, _name(action.this, table[0])))
+            moved.append(TableRename(table, table_key(action.this, table[0])))
             continue
         else:
             continue
         if old != new:
             columns.append(ColumnRename(table, old, new))
     return columns + moved
-
-
-def _name(t: exp.Table, default_db: str) -> TableName:
-    return (t.args["db"].name if t.args.get("db") else default_db, t.name)

@@ -99,8 +99,13 @@ def layout_runs(latest: Any, db: str, table: str) -> Iterator[tuple[str, str | N
         .orderBy("_binlake_newest", "order_key")
         .toLocalIterator()
     )
-    for (layout, renamed), run in itertools.groupby(rows, key=lambda r: (r["columns"], r["renamed"])):
+    for (layout, renamed), run in itertools.groupby(rows, key=_layout_of):
         yield layout, renamed, run
+
+
+def _layout_of(row: Any) -> tuple[str, str | None]:
+    """A change-log row's column layout: its ``columns`` and their ``renamed`` mapping."""
+    return row["columns"], row["renamed"]
 
 
 def _typed_batch(rows: list[Any], columns: list[dict[str, Any]], deleted_values: bool = False) -> pa.Table:
@@ -211,18 +216,11 @@ def keyless_stream(rows: Iterable[Any], layouts: list[Layout], size: int) -> pa.
 
     def batches() -> Iterator[pa.RecordBatch]:
         for chunk in _chunks(rows, size):
-            run: list[Any] = []
-            for r in [*chunk, None]:  # runs of one layout, in order
-                if run and (
-                    r is None or (r["columns"], r["renamed"]) != (run[0]["columns"], run[0]["renamed"])
-                ):
-                    cols = renamed_columns(json.loads(run[0]["columns"]), run[0]["renamed"])
-                    t = _typed_batch(run, cols, deleted_values=True)
-                    t = t.append_column("_binlake_op", pa.array([x["op"] for x in run], pa.string()))
-                    yield from conform(t).to_batches()
-                    run = []
-                if r is not None:
-                    run.append(r)
+            for (layout, renamed), group in itertools.groupby(chunk, key=_layout_of):  # runs, in order
+                run = list(group)
+                t = _typed_batch(run, renamed_columns(json.loads(layout), renamed), deleted_values=True)
+                t = t.append_column("_binlake_op", pa.array([x["op"] for x in run], pa.string()))
+                yield from conform(t).to_batches()
 
     return pa.RecordBatchReader.from_batches(schema, batches())
 

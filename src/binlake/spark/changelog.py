@@ -172,8 +172,9 @@ def _rename_rows(
     selection: Selection | Any | None,
 ) -> Iterator[dict[str, Any]]:
     """A DDL statement's renames as change-log rows: ``rename_table`` (db/table: the old name;
-    before/after: ``{"db", "table"}``) and ``rename_column`` (db/table: the table; before/after:
-    ``{"column"}``), so sinks can follow them. Kept when either name is selected."""
+    before/after: ``{"db", "table"}``), ``rename_column`` (db/table: the table; before/after:
+    ``{"column"}``) and ``drop_table`` (before: the name it frees), so sinks can follow them. Kept
+    when either name is selected."""
     for ri, r in enumerate(renames_in(q.query, q.database)):
         after: dict[str, str] | None
         if isinstance(r, TableRename):

@@ -7,7 +7,8 @@ import json
 import os
 from pathlib import Path
 
-from binlake.spark.renames import ColumnMove, Journal, RenamePlan, TableMove, rename_work
+from binlake.schema.renames import ColumnRename, TableRename
+from binlake.spark.renames import Journal, RenamePlan, rename_work
 
 RENAME_JOURNAL = "_binlake_renames.json"
 
@@ -25,11 +26,11 @@ def rename_delta_targets(target: Path, plan: RenamePlan, version: int, upto: str
     while i < len(steps):
         step = steps[i]
         j = i + 1
-        if isinstance(step, TableMove):
+        if isinstance(step, TableRename):
             _move_table(target, step, version)
         else:
             moves = [step]
-            while j < len(steps) and isinstance(nxt := steps[j], ColumnMove) and nxt.table == step.table:
+            while j < len(steps) and isinstance(nxt := steps[j], ColumnRename) and nxt.table == step.table:
                 moves.append(nxt)
                 j += 1
             _rename_columns(target / ".".join(step.table), moves, f"{version}:{i}")
@@ -47,7 +48,7 @@ def _save_journal(path: Path, journal: Journal) -> None:
     os.replace(tmp, path)
 
 
-def _move_table(target: Path, step: TableMove, version: int) -> None:
+def _move_table(target: Path, step: TableRename, version: int) -> None:
     src, dst = target / ".".join(step.old), target / ".".join(step.new)
     if not src.exists():
         return  # never synced, or moved before a kill
@@ -56,7 +57,7 @@ def _move_table(target: Path, step: TableMove, version: int) -> None:
     os.rename(src, dst)
 
 
-def _rename_columns(path: Path, moves: list[ColumnMove], tag: str) -> None:
+def _rename_columns(path: Path, moves: list[ColumnRename], tag: str) -> None:
     from deltalake import CommitProperties, DeltaTable, write_deltalake
 
     if not (path / "_delta_log").exists():

@@ -22,6 +22,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from binlake.schema.renames import ColumnRename, TableRename
 from binlake.spark.apply import (
     DELETED,
     ORDER,
@@ -37,15 +38,7 @@ from binlake.spark.apply import (
     latest_per_key,
     layout_runs,
 )
-from binlake.spark.renames import (
-    ColumnMove,
-    Journal,
-    RenamePlan,
-    TableMove,
-    rename_work,
-    renamed_changes,
-    renamed_columns,
-)
+from binlake.spark.renames import Journal, RenamePlan, rename_work, renamed_changes, renamed_columns
 
 POSITIONS = "_binlake_positions"
 RENAMES = "_binlake_renames"  # how far the renames of a batch got (see rename_jdbc_targets)
@@ -367,17 +360,16 @@ def rename_jdbc_targets(db: Jdbc, plan: RenamePlan, source: str, version: int, u
         save()  # the targets follow up to here (even with nothing to rename in them)
     for i in range(journal.done, len(steps)):
         step = steps[i]
-        if isinstance(step, TableMove):
+        if isinstance(step, TableRename):
             (s1, t1), (s2, t2) = step.old, step.new
             if d.columns(db, s1, t1):
+                db.execute(f"CREATE SCHEMA IF NOT EXISTS {d.q(s2)}")
                 if d.columns(db, s2, t2):  # a table of that name dropped upstream: kept aside
-                    db.execute(f"CREATE SCHEMA IF NOT EXISTS {d.q(s2)}")
                     for sql in d.rename_table(s2, t2, s2, f"{t2}_replaced_{version}"):
                         db.execute(sql)
-                db.execute(f"CREATE SCHEMA IF NOT EXISTS {d.q(s2)}")
                 for sql in d.rename_table(s1, t1, s2, t2):
                     db.execute(sql)
-        elif isinstance(step, ColumnMove):
+        elif isinstance(step, ColumnRename):
             have = [c for c, _ in d.columns(db, *step.table)]
             target = f"{d.q(step.table[0])}.{d.q(step.table[1])}"
             if step.old in have:

@@ -20,9 +20,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from binlake.schema.renames import ColumnRename, TableName, TableRename
 from binlake.spark.changelog import DROP_TABLE, NAME_OPS, RENAME_COLUMN, RENAME_TABLE, ROW_OPS
 
-TableName = tuple[str, str]
 FAR = "\uffff"  # an order key above every real one
 
 
@@ -66,20 +66,7 @@ class Segment:
     columns: str | None
 
 
-@dataclass(frozen=True)
-class TableMove:
-    old: TableName
-    new: TableName
-
-
-@dataclass(frozen=True)
-class ColumnMove:
-    table: TableName  # the table's name when this step runs
-    old: str
-    new: str
-
-
-Step = TableMove | ColumnMove
+Step = TableRename | ColumnRename  # a target step: a rename, of a table or of a column in it
 
 
 @dataclass
@@ -95,10 +82,10 @@ class RenamePlan:
         then columns (in the table's final name)."""
         m = sum(1 for k in self.keys if k <= after)  # the interval the targets are in
         there = [t for t in self.tables if t.born() <= m]
-        out: list[Step] = [TableMove(t.name_at(m), t.final) for t in there if t.name_at(m) != t.final]
+        out: list[Step] = [TableRename(t.name_at(m), t.final) for t in there if t.name_at(m) != t.final]
         for t in there:
             out += [
-                ColumnMove(t.final, c.name_at(m), c.final)
+                ColumnRename(t.final, c.name_at(m), c.final)
                 for c in t.all_columns
                 if c.born() <= m and c.name_at(m) != c.final
             ]
@@ -108,18 +95,18 @@ class RenamePlan:
         """``net`` as steps a sink can run one by one: through temporary names, so swaps and cycles
         work and each step is a plain move into a free name."""
         net = self.net(after)
-        tables = [s for s in net if isinstance(s, TableMove)]
+        tables = [s for s in net if isinstance(s, TableRename)]
         steps: list[Step] = [
-            TableMove(s.old, (s.old[0], f"_binlake_renaming_{i}")) for i, s in enumerate(tables)
+            TableRename(s.old, (s.old[0], f"_binlake_renaming_{i}")) for i, s in enumerate(tables)
         ]
-        steps += [TableMove((s.old[0], f"_binlake_renaming_{i}"), s.new) for i, s in enumerate(tables)]
-        columns: dict[TableName, list[ColumnMove]] = {}
+        steps += [TableRename((s.old[0], f"_binlake_renaming_{i}"), s.new) for i, s in enumerate(tables)]
+        columns: dict[TableName, list[ColumnRename]] = {}
         for s in net:
-            if isinstance(s, ColumnMove):
+            if isinstance(s, ColumnRename):
                 columns.setdefault(s.table, []).append(s)
         for table, moves in columns.items():
-            steps += [ColumnMove(table, c.old, f"_binlake_renaming_{i}") for i, c in enumerate(moves)]
-            steps += [ColumnMove(table, f"_binlake_renaming_{i}", c.new) for i, c in enumerate(moves)]
+            steps += [ColumnRename(table, c.old, f"_binlake_renaming_{i}") for i, c in enumerate(moves)]
+            steps += [ColumnRename(table, f"_binlake_renaming_{i}", c.new) for i, c in enumerate(moves)]
         return steps
 
 
@@ -271,7 +258,7 @@ def rename_work(
 
 def describe(step: Step, aside: set[TableName]) -> str:
     """A rename as a report line."""
-    if isinstance(step, TableMove):
+    if isinstance(step, TableRename):
         why = " (dropped upstream, kept aside)" if step.new in aside else ""
         return f"{'.'.join(step.old)} -> {'.'.join(step.new)}{why}"
     return f"{'.'.join(step.table)}: column {step.old} -> {step.new}"
