@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator
 from decimal import Decimal
 from typing import Any
 
+from binlake.dialects.mysql import quote_ident, quote_str
 from binlake.errors import BinlogError
 from binlake.events.query import Query
 from binlake.events.rows import ABSENT, PartialJson, Rows
@@ -32,19 +33,9 @@ _DATABASE_DDL = re.compile(r"^\s*(CREATE|DROP|ALTER)\s+(DATABASE|SCHEMA)\b", re.
 
 HEADER = ["SET NAMES utf8mb4;", "SET time_zone = '+00:00';", "SET SESSION sql_mode = '';"]
 
-_ESCAPES = {"\\": "\\\\", "'": "\\'", "\0": "\\0", "\n": "\\n", "\r": "\\r", "\x1a": "\\Z"}
-
 
 class SqlError(BinlogError):
     """Row changes that cannot be written as SQL (no column names known, for one)."""
-
-
-def quote_ident(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
-
-
-def quote_str(text: str) -> str:
-    return "'" + "".join(_ESCAPES.get(ch, ch) for ch in text) + "'"
 
 
 def literal(value: Any, col: ColumnDef) -> str:
