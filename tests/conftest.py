@@ -62,3 +62,21 @@ def postgres() -> Iterator[Any]:
         pytest.skip("PostgreSQL or its JDBC driver is not installed (./dev setup installs both)")
     with PrivatePostgres() as pg:
         yield pg
+
+
+@pytest.fixture(scope="session")
+def sink_mariadb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A second private MariaDB as a sink (its own server_id, kept apart from the one whose
+    binlogs tests read); ``url`` names its database ``lake``, the only one its user may write."""
+    from binlake.sandbox import PrivateMariaDB, mariadb_available
+
+    if not mariadb_available() or not os.path.exists("/usr/share/java/mariadb-java-client.jar"):
+        pytest.skip("MariaDB or its JDBC driver is not installed (./dev setup installs both)")
+    with PrivateMariaDB(tmp_path_factory.mktemp("sink"), server_id="2") as db:
+        db.execute(
+            "CREATE USER 'binlake'@'127.0.0.1'",
+            "CREATE DATABASE lake",
+            "GRANT ALL ON lake.* TO 'binlake'@'127.0.0.1'",  # the sink needs nothing outside its database
+        )
+        db.url = f"jdbc:mariadb://127.0.0.1:{db.port}/lake?user=binlake"  # type: ignore[attr-defined]
+        yield db

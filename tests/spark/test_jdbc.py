@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -53,10 +51,13 @@ def pg_tables(spark: Any, url: str, names: list[str]) -> dict[str, list[dict]]:
 
 
 def jdbc_tables(spark: Any, url: str, names: list[str], driver: str, quote: str) -> dict[str, list[dict]]:
+    from binlake.spark.jdbc import dialect_for
+
+    d = dialect_for(url)
     out = {}
     for name in names:
-        db, table = name.split(".")
-        df = spark.read.jdbc(url, f"{quote}{db}{quote}.{quote}{table}{quote}", properties={"driver": driver})
+        schema, table = d.target(*name.split("."))
+        df = spark.read.jdbc(url, f"{d.q(schema)}.{d.q(table)}", properties={"driver": driver})
         df = df.select(*[c for c in df.columns if not c.startswith("_binlake_")])
         rows = [{k: _plain(v) for k, v in r.asDict().items()} for r in df.collect()]
         first = df.columns[0]
@@ -149,19 +150,6 @@ def test_sync_to_postgres_killed_again_and_again_then_finished(
     assert kills >= 1
     expected = expected_tables(spark, workload)
     assert pg_tables(spark, postgres.url, sorted(expected)) == expected
-
-
-@pytest.fixture(scope="module")
-def sink_mariadb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """A second private MariaDB as a sink (kept apart from the one whose binlogs tests read)."""
-    from binlake.sandbox import PrivateMariaDB, mariadb_available
-
-    if not mariadb_available() or not os.path.exists("/usr/share/java/mariadb-java-client.jar"):
-        pytest.skip("MariaDB or its JDBC driver is not installed (./dev setup installs both)")
-    with PrivateMariaDB(tmp_path_factory.mktemp("sink")) as db:
-        db.execute("CREATE USER 'binlake'@'127.0.0.1'", "GRANT ALL ON *.* TO 'binlake'@'127.0.0.1'")
-        db.url = f"jdbc:mariadb://127.0.0.1:{db.port}/mysql?user=binlake"
-        yield db
 
 
 def test_sync_to_mariadb_equals_the_truth(spark: Any, sink_mariadb: Any, tmp_path: Path) -> None:
@@ -335,7 +323,7 @@ def test_swapped_tables_and_columns_follow(
         monkeypatch.setattr(delta_renames, "_move_table", killing(delta_renames._move_table))
         monkeypatch.setattr(delta_renames, "_rename_columns", killing(delta_renames._rename_columns))
     else:
-        is_rename = lambda _db, sql: " RENAME " in sql and not sql.startswith("CREATE")  # noqa: E731
+        is_rename = lambda _db, sql, *_: " RENAME " in sql and not sql.startswith("CREATE")  # noqa: E731
         monkeypatch.setattr(Jdbc, "execute", killing(Jdbc.execute, is_rename))
     kills = 0
     while True:
@@ -346,7 +334,7 @@ def test_swapped_tables_and_columns_follow(
             kills += 1
     assert kills >= 3
     aside = next(r.split(" ")[2].split(".")[-1] for r in report.renamed if r.startswith(f"{db}.d -> "))
-    assert aside.startswith("d_dropped_")
+    assert aside.startswith("_binlake_dropped_") and aside.endswith("_d")
     assert sorted(report.renamed) == [
         f"{db}.a -> {db}.c",
         f"{db}.a: column x -> y",
@@ -381,7 +369,7 @@ def test_ddl_policy_drop_rename_and_type_change(
 ) -> None:
     """A live MariaDB's MODIFY (INT -> BIGINT), DROP COLUMN, RENAME COLUMN and RENAME TABLE over
     JDBC follow the documented policy on both sinks, whether applied in one batch or two."""
-    from binlake.spark.jdbc import sync_to_jdbc
+    from binlake.spark.jdbc import dialect_for, sync_to_jdbc
 
     db = f"ddlpol_{sink}_{batches}"
     files = ddl_binlogs(mariadb, db, tmp_path)
@@ -398,10 +386,12 @@ def test_ddl_policy_drop_rename_and_type_change(
     assert "b" not in got[f"{db}.t2"][0]
     assert got[f"{db}.t"] == [{"id": 1, "z": -1}]
     assert_same_as_source(mariadb, db, {"t": got[f"{db}.t"], "t2": got[f"{db}.t2"]})
+    d = dialect_for(url)
+    schema, table = d.target(db, "t2")
     types = {
         f.name: f.dataType.simpleString()
         for f in spark.read.jdbc(
-            read_url or url, f"{q}{db}{q}.{q}t2{q}", properties={"driver": driver}
+            read_url or url, f"{d.q(schema)}.{d.q(table)}", properties={"driver": driver}
         ).schema
     }
     assert types["a"] == "bigint"

@@ -98,14 +98,14 @@ def test_a_dropped_table_is_kept_aside_and_its_name_starts_empty() -> None:
     """DROP TABLE a; RENAME TABLE a_new TO a (a manual swap): the old rows go aside, a is a_new."""
     key = "0000000003" + "0000000001234" + "0" * 14
     plan = plan_renames([drop_table(key, "a"), rename_table(key[:-1] + "1", "a_new", "a")])
-    aside = "a_dropped_3_1234"
+    aside = "_binlake_dropped_3_1234_a"
     assert final_of(plan, "a", "0") == (aside, {})  # rows of the old a written before the drop
     assert final_of(plan, "a_new", "0") == ("a", {})
     assert run_steps({"a": ["old"], "a_new": ["new"]}, plan.steps()) == {aside: ["old"], "a": ["new"]}
     # a drop alone (or TRUNCATE): the target keeps the rows aside; a new table of the name starts empty
     plan = plan_renames([drop_table(key, "t")])
     assert final_of(plan, "t", "1") == ("t", {})
-    assert run_steps({"t": ["x"]}, plan.steps()) == {"t_dropped_3_1234": ["x"]}
+    assert run_steps({"t": ["x"]}, plan.steps()) == {"_binlake_dropped_3_1234_t": ["x"]}
 
 
 @st.composite

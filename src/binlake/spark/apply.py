@@ -20,10 +20,12 @@ from typing import Any
 
 import pyarrow as pa
 
+from binlake.dialects import delta as sql
 from binlake.spark.changelog import ROW_OPS
 from binlake.spark.delta_renames import rename_delta_targets
-from binlake.spark.renames import renamed_changes, renamed_columns
+from binlake.spark.renames import layout_columns, renamed_changes
 from binlake.spark.typed import arrow_type, convert
+from binlake.targetnames import NAME_BOOK, NameBook, inside, path_name
 
 ORDER, DELETED, GTID, COMMIT_TS = (
     "_binlake_order_key",
@@ -32,6 +34,7 @@ ORDER, DELETED, GTID, COMMIT_TS = (
     "_binlake_commit_ts",
 )
 APP_ID = "binlake-sync"
+SNAPSHOT_BOOK = "_binlake_snapshots.json"  # the Parquet snapshot files binlake wrote
 Phase = Callable[[str], None] | None  # told what a sync does now, for progress displays
 
 
@@ -51,12 +54,28 @@ def batch_version(file_number: int, txn_position: int) -> int:
 
 
 def committed_version(target: str | Path, table: str) -> int | None:
+    """The batch version a target table (by directory name) has committed, if any."""
     from deltalake import DeltaTable
 
-    path = Path(target) / table
+    path = inside(Path(target), table)
     if not (path / "_delta_log").exists():
         return None
     return DeltaTable(str(path)).transaction_version(APP_ID)
+
+
+def table_path(target: Path, db: str, table: str) -> Path:
+    """Where table ``db.table`` (sink-space names) lives under ``target``: an injective file name
+    that cannot leave it, recorded in the target's name book."""
+    name = path_name(db, table)
+    NameBook.open(target / NAME_BOOK).claim(name, db, table)
+    return inside(target, name)
+
+
+def read_table(target: str | Path, db: str, table: str) -> pa.Table:
+    """Source table ``db.table`` as synced (see ``read_delta``)."""
+    from binlake.targetnames import escape_reserved
+
+    return read_delta(target, path_name(db, escape_reserved(table)))
 
 
 def latest_per_key(df: Any) -> Any:
@@ -189,20 +208,25 @@ def keyless_tables(df: Any) -> Iterator[tuple[tuple[str, str], list[Layout], Any
         yield (db, table), [lay for _, lay in sorted(layouts, key=lambda x: x[0])], rows
 
 
-def keyless_columns(layouts: list[Layout]) -> list[dict[str, Any]]:
-    """The columns of every layout (newest first, then columns only older layouts had)."""
+def keyless_columns(layouts: list[Layout], name: Callable[[str], str] = str) -> list[dict[str, Any]]:
+    """The columns of every layout (newest first, then columns only older layouts had); ``name``
+    fits a column name to the target."""
     out: dict[str, dict[str, Any]] = {}
     for columns, renamed in reversed(layouts):
-        for c in renamed_columns(json.loads(columns), renamed):
+        for c in layout_columns(columns, renamed, name):
             out.setdefault(c["name"], {k: v for k, v in c.items() if k != "from"})
     return list(out.values())
 
 
-def keyless_stream(rows: Iterable[Any], layouts: list[Layout], size: int) -> pa.RecordBatchReader:
+def keyless_stream(
+    rows: Iterable[Any], layouts: list[Layout], size: int, name: Callable[[str], str] = str
+) -> pa.RecordBatchReader:
     """A keyless table's changes (row images, deletes' before-images too, ``_binlake_op``) as one
     Arrow stream in the columns of all its layouts: ADD COLUMN in the batch widens it."""
-    union = _typed_batch([], keyless_columns(layouts)).schema.append(pa.field("_binlake_op", pa.string()))
-    types = newest_types([renamed_columns(json.loads(c), r) for c, r in layouts])
+    union = _typed_batch([], keyless_columns(layouts, name)).schema.append(
+        pa.field("_binlake_op", pa.string())
+    )
+    types = newest_types([layout_columns(c, r, name) for c, r in layouts])
     schema = pa.schema([f.with_type(types.get(f.name, f.type)) for f in union])
 
     def conform(t: pa.Table) -> pa.Table:
@@ -218,7 +242,7 @@ def keyless_stream(rows: Iterable[Any], layouts: list[Layout], size: int) -> pa.
         for chunk in _chunks(rows, size):
             for (layout, renamed), group in itertools.groupby(chunk, key=_layout_of):  # runs, in order
                 run = list(group)
-                t = _typed_batch(run, renamed_columns(json.loads(layout), renamed), deleted_values=True)
+                t = _typed_batch(run, layout_columns(layout, renamed, name), deleted_values=True)
                 t = t.append_column("_binlake_op", pa.array([x["op"] for x in run], pa.string()))
                 yield from conform(t).to_batches()
 
@@ -272,7 +296,7 @@ def merge_table(
         path.mkdir(parents=True, exist_ok=True)
         write_deltalake(str(path), batch, mode="append", commit_properties=props)
         return
-    predicate = " AND ".join(f"t.`{k}` = s.`{k}`" for k in keys)
+    predicate = sql.keys_equal(keys)
     table = DeltaTable(str(path))
     have = pa.schema(table.schema().to_arrow())
     added = [f for f in batch.schema if f.name not in have.names]
@@ -281,10 +305,12 @@ def merge_table(
         table = DeltaTable(str(path))
     # columns dropped or renamed upstream stay in the table; a row changed after that reads NULL there
     gone = [name for name in have.names if name not in batch.schema.names]
-    updates = {f"`{c}`": f"s.`{c}`" for c in batch.schema.names} | {f"`{c}`": "NULL" for c in gone}
+    q = sql.quote_ident
+    updates = {q(c): sql.column("s", c) for c in batch.schema.names} | {q(c): "NULL" for c in gone}
+    newer = f"{sql.column('s', ORDER)} > {sql.column('t', ORDER)}"
     (
         table.merge(batch, predicate, source_alias="s", target_alias="t", commit_properties=props)
-        .when_matched_update(updates, predicate=f"s.{ORDER} > t.{ORDER}")
+        .when_matched_update(updates, predicate=newer)
         .when_not_matched_insert_all()
         .execute()
     )
@@ -379,8 +405,8 @@ def _apply_changes(
     for (db, table), layouts in sorted(tables.items()):
         name = f"{db}.{table}"
         on_phase(f"merging {name}")
-        path = target / name
-        done = committed_version(target, name)
+        path = table_path(target, db, table)
+        done = committed_version(target, path.name)
         if done is not None and done >= report.version:
             report.skipped.append(name)
             continue
@@ -390,15 +416,15 @@ def _apply_changes(
         # Only the last commit records the batch version: a run killed in between replays the
         # earlier ones, which the order-key guard makes idempotent.
         ordered = [(c, r) for _, c, r in sorted(layouts, key=lambda x: x[0])]
-        newest = newest_types([renamed_columns(json.loads(c), r) for c, r in ordered])
+        newest = newest_types([layout_columns(c, r) for c, r in ordered])
         widen_table(path, newest)
         for i, (layout, renamed, rows) in enumerate(layout_runs(latest, db, table)):
-            columns = renamed_columns(json.loads(layout), renamed)
+            columns = layout_columns(layout, renamed)
             keys = [c["name"] for c in columns if c.get("pk")]
             counted = _Counted(rows)
             stream = _cast_stream(_batch_stream(counted, columns, chunk_rows), newest)
             version = report.version if i == len(ordered) - 1 else None
-            shown = layout if renamed is None else json.dumps(columns)
+            shown = json.dumps(columns)
             merge_table(path, stream, keys, version, {**metadata, "binlake.columns": shown})
             n += counted.n
         report.tables[name] = n
@@ -410,34 +436,50 @@ def _append_keyless(
     df: Any, target: Path, report: SyncReport, metadata: dict[str, str], chunk_rows: int
 ) -> None:
     """Tables without a primary key: every change appended to a change table (``_binlake_op`` says
-    which), once per batch version."""
+    which), once: a batch re-reading changes already appended (a rerun over a grown directory)
+    appends only those after the order key the table's last append recorded."""
     from deltalake import CommitProperties, Transaction, write_deltalake
+    from pyspark.sql import functions as F
 
     for (db, table), layouts, rows in keyless_tables(df):
         name = f"{db}.{table}"
-        done = committed_version(target, name)
+        path = table_path(target, db, table)
+        done = committed_version(target, path.name)
         if done is not None and done >= report.version:
             report.skipped.append(name)
             continue
+        upto = appended_upto(path)
+        if upto:
+            rows = rows.where(F.col("order_key") > upto)
         counted = _Counted(rows.toLocalIterator())
         stream = keyless_stream(counted, layouts, chunk_rows)
         props = CommitProperties(
             custom_metadata={**metadata, "binlake.columns": json.dumps(keyless_columns(layouts))},
             app_transactions=[Transaction(APP_ID, report.version)],
         )
-        (target / name).mkdir(parents=True, exist_ok=True)
+        path.mkdir(parents=True, exist_ok=True)
         # one commit per table and batch: appends are not idempotent, so never split them
-        write_deltalake(
-            str(target / name), stream, mode="append", schema_mode="merge", commit_properties=props
-        )
+        write_deltalake(str(path), stream, mode="append", schema_mode="merge", commit_properties=props)
         report.tables[name] = counted.n
+
+
+def appended_upto(path: Path) -> str | None:
+    """The order key up to which a change table holds its source's changes (its last batch's)."""
+    from deltalake import DeltaTable
+
+    if not (path / "_delta_log").exists():
+        return None
+    for commit in DeltaTable(str(path)).history():
+        if "binlake.order_key" in commit:
+            return str(commit["binlake.order_key"])
+    return None
 
 
 def read_delta(target: str | Path, table: str) -> pa.Table:
     """A synced table as it reads: tombstones and system columns removed."""
     from deltalake import DeltaTable
 
-    t = DeltaTable(str(Path(target) / table)).to_pyarrow_table()
+    t = DeltaTable(str(inside(Path(target), table))).to_pyarrow_table()
     t = t.filter(pa.compute.invert(t[DELETED]))
     return t.drop_columns([ORDER, DELETED, GTID, COMMIT_TS])
 
@@ -507,21 +549,39 @@ def stream_to_delta(
 
 
 def export_parquet(source: str | Path, target: str | Path) -> dict[str, int]:
-    """A Parquet snapshot ``db.table.parquet`` of every synced table (tombstones and system columns
-    removed), each file replaced whole; snapshots of tables no longer there (renamed upstream) go."""
+    """A Parquet snapshot ``<table dir>.parquet`` of every synced table (tombstones and system
+    columns removed), each file replaced whole; snapshots binlake wrote of tables no longer there
+    (renamed upstream) go — no other file is ever removed. The source's name book is copied, so
+    ``db.table`` is found again (see ``binlake.targetnames``)."""
     import pyarrow.parquet as pq
 
     out: dict[str, int] = {}
     where = Path(target)
     where.mkdir(parents=True, exist_ok=True)
+    book = where / SNAPSHOT_BOOK
+    written: list[str] = json.loads(book.read_text()) if book.exists() else []
     tables = delta_tables(source)
     for name in tables:
         table = read_delta(source, name)
-        tmp = where / f".{name}.parquet.tmp"
+        file = inside(where, f"{name}.parquet")
+        tmp = file.with_name(f".{file.name}.tmp")
         pq.write_table(table, str(tmp))
-        os.replace(tmp, where / f"{name}.parquet")  # readers see the old snapshot or the new one
+        if file.name not in written:  # recorded before it exists: a kill leaves nothing unlisted
+            written.append(file.name)
+            _save_json(book, written)
+        os.replace(tmp, file)  # readers see the old snapshot or the new one
         out[name] = table.num_rows
-    for stale in where.glob("*.*.parquet"):
-        if stale.name[: -len(".parquet")] not in tables:
-            stale.unlink()
+    keep = {f"{name}.parquet" for name in tables}
+    for stale in [n for n in written if n not in keep]:
+        inside(where, stale).unlink(missing_ok=True)
+        written.remove(stale)
+    _save_json(book, written)
+    names = NameBook.open(Path(source) / NAME_BOOK)
+    _save_json(where / NAME_BOOK, {f"{n}.parquet": names.source(n) for n in tables})
     return out
+
+
+def _save_json(path: Path, value: Any) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(value, ensure_ascii=False, sort_keys=True))
+    os.replace(tmp, path)

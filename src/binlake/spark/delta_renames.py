@@ -7,8 +7,9 @@ import json
 import os
 from pathlib import Path
 
-from binlake.schema.renames import ColumnRename, TableRename
+from binlake.schema.renames import ColumnRename, TableName, TableRename
 from binlake.spark.renames import Journal, RenamePlan, rename_work
+from binlake.targetnames import NAME_BOOK, NameBook, inside, path_name, replaced_name
 
 RENAME_JOURNAL = "_binlake_renames.json"
 
@@ -33,7 +34,7 @@ def rename_delta_targets(target: Path, plan: RenamePlan, version: int, upto: str
             while j < len(steps) and isinstance(nxt := steps[j], ColumnRename) and nxt.table == step.table:
                 moves.append(nxt)
                 j += 1
-            _rename_columns(target / ".".join(step.table), moves, f"{version}:{i}")
+            _rename_columns(_dir(target, step.table), moves, f"{version}:{i}")
         i = journal.done = j
         _save_journal(path, journal)
     if plan.keys and journal.version == version and journal.done == 0:
@@ -48,12 +49,20 @@ def _save_journal(path: Path, journal: Journal) -> None:
     os.replace(tmp, path)
 
 
+def _dir(target: Path, table: TableName) -> Path:
+    return inside(target, path_name(*table))
+
+
 def _move_table(target: Path, step: TableRename, version: int) -> None:
-    src, dst = target / ".".join(step.old), target / ".".join(step.new)
+    src, dst = _dir(target, step.old), _dir(target, step.new)
     if not src.exists():
         return  # never synced, or moved before a kill
+    book = NameBook.open(target / NAME_BOOK)
     if dst.exists():  # a table of that name dropped upstream: kept aside, never lost
-        os.rename(dst, dst.with_name(f"{dst.name}.replaced-{version}"))
+        aside = (step.new[0], replaced_name(step.new[1], version))
+        book.move(dst.name, _dir(target, aside).name, *aside)
+        os.rename(dst, _dir(target, aside))
+    book.move(src.name, dst.name, *step.new)  # recorded first: a kill between finds both names known
     os.rename(src, dst)
 
 
@@ -70,7 +79,7 @@ def _rename_columns(path: Path, moves: list[ColumnRename], tag: str) -> None:
     for m in moves:
         if m.old in names:
             if m.new in names:  # a column of that name dropped upstream: kept aside
-                names[names.index(m.new)] = f"{m.new}_replaced_{tag.replace(':', '_')}"
+                names[names.index(m.new)] = replaced_name(m.new, tag.replace(":", "_"))
             names[names.index(m.old)] = m.new
     write_deltalake(
         str(path),

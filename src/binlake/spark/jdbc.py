@@ -7,8 +7,12 @@ and records the batch's binlog position in ``_binlake_positions``. A batch at or
 position is skipped whole, so a run killed anywhere — while staging, mid-transaction (rolled back),
 after the commit — is simply run again: nothing lost, nothing doubled.
 
-Targets are ``"db"."table"`` (a schema per source database) with the source columns plus
-``_binlake_order_key``/``_binlake_gtid``/``_binlake_commit_ts``. Upserts are guarded by the order key
+Targets: PostgreSQL ``"db"."table"`` (a schema per source database, in the URL's database);
+MariaDB/MySQL ```<URL's database>`.`db.table``` (names encoded as in ``binlake.targetnames``: a
+``.`` or any other character outside ``[A-Za-z0-9_]`` in a name is ``@xxxx``), with the source
+columns plus ``_binlake_order_key``/``_binlake_gtid``/``_binlake_commit_ts``. Names too long for the
+database are shortened with a hash and recorded in ``_binlake_tables``; identifiers are quoted by
+``binlake.dialects``; every value (positions, names in catalog queries) is a bound parameter. Upserts are guarded by the order key
 (``ON CONFLICT ... WHERE target order < new order``); deletes remove the row (guarded the same way).
 Tables without a primary key get an append-only change table with ``_binlake_op``. A new column
 (ADD COLUMN upstream) is added to the target; column types follow Spark's PostgreSQL dialect.
@@ -16,15 +20,18 @@ Tables without a primary key get an append-only change table with ``_binlake_op`
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pyarrow as pa
 
+from binlake.dialects import mysql, postgres
 from binlake.schema.renames import ColumnRename, TableRename
 from binlake.spark.apply import (
+    COMMIT_TS,
     DELETED,
+    GTID,
     ORDER,
     Phase,
     SyncReport,
@@ -38,18 +45,17 @@ from binlake.spark.apply import (
     latest_per_key,
     layout_runs,
 )
-from binlake.spark.renames import Journal, RenamePlan, rename_work, renamed_changes, renamed_columns
+from binlake.spark.renames import Journal, RenamePlan, layout_columns, rename_work, renamed_changes
+from binlake.targetnames import NameCollisionError, path_name, replaced_name
 
 POSITIONS = "_binlake_positions"
 RENAMES = "_binlake_renames"  # how far the renames of a batch got (see rename_jdbc_targets)
-
-
-def lit(text: str) -> str:
-    return "'" + text.replace("'", "''").replace("\\", "\\\\") + "'"
+NAMES = "_binlake_tables"  # target schema + table -> source db + table, for shortened names
+SYSTEM_COLUMNS = frozenset({ORDER, DELETED, GTID, COMMIT_TS, "_binlake_op"})
 
 
 class Dialect:
-    """What differs between target databases: driver, quoting, catalog queries, upsert syntax."""
+    """What differs between target databases: driver, quoting, naming, catalog queries, upsert."""
 
     driver = ""
     transactional_ddl = True  # may CREATE/ALTER run inside the apply transaction?
@@ -57,8 +63,20 @@ class Dialect:
     def q(self, name: str) -> str:
         raise NotImplementedError
 
+    def target(self, db: str, table: str) -> tuple[str, str]:
+        """The (schema, table) holding source table ``db.table`` (sink-space names)."""
+        raise NotImplementedError
+
+    def column(self, name: str) -> str:
+        """The target column for a (sink-space) source column."""
+        raise NotImplementedError
+
     def stage_schema(self, schema: str) -> str:
         return schema
+
+    def system_schema(self) -> str | None:
+        """Where binlake's own tables live (None: the connection's default)."""
+        return None
 
     def spark_url(self, url: str) -> str:
         """The URL Spark's JDBC writer gets (Spark picks its SQL dialect by the URL's prefix)."""
@@ -90,7 +108,8 @@ class Dialect:
     def delete(self, target: str, stage: str, keys: list[str]) -> str:
         raise NotImplementedError
 
-    def save_position(self, source: str, version: int, position: str) -> str:
+    def save_position(self) -> str:
+        """Upsert (source, version, position), bound as parameters."""
         raise NotImplementedError
 
     def key_match(self, keys: list[str]) -> str:
@@ -110,7 +129,13 @@ class Postgres(Dialect):
     driver = "org.postgresql.Driver"
 
     def q(self, name: str) -> str:
-        return '"' + name.replace('"', '""') + '"'
+        return postgres.quote_ident(name)
+
+    def target(self, db: str, table: str) -> tuple[str, str]:
+        return postgres.schema_name(db), postgres.ident(table)
+
+    def column(self, name: str) -> str:
+        return postgres.ident(name)
 
     def positions_ddl(self) -> str:
         return (
@@ -121,10 +146,11 @@ class Postgres(Dialect):
     def columns(self, db: Jdbc, schema: str, table: str) -> list[tuple[str, str]]:
         sql = (
             "SELECT a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a "
-            f"WHERE a.attrelid = to_regclass({lit(self.q(schema) + '.' + self.q(table))}) AND a.attnum > 0 "
-            "AND NOT a.attisdropped ORDER BY a.attnum"
+            "JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = ? AND c.relname = ? AND a.attnum > 0 AND NOT a.attisdropped "
+            "ORDER BY a.attnum"
         )
-        return [(r[0], r[1]) for r in db.rows(sql)]
+        return [(r[0], r[1]) for r in db.rows(sql, [schema, table])]
 
     def create_like(self, target: str, stage: str) -> str:
         return f"CREATE TABLE {target} (LIKE {stage})"
@@ -159,10 +185,10 @@ class Postgres(Dialect):
             f"WHERE s.{q(DELETED)} AND {self.key_match(keys)} AND t.{q(ORDER)} < s.{q(ORDER)}"
         )
 
-    def save_position(self, source: str, version: int, position: str) -> str:
+    def save_position(self) -> str:
         return (
-            f"INSERT INTO {POSITIONS} (source, version, position) VALUES ({lit(source)}, {version}, "
-            f"{lit(position)}) ON CONFLICT (source) DO UPDATE SET version = EXCLUDED.version, "
+            f"INSERT INTO {POSITIONS} (source, version, position) VALUES (?, ?, ?) "
+            "ON CONFLICT (source) DO UPDATE SET version = EXCLUDED.version, "
             "position = EXCLUDED.position, updated = now()"
         )
 
@@ -177,8 +203,23 @@ class MariaDB(Dialect):
     driver = "org.mariadb.jdbc.Driver"
     transactional_ddl = False
 
+    def __init__(self, database: str) -> None:
+        self.database = database  # every target, stage and binlake table lives in the URL's database
+
     def q(self, name: str) -> str:
-        return "`" + name.replace("`", "``") + "`"
+        return mysql.quote_ident(name)
+
+    def target(self, db: str, table: str) -> tuple[str, str]:
+        return self.database, path_name(db, table, mysql.MAX_IDENT)
+
+    def column(self, name: str) -> str:
+        return mysql.ident(name)
+
+    def stage_schema(self, schema: str) -> str:
+        return self.database
+
+    def system_schema(self) -> str | None:
+        return self.database
 
     def spark_url(self, url: str) -> str:
         # Spark's MySQL dialect (TINYINT, DATETIME, backquotes) is chosen by jdbc:mysql:, which the
@@ -195,9 +236,9 @@ class MariaDB(Dialect):
     def columns(self, db: Jdbc, schema: str, table: str) -> list[tuple[str, str]]:
         sql = (
             "SELECT COLUMN_NAME, COLUMN_TYPE FROM information_schema.COLUMNS "
-            f"WHERE TABLE_SCHEMA = {lit(schema)} AND TABLE_NAME = {lit(table)} ORDER BY ORDINAL_POSITION"
+            "WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION"
         )
-        return [(r[0], r[1]) for r in db.rows(sql)]
+        return [(r[0], r[1]) for r in db.rows(sql, [schema, table])]
 
     def create_like(self, target: str, stage: str) -> str:
         return f"CREATE TABLE {target} LIKE {stage}"
@@ -236,10 +277,10 @@ class MariaDB(Dialect):
             f"WHERE s.{q(DELETED)} AND t.{q(ORDER)} < s.{q(ORDER)}"
         )
 
-    def save_position(self, source: str, version: int, position: str) -> str:
+    def save_position(self) -> str:
         return (
-            f"INSERT INTO {POSITIONS} (source, version, position) VALUES ({lit(source)}, {version}, "
-            f"{lit(position)}) ON DUPLICATE KEY UPDATE version = VALUES(version), position = VALUES(position)"
+            f"INSERT INTO {POSITIONS} (source, version, position) VALUES (?, ?, ?) "
+            "ON DUPLICATE KEY UPDATE version = VALUES(version), position = VALUES(position)"
         )
 
     def to_stage(self, table: pa.Table) -> pa.Table:
@@ -285,35 +326,54 @@ def dialect_for(url: str) -> Dialect:
     if url.startswith("jdbc:postgresql:"):
         return Postgres()
     if url.startswith(("jdbc:mariadb:", "jdbc:mysql:")):
-        return MariaDB()
-    raise ValueError(f"unsupported JDBC URL {url!r}: jdbc:postgresql://, jdbc:mariadb:// or jdbc:mysql://")
+        found = re.match(r"jdbc:(?:mariadb|mysql):(?:loadbalance:|replication:)?//[^/?]*/([^?;]+)", url)
+        if not found:
+            raise ValueError(
+                "a MariaDB/MySQL target URL names the database the tables go to: "
+                "jdbc:mariadb://HOST:PORT/DATABASE?user=…"
+            )
+        return MariaDB(found.group(1))
+    raise ValueError("unsupported JDBC URL: jdbc:postgresql://, jdbc:mariadb:// or jdbc:mysql://")
 
 
 class Jdbc:
     """A JDBC connection through the driver JVM (Spark's classloader holds the driver jar)."""
 
-    def __init__(self, spark: Any, url: str) -> None:
+    def __init__(self, spark: Any, url: str, password: str | None = None) -> None:
         self.dialect = dialect_for(url)
         jvm = spark.sparkContext._jvm
         driver_class = jvm
         for part in self.dialect.driver.split("."):  # py4j resolves through Spark's classloader
             driver_class = getattr(driver_class, part)
         driver = driver_class()
-        self.conn = driver.connect(url, jvm.java.util.Properties())
+        props = jvm.java.util.Properties()
+        if password is not None:  # from the environment or a file, never in the URL (ps, logs)
+            props.setProperty("password", password)
+        self.conn = driver.connect(url, props)
         if self.conn is None:
-            raise ValueError(f"the {self.dialect.driver} driver does not accept {url!r}")
+            raise ValueError(f"the {self.dialect.driver} driver does not accept this URL")
 
-    def execute(self, sql: str) -> None:
-        st = self.conn.createStatement()
+    def _prepared(self, sql: str, params: Sequence[str | int]) -> Any:
+        """A prepared statement with ``params`` bound (values never enter SQL text)."""
+        st = self.conn.prepareStatement(sql)
+        for i, p in enumerate(params, start=1):
+            if isinstance(p, int):
+                st.setLong(i, p)
+            else:
+                st.setString(i, p)
+        return st
+
+    def execute(self, sql: str, params: Sequence[str | int] = ()) -> None:
+        st = self._prepared(sql, params)
         try:
-            st.execute(sql)
+            st.execute()
         finally:
             st.close()
 
-    def rows(self, sql: str) -> list[list[Any]]:
-        st = self.conn.createStatement()
+    def rows(self, sql: str, params: Sequence[str | int] = ()) -> list[list[Any]]:
+        st = self._prepared(sql, params)
         try:
-            rs = st.executeQuery(sql)
+            rs = st.executeQuery()
             n = rs.getMetaData().getColumnCount()
             out = []
             while rs.next():
@@ -328,11 +388,60 @@ class Jdbc:
 
 def committed_position(db: Jdbc, source: str) -> int | None:
     db.execute(db.dialect.positions_ddl())
-    found = db.rows(f"SELECT version FROM {POSITIONS} WHERE source = {lit(source)}")
+    found = db.rows(f"SELECT version FROM {POSITIONS} WHERE source = ?", [source])
     return int(found[0][0]) if found else None
 
 
-Types = dict[tuple[str, str], dict[str, str]]
+def record_name(db: Jdbc, schema: str, table: str, source: tuple[str, str]) -> None:
+    """Record which source table a target table holds; refuse a second source on one target (a
+    shortened name's hash collision, or a name crafted to look like one)."""
+    db.execute(
+        f"CREATE TABLE IF NOT EXISTS {NAMES} (target_schema VARCHAR(255) NOT NULL, "
+        "target_table VARCHAR(255) NOT NULL, source_db VARCHAR(255) NOT NULL, "
+        "source_table VARCHAR(255) NOT NULL, PRIMARY KEY (target_schema, target_table))"
+    )
+    where = "WHERE target_schema = ? AND target_table = ?"
+    held = db.rows(f"SELECT source_db, source_table FROM {NAMES} {where}", [schema, table])
+    if held and tuple(held[0]) != source:
+        raise NameCollisionError(
+            f"target {schema}.{table} holds `{held[0][0]}`.`{held[0][1]}` already; "
+            f"`{source[0]}`.`{source[1]}` cannot go there too"
+        )
+    if not held:
+        db.execute(f"INSERT INTO {NAMES} VALUES (?, ?, ?, ?)", [schema, table, *source])
+
+
+def move_name(db: Jdbc, old: tuple[str, str], new: tuple[str, str], source: tuple[str, str]) -> None:
+    db.execute(f"DELETE FROM {NAMES} WHERE target_schema = ? AND target_table = ?", list(new))
+    db.execute(
+        f"UPDATE {NAMES} SET target_schema = ?, target_table = ?, source_db = ?, source_table = ? "
+        "WHERE target_schema = ? AND target_table = ?",
+        [*new, *source, *old],
+    )
+
+
+def refuse_own_source(db: Jdbc, server_ids: list[int], file: str, position: int) -> None:
+    """Never write into the server the binlogs come from: it would change the source's data and
+    write binlog events binlake then reads again. The target is that server when its server_id
+    wrote the batch and its own binlog holds the batch's last file at least that far. (A server
+    that does not show its binary logs to the sink's user cannot be told apart: it is written.)"""
+    if not isinstance(db.dialect, MariaDB) or not server_ids:
+        return
+    (own,) = db.rows("SELECT @@server_id")[0]
+    if int(own) not in server_ids:
+        return
+    try:
+        logs = db.rows("SHOW BINARY LOGS")
+    except Exception:  # binary logging off, or not allowed to see them: not the source as far as known
+        return
+    if any(name == file and int(size) >= position for name, size, *_ in logs):
+        raise ValueError(
+            f"the target server (server_id {own}) wrote these binlogs ({file}): binlake does not "
+            "write into the server it reads from; name another server in the URL"
+        )
+
+
+Types = dict[tuple[str, str], dict[str, str]]  # target (schema, table) -> column -> SQL type
 
 
 def rename_jdbc_targets(db: Jdbc, plan: RenamePlan, source: str, version: int, upto: str) -> list[str]:
@@ -345,15 +454,15 @@ def rename_jdbc_targets(db: Jdbc, plan: RenamePlan, source: str, version: int, u
         f"CREATE TABLE IF NOT EXISTS {RENAMES} (source VARCHAR(700) PRIMARY KEY, version BIGINT NOT NULL, "
         "base VARCHAR(100) NOT NULL, upto VARCHAR(100) NOT NULL, done INT NOT NULL)"
     )
-    found = db.rows(f"SELECT version, base, upto, done FROM {RENAMES} WHERE source = {lit(source)}")
+    found = db.rows(f"SELECT version, base, upto, done FROM {RENAMES} WHERE source = ?", [source])
     journal = Journal(int(found[0][0]), found[0][1], found[0][2], int(found[0][3])) if found else None
     journal, steps, renamed = rename_work(journal, plan, version, upto)
 
     def save() -> None:
-        db.execute(f"DELETE FROM {RENAMES} WHERE source = {lit(source)}")
+        db.execute(f"DELETE FROM {RENAMES} WHERE source = ?", [source])
         db.execute(
-            f"INSERT INTO {RENAMES} (source, version, base, upto, done) VALUES ({lit(source)}, "
-            f"{journal.version}, {lit(journal.base)}, {lit(journal.upto)}, {journal.done})"
+            f"INSERT INTO {RENAMES} (source, version, base, upto, done) VALUES (?, ?, ?, ?, ?)",
+            [source, journal.version, journal.base, journal.upto, journal.done],
         )
 
     if plan.keys and journal.version == version and journal.done == 0:
@@ -361,27 +470,36 @@ def rename_jdbc_targets(db: Jdbc, plan: RenamePlan, source: str, version: int, u
     for i in range(journal.done, len(steps)):
         step = steps[i]
         if isinstance(step, TableRename):
-            (s1, t1), (s2, t2) = step.old, step.new
+            (s1, t1), (s2, t2) = d.target(*step.old), d.target(*step.new)
             if d.columns(db, s1, t1):
                 db.execute(f"CREATE SCHEMA IF NOT EXISTS {d.q(s2)}")
                 if d.columns(db, s2, t2):  # a table of that name dropped upstream: kept aside
-                    for sql in d.rename_table(s2, t2, s2, f"{t2}_replaced_{version}"):
+                    aside = (step.new[0], replaced_name(step.new[1], version))
+                    s3, t3 = d.target(*aside)
+                    move_name(db, (s2, t2), (s3, t3), aside)
+                    for sql in d.rename_table(s2, t2, s3, t3):
                         db.execute(sql)
+                move_name(db, (s1, t1), (s2, t2), step.new)
                 for sql in d.rename_table(s1, t1, s2, t2):
                     db.execute(sql)
         elif isinstance(step, ColumnRename):
-            have = [c for c, _ in d.columns(db, *step.table)]
-            target = f"{d.q(step.table[0])}.{d.q(step.table[1])}"
-            if step.old in have:
-                if step.new in have:  # a column of that name dropped upstream: kept aside
-                    db.execute(d.rename_column(target, step.new, f"{step.new}_replaced_{version}"))
-                db.execute(d.rename_column(target, step.old, step.new))
+            schema, table = d.target(*step.table)
+            have = [c for c, _ in d.columns(db, schema, table)]
+            target = f"{d.q(schema)}.{d.q(table)}"
+            old, new = d.column(step.old), d.column(step.new)
+            if old in have:
+                if new in have:  # a column of that name dropped upstream: kept aside
+                    db.execute(d.rename_column(target, new, d.column(replaced_name(step.new, version))))
+                db.execute(d.rename_column(target, old, new))
         journal.done = i + 1
         save()
     return renamed
 
 
-def final_types(db: Jdbc, stages: list[tuple[str, str, str, list[str]]]) -> Types:
+Stage = tuple[str, str, str, list[str]]  # staging table, target schema, target table, key columns
+
+
+def final_types(db: Jdbc, stages: list[Stage]) -> Types:
     """Per target table, each column's type in the newest layout that has it (stages come in
     chronological order): rows of older layouts in the same batch go into the newer type."""
     d = db.dialect
@@ -416,7 +534,7 @@ def _prepare_target(
         elif have[name] != want:
             db.execute(d.alter_type(target, name, want))
     names = [name for name, _ in staged]
-    return names, [c for c in have if c not in names and not c.startswith("_binlake_")]
+    return names, [c for c in have if c not in names and c not in SYSTEM_COLUMNS]
 
 
 def _apply_stage(db: Jdbc, stage: str, schema: str, table: str, keys: list[str], types: Types) -> None:
@@ -425,24 +543,44 @@ def _apply_stage(db: Jdbc, stage: str, schema: str, table: str, keys: list[str],
     staged = f"{d.q(d.stage_schema(schema))}.{d.q(stage)}"
     names, gone = _prepare_target(db, stage, schema, table, keys, types)
     cols = [c for c in names if c != DELETED]
-    if not keys:
+    if not keys:  # a change table: append what it does not hold yet (a rerun re-reads old changes)
         listed = ", ".join(d.q(c) for c in cols)
-        db.execute(f"INSERT INTO {target} ({listed}) SELECT {listed} FROM {staged}")
+        order = d.q(ORDER)
+        db.execute(
+            f"INSERT INTO {target} ({listed}) SELECT {listed} FROM {staged} AS s "
+            f"WHERE s.{order} > (SELECT COALESCE(MAX(m.{order}), '') FROM {target} AS m)"
+        )
         return
     db.execute(d.upsert(target, staged, cols, keys, gone))
     db.execute(d.delete(target, staged, keys))
 
 
 def apply_changes_jdbc(
-    spark: Any, df: Any, url: str, *, source: str = "", chunk_rows: int = 50_000, on_phase: Phase = None
+    spark: Any,
+    df: Any,
+    url: str,
+    *,
+    source: str = "",
+    chunk_rows: int = 50_000,
+    on_phase: Phase = None,
+    password: str | None = None,
 ) -> SyncReport:
-    """Apply a change-log DataFrame to PostgreSQL exactly once (see the module docstring)."""
+    """Apply a change-log DataFrame to PostgreSQL or MariaDB/MySQL exactly once (see the module
+    docstring). ``password``: the target's, kept out of the URL."""
     with decoded_once(df) as kept:
-        return _apply_changes_jdbc(spark, kept, url, source, chunk_rows, on_phase or (lambda _: None))
+        return _apply_changes_jdbc(
+            spark, kept, url, source, chunk_rows, on_phase or (lambda _: None), password
+        )
 
 
 def _apply_changes_jdbc(
-    spark: Any, df: Any, url: str, source: str, chunk_rows: int, on_phase: Callable[[str], None]
+    spark: Any,
+    df: Any,
+    url: str,
+    source: str,
+    chunk_rows: int,
+    on_phase: Callable[[str], None],
+    password: str | None,
 ) -> SyncReport:
     from pyspark import StorageLevel
 
@@ -451,20 +589,25 @@ def _apply_changes_jdbc(
     if not metadata:  # nothing at all (a batch of renames only still has renames to follow)
         return report
     last_key = metadata["binlake.order_key"]
-    db = Jdbc(spark, url)
+    db = Jdbc(spark, url, password)
     d = db.dialect
+    stages: list[Stage] = []
     try:
+        last_file, _, last_pos = report.position.rpartition(":")
+        ids = [r[0] for r in df.select("server_id").distinct().collect()]
+        refuse_own_source(db, ids, last_file.rsplit("/", 1)[-1], int(last_pos))
         done = committed_position(db, source)
         if done is not None and done >= report.version:
             report.skipped = ["(batch already applied)"]
             return report
         df, plan = renamed_changes(df)
         report.renamed = rename_jdbc_targets(db, plan, source, report.version, last_key)
-        stages: list[tuple[str, str, str, list[str]]] = []
 
-        def stage(stream: pa.RecordBatchReader, schema: str, table: str, keys: list[str]) -> None:
+        def stage(stream: pa.RecordBatchReader, db_table: tuple[str, str], keys: list[str]) -> None:
             """Write one table's rows of one layout to a staging table (Spark's JDBC writer)."""
-            on_phase(f"staging {schema}.{table}")
+            schema, table = d.target(*db_table)
+            on_phase(f"staging {'.'.join(db_table)}")
+            record_name(db, schema, table, db_table)
             arrow = d.to_stage(stream.read_all())
             name = f"_binlake_stage_{report.version}_{len(stages)}"
             where = d.stage_schema(schema)
@@ -472,6 +615,7 @@ def _apply_changes_jdbc(
                 db.execute(f"CREATE SCHEMA IF NOT EXISTS {d.q(where)}")  # the stage lives beside the target
             staged = f"{d.q(where)}.{d.q(name)}"
             ddl = d.stage_ddl(staged, arrow.schema, keys)
+            stages.append((name, schema, table, keys))  # dropped at the end, whatever happens
             if ddl:
                 db.execute(f"DROP TABLE IF EXISTS {staged}")
                 db.execute(ddl)
@@ -479,29 +623,28 @@ def _apply_changes_jdbc(
                 d.spark_url(url),
                 staged,
                 mode="append" if ddl else "overwrite",
-                properties={"driver": d.driver},
+                properties={"driver": d.driver, **({"password": password} if password is not None else {})},
             )
-            stages.append((name, schema, table, keys))
 
-        def count(schema: str, table: str, counted: _Counted) -> None:
-            key = f"{schema}.{table}"
+        def count(db_table: tuple[str, str], counted: _Counted) -> None:
+            key = ".".join(db_table)
             report.tables[key] = report.tables.get(key, 0) + counted.n
 
         latest = latest_per_key(df).persist(StorageLevel.DISK_ONLY)
         # layouts of a table in the order they were written (the newest decides column types)
         keyed = sorted((r["db"], r["table"]) for r in latest.select("db", "table").distinct().collect())
-        for schema, table in keyed:
-            for layout, renamed, rows in layout_runs(latest, schema, table):
-                columns = renamed_columns(json.loads(layout), renamed)
+        for src_db, src_table in keyed:
+            for layout, renamed, rows in layout_runs(latest, src_db, src_table):
+                columns = layout_columns(layout, renamed, d.column)
                 counted = _Counted(rows)
                 keys = [c["name"] for c in columns if c.get("pk")]
-                stage(_batch_stream(counted, columns, chunk_rows), schema, table, keys)
-                count(schema, table, counted)
+                stage(_batch_stream(counted, columns, chunk_rows), (src_db, src_table), keys)
+                count((src_db, src_table), counted)
         latest.unpersist()
-        for (schema, table), layouts, rows in keyless_tables(df):
+        for db_table, layouts, rows in keyless_tables(df):
             counted = _Counted(rows.toLocalIterator())
-            stage(keyless_stream(counted, layouts, chunk_rows), schema, table, [])
-            count(schema, table, counted)
+            stage(keyless_stream(counted, layouts, chunk_rows, d.column), db_table, [])
+            count(db_table, counted)
         # one transaction: every table and the position, or nothing
         on_phase("applying every table in one transaction")
         types = final_types(db, stages)
@@ -512,18 +655,20 @@ def _apply_changes_jdbc(
         try:
             for name, schema, table, keys in stages:
                 _apply_stage(db, name, schema, table, keys, types)
-            db.execute(d.save_position(source, report.version, report.position))
+            db.execute(d.save_position(), [source, report.version, report.position])
             db.conn.commit()
         except Exception:
             db.conn.rollback()
             raise
         finally:
             db.conn.setAutoCommit(True)
-        for name, schema, *_ in stages:
-            db.execute(f"DROP TABLE IF EXISTS {d.q(d.stage_schema(schema))}.{d.q(name)}")
         return report
     finally:
-        db.close()
+        try:
+            for name, schema, *_ in stages:  # staging tables never outlive the batch
+                db.execute(f"DROP TABLE IF EXISTS {d.q(d.stage_schema(schema))}.{d.q(name)}")
+        finally:
+            db.close()
 
 
 def sync_to_jdbc(
@@ -534,7 +679,10 @@ def sync_to_jdbc(
     options: dict[str, str] | None = None,
     chunk_rows: int = 50_000,
     on_phase: Phase = None,
+    password: str | None = None,
 ) -> SyncReport:
-    """Apply every complete transaction of ``source`` to PostgreSQL tables ``"db"."table"``."""
+    """Apply every complete transaction of ``source`` to PostgreSQL or MariaDB/MySQL tables."""
     df = change_log(spark, source, options)
-    return apply_changes_jdbc(spark, df, url, source=source, chunk_rows=chunk_rows, on_phase=on_phase)
+    return apply_changes_jdbc(
+        spark, df, url, source=source, chunk_rows=chunk_rows, on_phase=on_phase, password=password
+    )

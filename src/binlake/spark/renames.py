@@ -9,7 +9,10 @@ A batch's ``rename_table`` / ``rename_column`` change-log rows (few) are planned
   nothing; a swap goes through temporary names), before the batch's rows are applied.
 
 Names are followed by identity: after ``a`` is renamed away or dropped, a later ``a`` is a new table
-(or column). A dropped (or truncated) table is kept in the target aside, ``<name>_dropped_<file>_<pos>``.
+(or column). A dropped (or truncated) table is kept in the target aside, ``_binlake_dropped_<file>_<pos>_<name>``.
+
+Everything here works on names in sink space (``binlake.targetnames``): a source name with binlake's
+prefix has it twice, so the names binlake makes up (temporary, dropped, replaced) never meet one.
 Limitation (documented): a column dropped and replaced by a rename within one batch is not told apart
 from the one renamed away.
 """
@@ -17,11 +20,19 @@ from the one renamed away.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from binlake.schema.renames import ColumnRename, TableName, TableRename
 from binlake.spark.changelog import DROP_TABLE, NAME_OPS, RENAME_COLUMN, RENAME_TABLE, ROW_OPS
+from binlake.targetnames import (
+    SYSTEM_PREFIX,
+    NameCollisionError,
+    dropped_name,
+    escape_reserved,
+    renaming_name,
+)
 
 FAR = "\uffff"  # an order key above every real one
 
@@ -96,22 +107,21 @@ class RenamePlan:
         work and each step is a plain move into a free name."""
         net = self.net(after)
         tables = [s for s in net if isinstance(s, TableRename)]
-        steps: list[Step] = [
-            TableRename(s.old, (s.old[0], f"_binlake_renaming_{i}")) for i, s in enumerate(tables)
-        ]
-        steps += [TableRename((s.old[0], f"_binlake_renaming_{i}"), s.new) for i, s in enumerate(tables)]
+        steps: list[Step] = [TableRename(s.old, (s.old[0], renaming_name(i))) for i, s in enumerate(tables)]
+        steps += [TableRename((s.old[0], renaming_name(i)), s.new) for i, s in enumerate(tables)]
         columns: dict[TableName, list[ColumnRename]] = {}
         for s in net:
             if isinstance(s, ColumnRename):
                 columns.setdefault(s.table, []).append(s)
         for table, moves in columns.items():
-            steps += [ColumnRename(table, c.old, f"_binlake_renaming_{i}") for i, c in enumerate(moves)]
-            steps += [ColumnRename(table, f"_binlake_renaming_{i}", c.new) for i, c in enumerate(moves)]
+            steps += [ColumnRename(table, c.old, renaming_name(i)) for i, c in enumerate(moves)]
+            steps += [ColumnRename(table, renaming_name(i), c.new) for i, c in enumerate(moves)]
         return steps
 
 
 def plan_renames(rows: list[dict[str, Any]]) -> RenamePlan:
-    """The plan for a batch's rename rows (dicts with order_key, db, table, op, before, after)."""
+    """The plan for a batch's rename rows (dicts with order_key, db, table, op, before, after;
+    names in sink space, see ``sink_name_rows``)."""
     rows = sorted(rows, key=lambda r: r["order_key"])
     tables: dict[TableName, _Table] = {}  # name now -> table
     every: list[_Table] = []
@@ -149,14 +159,14 @@ def plan_renames(rows: list[dict[str, Any]]) -> RenamePlan:
             fresh_column = t.columns[old.lower()] = _Named([(i + 1, old)])
             t.all_columns.append(fresh_column)
             t.columns[after["column"].lower()] = c
-    # a dropped (or truncated) table is kept in the target, aside, under `<name>_dropped_<file>_<pos>`
-    # with its rows of the batch; a later table of its name starts empty
+    # a dropped (or truncated) table is kept in the target, aside, under
+    # `_binlake_dropped_<file>_<pos>_<name>` with its rows of the batch; a later table of its name starts empty
     for i, r in enumerate(rows):
         if r["op"] == DROP_TABLE:
             t = dropped[i]
             db, name = t.name_at(i)
             k = r["order_key"]
-            t.names.append((i + 1, (db, f"{name}_dropped_{int(k[:10])}_{int(k[10:23])}")))
+            t.names.append((i + 1, (db, dropped_name(name, int(k[:10]), int(k[10:23])))))
             aside.add(t.final)
     keys = [""] + [r["order_key"] for r in rows] + [FAR]
     return RenamePlan(_segments(every, keys), every, keys[1:-1], aside)
@@ -186,9 +196,54 @@ def renamed_columns(columns: list[dict[str, Any]], mapping: str | None) -> list[
         return columns
     names = json.loads(mapping)
     return [
-        {**c, "name": names[c["name"].lower()], "from": c["name"]} if c["name"].lower() in names else c
+        {**c, "name": names[c["name"].lower()], "from": c.get("from", c["name"])}
+        if c["name"].lower() in names
+        else c
         for c in columns
     ]
+
+
+def layout_columns(
+    layout: str, renamed: str | None, name: Callable[[str], str] = str
+) -> list[dict[str, Any]]:
+    """A change-log layout (``columns`` JSON) as a sink writes it: columns in sink space (binlake's
+    prefix reserved), under their names at the end of the batch, then ``name`` (a dialect's length
+    limit); ``from`` is the name the row images use. Two columns on one name are refused."""
+    sink = [{**c, "name": escape_reserved(c["name"]), "from": c["name"]} for c in json.loads(layout)]
+    out = [{**c, "name": name(c["name"])} for c in renamed_columns(sink, renamed)]
+    seen = [c["name"].lower() for c in out]
+    if len(set(seen)) != len(seen):
+        raise NameCollisionError(f"two columns of one table map to one target column: {sorted(seen)}")
+    return out
+
+
+def sink_name_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rename rows with every table and column name in sink space (binlake's prefix reserved)."""
+    out = []
+    for r in rows:
+        before, after = (json.loads(r[k] or "null") for k in ("before", "after"))
+        for image in (before, after):
+            for k in ("table", "column"):
+                if image and k in image:
+                    image[k] = escape_reserved(image[k])
+        out.append(
+            {
+                **r,
+                "table": escape_reserved(r["table"]),
+                "before": json.dumps(before),
+                "after": json.dumps(after),
+            }
+        )
+    return out
+
+
+def sink_names(df: Any) -> Any:
+    """The change log with its table names in sink space (``escape_reserved`` in Spark)."""
+    from pyspark.sql import functions as F
+
+    table = F.col("table")
+    escaped = F.when(table.startswith(SYSTEM_PREFIX), F.concat(F.lit(SYSTEM_PREFIX), table)).otherwise(table)
+    return df.withColumn("table", escaped)
 
 
 def follow_renames(df: Any, plan: RenamePlan) -> Any:
@@ -219,15 +274,16 @@ def follow_renames(df: Any, plan: RenamePlan) -> Any:
 
 def renamed_changes(df: Any) -> tuple[Any, RenamePlan]:
     """A batch's row changes under their names at the end of the batch (see ``follow_renames``), and
-    the plan of its renames."""
+    the plan of its renames; names in sink space."""
     from pyspark.sql import functions as F
 
+    df = sink_names(df)
     found = (
         df.where(F.col("op").isin(*NAME_OPS))
         .select("order_key", "db", "table", "op", "before", "after")
         .collect()
     )
-    plan = plan_renames([r.asDict() for r in found])
+    plan = plan_renames(sink_name_rows([r.asDict() for r in found]))
     return follow_renames(df.where(F.col("op").isin(*ROW_OPS)), plan), plan
 
 
