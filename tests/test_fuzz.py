@@ -28,6 +28,7 @@ from binlake.render.jsonl import render_jsonl
 from binlake.render.sql import render_sql
 from binlake.render.text import render_text
 from binlake.txn import iter_transactions
+from binlake.values.json_binary import JsonError, decode_json_binary, encode_json_binary
 from binlake.wire import crc32
 from tests.support.mutate import Seed, load_seed, mutant
 
@@ -144,6 +145,23 @@ def test_primary_key_beyond_the_columns(field: bytes) -> None:
     assert err.value.offset == 200 and "primary key names column 4" in str(err.value)
     dec = _decoder_with_table(b"\x08\x01\x03")  # column 3 exists
     assert dec.state.table_maps[7].primary_key == [3]
+
+
+def _shared_child_arrays(depth: int) -> bytes:
+    """Binary JSON: ``depth`` nested arrays whose two entries both point at the same child array."""
+    doc = struct.pack("<HH", 0, 4)
+    for _ in range(depth):
+        doc = struct.pack("<HH", 2, 10 + len(doc)) + (b"\x02" + struct.pack("<H", 10)) * 2 + doc
+    return b"\x02" + doc
+
+
+def test_json_entries_sharing_bytes_do_not_explode() -> None:
+    """A 225-byte document that would decode to 2^22 arrays (minutes, then memory) is refused at once;
+    a document with the same shape but bytes of its own still decodes."""
+    with _time_limit(1.0), pytest.raises(JsonError, match="overlap"):
+        decode_json_binary(_shared_child_arrays(22))
+    doc = [[[[]], [[]]], [[[]], [[]]]]
+    assert decode_json_binary(encode_json_binary(doc)) == doc
 
 
 # ---- the campaign: mutants of real files through the reader and every renderer -----------------
