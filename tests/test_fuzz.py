@@ -164,6 +164,18 @@ def test_json_entries_sharing_bytes_do_not_explode() -> None:
     assert decode_json_binary(encode_json_binary(doc)) == doc
 
 
+@pytest.mark.parametrize("text", [b"", b"\n"])
+def test_statement_of_no_lines_renders(text: bytes) -> None:
+    """A QUERY event with no statement text (damaged, or written so) is a DDL transaction of its own:
+    every renderer copes (flashback quoted its first line)."""
+    dec = EventDecoder("hand")
+    list(dec.decode(event(15, FDE_80, 4, crc=True), 4))
+    (ev,) = dec.decode(event(2, struct.pack("<IIBHH", 1, 0, 0, 0, 0) + b"\0" + text, 200), 200)
+    assert list(render_text([ev])) and list(render_jsonl([ev]))
+    for flashback in (False, True):
+        assert list(render_sql(iter_transactions([(0, ev)]), flashback=flashback))
+
+
 # ---- the campaign: mutants of real files through the reader and every renderer -----------------
 #
 # Only ``BinlogError`` may come out, always naming file and offset. A plain ValueError (or IndexError,
