@@ -10,6 +10,7 @@ import dataclasses
 import struct
 from collections.abc import Iterator
 
+from binlake import sizes
 from binlake.errors import BinlogError, ChecksumMismatchError, EncryptedBinlogError, MalformedEventError
 from binlake.events import BODY_DECODERS, ENCRYPTION_STARTS
 from binlake.events.base import (
@@ -48,10 +49,21 @@ class EventDecoder:
     """Decodes the events of one stream (a file, a series of files, or a replication connection)."""
 
     def __init__(
-        self, source: str = "<stream>", *, verify_checksum: bool = True, decode_rows: bool = True
+        self,
+        source: str = "<stream>",
+        *,
+        verify_checksum: bool = True,
+        decode_rows: bool = True,
+        max_payload: int | str | None = None,
     ) -> None:
+        """``max_payload``: the most bytes one event may make us hold, as read or uncompressed
+        (default ``$BINLAKE_MAX_PAYLOAD``, else 1 GiB); beyond it decoding raises ``SizeLimitError``."""
         self.source = source
-        self.state = DecodeState(verify_checksum=verify_checksum, decode_rows=decode_rows)
+        self.state = DecodeState(
+            verify_checksum=verify_checksum,
+            decode_rows=decode_rows,
+            max_payload=sizes.max_payload(max_payload),
+        )
         self.encrypted_from: int | None = None
 
     @property
@@ -139,8 +151,8 @@ class EventDecoder:
                 body = self._table_map(body_bytes, seen)
             else:
                 body = UnknownEvent(body_bytes) if decoder is None else decoder(body_bytes, self.state, seen)
-        except BinlogError:
-            raise
+        except BinlogError as e:
+            raise e.locate(self.source, offset) from None
         except DECODE_FAILURES as e:
             where = f" (inner event {inner} of the transaction payload)" if inner is not None else ""
             raise MalformedEventError(
@@ -194,7 +206,9 @@ class EventDecoder:
     def _inner_events(self, outer: Event, offset: int) -> Iterator[Event]:
         payload: TransactionPayload = outer.body
         try:
-            data = payload.uncompressed()
+            data = memoryview(payload.uncompressed(self.state.max_payload))
+        except BinlogError as e:
+            raise e.locate(self.source, offset) from None
         except ValueError as e:
             raise MalformedEventError(
                 f"cannot uncompress TRANSACTION_PAYLOAD: {e}",
@@ -211,7 +225,7 @@ class EventDecoder:
                     source=self.source,
                     offset=offset,
                 )
-            header = self.parse_header(data[pos : pos + hlen], offset)
+            header = self.parse_header(bytes(data[pos : pos + hlen]), offset)
             if header.event_size < hlen or pos + header.event_size > len(data):
                 raise MalformedEventError(
                     f"inner event {index} of TRANSACTION_PAYLOAD has bad size {header.event_size}",
@@ -219,7 +233,8 @@ class EventDecoder:
                     source=self.source,
                     offset=offset,
                 )
-            yield self._decode_one(data[pos : pos + header.event_size], header, offset, inner=index)
+            raw = bytes(data[pos : pos + header.event_size])  # one event's copy, not the payload's
+            yield self._decode_one(raw, header, offset, inner=index)
             pos += header.event_size
             index += 1
         payload.event_count = index

@@ -58,6 +58,17 @@ class MalformedEventError(BinlogError):
         super().__init__(message, **kw)  # type: ignore[arg-type]
 
 
+class SizeLimitError(BinlogError):
+    """A length in the input (an event's size, what a compressed payload inflates to) passes the
+    configured ceiling: refused before the memory is allocated. A decompression bomb or a forged length,
+    or a real event bigger than the ceiling (raise it with ``BINLAKE_MAX_PAYLOAD`` / ``max_payload``)."""
+
+    def __init__(self, message: str, *, size: int, limit: int, **kw: object) -> None:
+        self.size = size
+        self.limit = limit
+        super().__init__(message, **kw)  # type: ignore[arg-type]
+
+
 class IncompleteTailError(BinlogError):
     """The file ends inside an event: the server may still be writing it (or the file was cut)."""
 

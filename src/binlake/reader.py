@@ -18,9 +18,11 @@ from binlake.errors import (
     IncompleteTailError,
     MalformedEventError,
     NoFormatDescriptionError,
+    SizeLimitError,
 )
 from binlake.events.base import Event
 from binlake.events.types import EventType
+from binlake.sizes import MAX_PAYLOAD_ENV
 
 BINLOG_MAGIC = b"\xfebin"
 ENCRYPTED_MAGIC = b"\xfdbin"
@@ -51,7 +53,8 @@ class BinlogReader:
     starting at or after it is yielded. ``require_fde=False`` reads a fragment without a format event
     under the provisional v4 layout instead of raising ``NoFormatDescriptionError``. Event types in
     ``skip`` are not read at all (their bodies are seeked over and come out as ``Skipped``): the
-    header-only scan of position search and statistics uses it.
+    header-only scan of position search and statistics uses it. ``max_payload``: the largest event
+    (as read or uncompressed) to hold in memory, see ``EventDecoder``.
     """
 
     def __init__(
@@ -66,6 +69,7 @@ class BinlogReader:
         skip: frozenset[int] = frozenset(),
         observers: list[Any] | None = None,
         decoder: EventDecoder | None = None,
+        max_payload: int | str | None = None,
     ) -> None:
         self.path = os.fspath(path)
         self.start_position = start_position
@@ -73,7 +77,7 @@ class BinlogReader:
         self.require_fde = require_fde
         self.skip = skip
         self.decoder = decoder or EventDecoder(
-            self.path, verify_checksum=verify_checksum, decode_rows=decode_rows
+            self.path, verify_checksum=verify_checksum, decode_rows=decode_rows, max_payload=max_payload
         )
         self.decoder.source = self.path
         if observers:
@@ -105,7 +109,8 @@ class BinlogReader:
                 source=self.path,
                 offset=pos,
             )
-        # Never ask for more than the file holds: a damaged length must not make us allocate it.
+        # Never ask for more than the file holds (or the ceiling): a damaged length must not make us
+        # allocate it.
         available = os.fstat(f.fileno()).st_size - pos
         if size > available:
             raise IncompleteTailError(
@@ -120,6 +125,15 @@ class BinlogReader:
         ):
             f.seek(pos + size)
             return head, size
+        limit = self.decoder.state.max_payload
+        if size > limit:
+            raise SizeLimitError(
+                f"event length {size} is over the {limit}-byte ceiling ({MAX_PAYLOAD_ENV})",
+                size=size,
+                limit=limit,
+                source=self.path,
+                offset=pos,
+            )
         return head + f.read(size - hlen), size
 
     def _events(self, f: BinaryIO) -> Iterator[Event]:

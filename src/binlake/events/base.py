@@ -6,6 +6,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any
 
+from binlake import sizes
 from binlake.events.types import type_name
 
 HEADER_V4 = struct.Struct("<IBIIIH")  # timestamp, type, server_id, event_size, log_pos, flags
@@ -107,6 +108,8 @@ class DecodeState:
     table_maps: dict[int, Any] = field(default_factory=dict)
     verify_checksum: bool = True
     decode_rows: bool = True
+    # the most bytes one event may make us hold, as read or uncompressed (see ``binlake.sizes``)
+    max_payload: int = field(default_factory=sizes.max_payload)
     # called with every decoded event before it is returned (e.g. a schema tracker completing table maps)
     observers: list[Any] = field(default_factory=list)
     # the last TABLE_MAP body decoded per table id, with its bytes: every transaction maps its tables

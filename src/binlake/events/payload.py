@@ -10,12 +10,14 @@ from dataclasses import dataclass
 
 import zstandard
 
+from binlake.errors import SizeLimitError
 from binlake.events.base import DecodeState, EventHeader
+from binlake.sizes import DEFAULT_MAX_PAYLOAD, MAX_PAYLOAD_ENV
 from binlake.wire import Cursor
 
 COMPRESSION_ZSTD = 0
 COMPRESSION_NONE = 255
-MAX_UNCOMPRESSED = 1 << 32  # MySQL caps a transaction at 4 GiB
+CHUNK = 1 << 20  # inflate step: the most a bomb can overshoot the ceiling by
 
 
 @dataclass(slots=True)
@@ -26,28 +28,42 @@ class TransactionPayload:
     payload: bytes  # the compressed bytes, as written
     event_count: int = 0  # set once the inner events are decoded
 
-    def uncompressed(self) -> bytes:
+    def uncompressed(self, limit: int = DEFAULT_MAX_PAYLOAD) -> bytearray:
+        """The inner events' bytes, inflated chunk by chunk: neither the header's size nor the zstd
+        frame's is trusted, so a bomb stops at ``limit`` (``SizeLimitError``) having held about that
+        much. A bytearray, not bytes: copying it would double the peak."""
         if self.compression_type == COMPRESSION_NONE:
-            return self.payload
+            return bytearray(self.payload)
         if self.compression_type != COMPRESSION_ZSTD:
             raise ValueError(f"unknown payload compression type {self.compression_type}")
-        if self.uncompressed_size > MAX_UNCOMPRESSED:
-            raise ValueError(f"payload claims {self.uncompressed_size} uncompressed bytes")
-        # Read at most the announced size (+1 to notice more): a forged header cannot make us inflate
-        # without bound.
-        limit = self.uncompressed_size or 64 * len(self.payload) + (1 << 20)
+        if self.uncompressed_size > limit:
+            raise SizeLimitError(
+                f"TRANSACTION_PAYLOAD claims {self.uncompressed_size} uncompressed bytes, "
+                f"over the {limit}-byte ceiling ({MAX_PAYLOAD_ENV})",
+                size=self.uncompressed_size,
+                limit=limit,
+            )
+        # Read at most the announced size (+1 chunk to notice more) when it is announced.
+        expected = self.uncompressed_size or limit
         out = bytearray()
         try:
             with zstandard.ZstdDecompressor().stream_reader(self.payload) as reader:
-                while chunk := reader.read(1 << 20):
+                while chunk := reader.read(CHUNK):
                     out += chunk
-                    if len(out) > limit:
-                        raise ValueError(f"payload inflates past the {limit} bytes its header announces")
+                    if len(out) > expected:
+                        break
         except zstandard.ZstdError as e:
             raise ValueError(f"zstd: {e}") from None
+        if not self.uncompressed_size and len(out) > limit:
+            raise SizeLimitError(
+                f"TRANSACTION_PAYLOAD inflates past the {limit}-byte ceiling ({MAX_PAYLOAD_ENV})",
+                size=len(out),
+                limit=limit,
+            )
         if self.uncompressed_size and len(out) != self.uncompressed_size:
-            raise ValueError(f"payload inflates to {len(out)} bytes, header says {self.uncompressed_size}")
-        return bytes(out)
+            got = f"more than {expected}" if len(out) > expected else str(len(out))
+            raise ValueError(f"payload inflates to {got} bytes, header says {self.uncompressed_size}")
+        return out
 
 
 def decode_transaction_payload(buf: bytes, state: DecodeState, header: EventHeader) -> TransactionPayload:

@@ -9,8 +9,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from binlake.errors import SizeLimitError
 from binlake.events.base import DecodeState, EventHeader
 from binlake.events.types import EventType
+from binlake.sizes import DEFAULT_MAX_PAYLOAD, MAX_PAYLOAD_ENV
 from binlake.wire import Cursor
 
 
@@ -114,15 +116,21 @@ def parse_status_vars(block: bytes) -> tuple[dict[str, Any], bytes]:
     return out, b""
 
 
-def uncompress_mariadb(data: bytes) -> bytes:
+def uncompress_mariadb(data: bytes, limit: int = DEFAULT_MAX_PAYLOAD) -> bytes:
     """MariaDB ``log_bin_compress``: one header byte (0x80 | n), n big-endian bytes of the
-    uncompressed length, then a zlib stream."""
+    uncompressed length, then a zlib stream. A length over ``limit`` is refused before inflating."""
     if not data:
         raise ValueError("empty compressed block")
     lenlen = data[0] & 0x07
     if data[0] & 0x80 == 0 or not 1 <= lenlen <= 4:
         raise ValueError(f"bad compressed header byte 0x{data[0]:02x}")
     size = int.from_bytes(data[1 : 1 + lenlen], "big")
+    if size > limit:
+        raise SizeLimitError(
+            f"compressed event claims {size} bytes, over the {limit}-byte ceiling ({MAX_PAYLOAD_ENV})",
+            size=size,
+            limit=limit,
+        )
     try:
         out = zlib.decompressobj().decompress(data[1 + lenlen :], size)
     except zlib.error as e:
@@ -155,7 +163,7 @@ def decode_query(buf: bytes, state: DecodeState, header: EventHeader) -> Query:
     text = c.rest()
     compressed = header.type_code == EventType.MARIA_QUERY_COMPRESSED
     if compressed:
-        text = uncompress_mariadb(text)
+        text = uncompress_mariadb(text, state.max_payload)
     return Query(
         thread_id,
         exec_time,

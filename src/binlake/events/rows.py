@@ -192,7 +192,7 @@ def decode_rows(buf: bytes, state: DecodeState, header: EventHeader) -> Rows:
         cols_after = cols_before
     data = c.rest()
     if compressed:
-        data = uncompress_mariadb(data)
+        data = uncompress_mariadb(data, state.max_payload)
     ev = Rows(
         op,
         version,

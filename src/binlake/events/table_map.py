@@ -182,8 +182,9 @@ def apply_optional_metadata(tm: TableMap, data: bytes, mariadb: bool = False) ->
         else:
             tm.unknown_metadata[kind] = value
     for i in tm.primary_key:
-        if 0 <= i < len(cols):
-            cols[i].in_primary_key = True
+        if i >= len(cols):
+            raise ValueError(f"primary key names column {i} of a {len(cols)}-column table")
+        cols[i].in_primary_key = True
     tm.has_optional_metadata = True
 
 

@@ -156,7 +156,8 @@ def flashback_statements(t: Transaction) -> list[str]:
     for ev in reversed(t.events):
         b = ev.body
         if isinstance(b, Query) and t.kind == DDL:
-            out.append(f"-- cannot undo DDL at {ev.source}:{ev.offset}: {b.query.splitlines()[0][:200]}")
+            first = b.query.splitlines()[:1] or [""]  # a damaged event may carry no statement at all
+            out.append(f"-- cannot undo DDL at {ev.source}:{ev.offset}: {first[0][:200]}")
         elif isinstance(b, Rows) and b.table is not None and not b.undecoded_reason:
             tm = b.table
             _names(tm)

@@ -104,7 +104,16 @@ def _opaque(field_type: int, data: bytes) -> Any:
     return JsonOpaque(field_type, data)
 
 
-def _scalar(t: int, buf: bytes, pos: int, end: int) -> Any:
+def _spend(budget: list[int], n: int) -> None:
+    """Entries may point at the same bytes: without a budget a few hundred bytes of nested arrays
+    whose two entries share one child decode to 2^depth values. Every value of a document MySQL wrote
+    has bytes of its own, so more decoded bytes than the document holds means overlap."""
+    budget[0] -= n
+    if budget[0] < 0:
+        raise JsonError("values overlap: the document decodes to more than its bytes hold")
+
+
+def _scalar(t: int, buf: bytes, pos: int, end: int, budget: list[int]) -> Any:
     if t == LITERAL:
         lit = buf[pos]
         if lit == 0:
@@ -132,6 +141,7 @@ def _scalar(t: int, buf: bytes, pos: int, end: int) -> Any:
         n, p = _varlen(buf, pos, end)
         if p + n > end:
             raise JsonError("string runs past the value")
+        _spend(budget, n)
         return buf[p : p + n].decode("utf-8", "surrogateescape")
     if t == OPAQUE:
         if pos >= end:
@@ -140,11 +150,12 @@ def _scalar(t: int, buf: bytes, pos: int, end: int) -> Any:
         n, p = _varlen(buf, pos + 1, end)
         if p + n > end:
             raise JsonError("opaque runs past the value")
+        _spend(budget, n)
         return _opaque(ftype, bytes(buf[p : p + n]))
     raise JsonError(f"unknown JSON type 0x{t:02x}")
 
 
-def _read_container(t: int, buf: bytes, base: int, end: int, depth: int) -> Any:
+def _read_container(t: int, buf: bytes, base: int, end: int, depth: int, budget: list[int]) -> Any:
     if depth > 150:
         raise JsonError("nesting deeper than 150")
     large = t in (LARGE_OBJECT, LARGE_ARRAY)
@@ -153,6 +164,7 @@ def _read_container(t: int, buf: bytes, base: int, end: int, depth: int) -> Any:
     if base + 2 * osz > end:
         raise JsonError("truncated container header")
     count = rd(buf, base)[0]
+    _spend(budget, count)
     size = rd(buf, base + osz)[0]
     if base + size > end:
         raise JsonError(f"container size {size} runs past the value")
@@ -177,20 +189,20 @@ def _read_container(t: int, buf: bytes, base: int, end: int, depth: int) -> Any:
     for _ in range(count):
         vt = buf[p]
         if vt in (LITERAL, INT16, UINT16) or (large and vt in (INT32, UINT32)):
-            values.append(_scalar(vt, buf, p + 1, cend))
+            values.append(_scalar(vt, buf, p + 1, cend, budget))
         else:
             voff = rd(buf, p + 1)[0]
             if base + voff >= cend:
                 raise JsonError("value offset past the container")
-            values.append(_value(vt, buf, base + voff, cend, depth + 1))
+            values.append(_value(vt, buf, base + voff, cend, depth + 1, budget))
         p += entry
     return dict(zip(keys, values, strict=True)) if is_object else values
 
 
-def _value(t: int, buf: bytes, pos: int, end: int, depth: int) -> Any:
+def _value(t: int, buf: bytes, pos: int, end: int, depth: int, budget: list[int]) -> Any:
     if t <= LARGE_ARRAY:
-        return _read_container(t, buf, pos, end, depth)
-    return _scalar(t, buf, pos, end)
+        return _read_container(t, buf, pos, end, depth, budget)
+    return _scalar(t, buf, pos, end, budget)
 
 
 def decode_json_binary(data: bytes) -> Any:
@@ -198,7 +210,7 @@ def decode_json_binary(data: bytes) -> Any:
     if not data:
         return None
     try:
-        return _value(data[0], data, 1, len(data), 0)
+        return _value(data[0], data, 1, len(data), 0, [len(data)])
     except (struct.error, IndexError) as e:
         raise JsonError(f"truncated JSON value: {e}") from None
 

@@ -262,6 +262,9 @@ def _image_lines(
     Two paths: with no NULL in the image (the common case) runs of fixed-width numbers are read by
     one ``struct`` call and no NULL bit is tested; otherwise every column tests its bit.
     """
+    values = ", ".join(f"v{i}" if i in present else "ABSENT" for i in range(len(columns)))
+    if not present:  # an image of no columns is no bytes at all (not even a NULL bitmap)
+        return [f"row_{tag} = [{values}]"]
     nb = (len(present) + 7) >> 3
     lines = [
         f"if p + {nb} > L: raise ValueError('row image ends inside its NULL bitmap')",
@@ -296,7 +299,6 @@ def _image_lines(
         lines.append(f"        v{i} = None")
         lines.append("    else:")
         lines.extend("        " + line for line in _value_lines(columns[i], env))
-    values = ", ".join(f"v{i}" if i in present else "ABSENT" for i in range(len(columns)))
     lines.append(f"row_{tag} = [{values}]")
     return lines
 
@@ -311,6 +313,9 @@ def compile_rows_decoder(
         body += _image_lines(columns, before, env, "b")
     if after is not None:
         body += _image_lines(columns, after, env, "a")
+    if not (before or after):
+        # rows of no bytes: nothing can follow (mysqlbinlog stops at a row of length 0 likewise)
+        body.append("if p < end: raise ValueError(f'rows of no columns cannot hold {end - p} bytes')")
     pair = f"({'row_b' if before is not None else 'None'}, {'row_a' if after is not None else 'None'})"
     lines = [
         "def decode_rows(buf, p, end):",
