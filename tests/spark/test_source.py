@@ -186,3 +186,21 @@ def test_planning_a_live_series_warns_once_and_refuses_a_cut_rotated_file(
     first.write_bytes(first.read_bytes()[:-10])
     with pytest.raises(IncompleteTailError, match=f"{first}, offset .*a rotated file never grows"):
         plan_ranges(files, 0)
+
+
+def test_a_live_series_batch_position_is_its_last_complete_transaction(spark: Any, tmp_path: Path) -> None:
+    """What a sink commits as the batch's position (``batch_head``, the SyncReport's position) while
+    the server is inside a transaction: the last complete transaction with rows."""
+    from binlake.position import last_boundary
+    from binlake.reader import BinlogReader
+    from binlake.spark.apply import batch_head, change_log
+    from binlake.txn import TransactionGrouper
+
+    generate(tmp_path / "bin", seed=4, target_bytes=80_000, max_file_size=50_000, ddl_every=0)
+    last = sorted((tmp_path / "bin").glob("binlog.0*"))[-1]
+    last.write_bytes(last.read_bytes()[: _cuts_in_last_file(last)["row body"]])
+    g = TransactionGrouper(keep_events=False)
+    reader = BinlogReader(last, stop_position=last_boundary(last))
+    done = [t for ev in reader for t in g.feed(0, ev) if t.rows]
+    report, _ = batch_head(change_log(spark, str(tmp_path / "bin")), str(tmp_path / "bin"))
+    assert report.position == f"{last.name}:{done[-1].start}"
