@@ -249,7 +249,6 @@ class TailScan:
     def __init__(self, path: str | Path, start: int = 4) -> None:
         self.path, self.start = str(path), start
         self.boundary = start  # just past the last complete transaction seen so far
-        self.scanned = start  # just past the last complete event
         self.unfinished: str | None = None  # what follows the boundary that is not complete
         self.unfinished_at = 0  # where it starts
         self._done = False
@@ -261,7 +260,6 @@ class TailScan:
         )
         try:
             for ev in reader:
-                self.scanned = reader.position
                 for t in g.feed(0, ev):
                     if t.kind != UNFINISHED:
                         self.boundary = t.end
@@ -270,7 +268,7 @@ class TailScan:
                     self.boundary = ev.end_offset
                     yield ev.end_offset
         except IncompleteTailError as e:
-            self.unfinished, self.unfinished_at = "an event cut short", e.offset or self.scanned
+            self.unfinished, self.unfinished_at = "an event cut short", e.offset or self.boundary
         else:
             if g.current is not None or g.pending:
                 start = g.current.start if g.current is not None else g.pending[0].offset
@@ -283,11 +281,6 @@ class TailScan:
             for _ in self:
                 pass
         return self
-
-    @property
-    def end(self) -> int:
-        """Where the complete part of the file ends (the whole file read when nothing is unfinished)."""
-        return self.boundary if self.unfinished else self.scanned
 
 
 def transaction_ends(path: str | Path, start: int = 4) -> Iterator[int]:

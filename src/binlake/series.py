@@ -19,6 +19,7 @@ from pathlib import Path
 from binlake.errors import BinlogError
 from binlake.events.base import Event
 from binlake.events.control import Rotate
+from binlake.events.types import EventType
 from binlake.reader import BINLOG_MAGIC, BinlogReader, check_magic
 
 _NUMBERED = re.compile(r"^(?P<base>.+)\.(?P<num>\d+)$")
@@ -87,8 +88,10 @@ def series_files(path: str) -> list[Path]:
     """The files a source names, in order: a directory (numbered binlogs or its .index), an index
     file, a glob (sorted by directory, then name), or one file."""
     if any(ch in path for ch in "*?["):
-        found = sorted(glob.glob(path), key=lambda p: (os.path.dirname(p), p))
-        return [f for p in found for f in _refuse_foreign_links([Path(p)], Path(p).parent)]
+        files = [Path(p) for p in sorted(glob.glob(path), key=lambda p: (os.path.dirname(p), p))]
+        for f in files:
+            _refuse_foreign_links([f], f.parent)
+        return files
     return BinlogSeries.open(path).files
 
 
@@ -101,7 +104,7 @@ def check_magic_of(path: Path, *, active: bool) -> None:
         check_magic(head, str(path))
 
 
-_CLOSING = {3: "STOP", 4: "ROTATE"}  # event type codes
+_CLOSING = frozenset({EventType.STOP, EventType.ROTATE})
 _CLOSING_MAX = 19 + 8 + 512 + 4  # header, position, a file name, checksum: the biggest ROTATE
 
 
