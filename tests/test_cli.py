@@ -4,8 +4,11 @@ for bad input, after everything intact has been printed."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -64,3 +67,47 @@ def test_not_a_binlog_and_missing_file(tmp_path: Path) -> None:
     assert res.returncode == 2 and b"not a binlog file" in res.stderr and b"offset 0" in res.stderr
     res = run("dump", str(tmp_path / "nope"))
     assert res.returncode == 2 and b"No such file" in res.stderr and b"Traceback" not in res.stderr
+
+
+def _cut_rotated(d: Path) -> str:
+    first = d / "replicated-bin.000001"
+    first.write_bytes(first.read_bytes()[:900])
+    return f"{first}, offset 830: an event cut short at the end of the file"
+
+
+def _foreign_symlink(d: Path) -> str:
+    (d / "replicated-bin.000003").symlink_to("/etc/passwd")
+    return f"{d}/replicated-bin.000003: a symlink to /etc/passwd, outside {d}"
+
+
+def _not_a_binlog(d: Path) -> str:
+    (d / "replicated-bin.000003").write_bytes(b"hello, this is not a binlog")
+    (d / "replicated-bin.000004").write_bytes(b"\xfebin")
+    return f"{d}/replicated-bin.000003, offset 0: not a binlog file"
+
+
+def _missing(d: Path) -> str:
+    shutil.rmtree(d)
+    return f"missing binlog file(s): {d}"
+
+
+@pytest.mark.parametrize("spoil", [_cut_rotated, _foreign_symlink, _not_a_binlog, _missing])
+def test_sync_refuses_a_bad_source_in_one_line_before_spark_starts(
+    corpus: Path, tmp_path: Path, spoil: Callable[[Path], str]
+) -> None:
+    """A real two-file series, spoiled one way: exit 2 and one line naming the file, in the time it
+    takes to start Python (Spark's start alone takes tens of seconds)."""
+    d = tmp_path / "bin"
+    d.mkdir()
+    for n in (1, 2):
+        name = f"replicated-bin.00000{n}"
+        shutil.copyfile(corpus / "mysql-server-8.0.39/std_data" / name, d / name)
+    expected = spoil(d)
+    started = time.monotonic()
+    res = run("sync", str(d), "--to", f"delta:{tmp_path / 'lake'}")
+    elapsed = time.monotonic() - started
+    lines = res.stderr.decode().splitlines()
+    assert res.returncode == 2 and len(lines) == 1, res.stderr.decode()
+    assert lines[0].startswith(f"binlake: error: {expected}"), lines[0]
+    assert b"Traceback" not in res.stderr and not (tmp_path / "lake").exists()
+    assert elapsed < 15, elapsed

@@ -235,6 +235,10 @@ def cmd_sync(args: argparse.Namespace) -> int:
             raise SystemExit(f"binlake: error: {e}") from None
     if kind == "jdbc" and args.stream and not args.checkpoint:
         raise SystemExit("binlake: error: --stream into jdbc needs --checkpoint DIR")
+    if not args.stream:  # bad input is one error line before Spark starts (a stream waits for files)
+        from binlake.tail import check_source
+
+        check_source(args.source)
     options = {"schema": args.schema} if args.schema else {}
     console = Console()
 

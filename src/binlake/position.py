@@ -21,7 +21,7 @@ headers and small control events are read (``HEADER_ONLY``): row images are neve
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -237,27 +237,72 @@ def index_file(path: Path) -> FileIndex:
     )
 
 
+class TailScan:
+    """One header-only pass over a file: iterating yields the offset just past each complete
+    transaction (and past a closing ROTATE/STOP); once exhausted, ``boundary`` is the last of them and
+    ``unfinished`` says what follows it that is not complete yet (None: nothing, the file is whole).
+
+    A file the server is still writing ends inside an event or inside a transaction; both are an
+    unfinished tail here, never an error: whether that is allowed depends on whether the file is the
+    active (last) one of its series, which the caller knows."""
+
+    def __init__(self, path: str | Path, start: int = 4) -> None:
+        self.path, self.start = str(path), start
+        self.boundary = start  # just past the last complete transaction seen so far
+        self.unfinished: str | None = None  # what follows the boundary that is not complete
+        self.unfinished_at = 0  # where it starts
+        self._done = False
+
+    def __iter__(self) -> Iterator[int]:
+        g = TransactionGrouper(keep_events=False)
+        reader = BinlogReader(
+            self.path, skip=HEADER_ONLY, start_position=self.start if self.start > 4 else None
+        )
+        try:
+            for ev in reader:
+                for t in g.feed(0, ev):
+                    if t.kind != UNFINISHED:
+                        self.boundary = t.end
+                        yield t.end
+                if ev.type_name in ("ROTATE", "STOP") and g.current is None:
+                    self.boundary = ev.end_offset
+                    yield ev.end_offset
+        except IncompleteTailError as e:
+            self.unfinished, self.unfinished_at = "an event cut short", e.offset or self.boundary
+        else:
+            if g.current is not None or g.pending:
+                start = g.current.start if g.current is not None else g.pending[0].offset
+                self.unfinished, self.unfinished_at = "a transaction without its commit", start
+        self._done = True
+
+    def finish(self) -> TailScan:
+        """Scan what iterating has not read yet; the scan, for chaining."""
+        if not self._done:
+            for _ in self:
+                pass
+        return self
+
+
 def transaction_ends(path: str | Path, start: int = 4) -> Iterator[int]:
     """Offsets just past each complete transaction of a file from ``start`` (and past a closing
     ROTATE/STOP), header-only. An unfinished tail of a file still being written ends the scan: what
     follows the last boundary is not complete yet."""
-    g = TransactionGrouper(keep_events=False)
-    try:
-        for ev in BinlogReader(path, skip=HEADER_ONLY, start_position=start if start > 4 else None):
-            for t in g.feed(0, ev):
-                if t.kind != UNFINISHED:
-                    yield t.end
-            if ev.type_name in ("ROTATE", "STOP") and g.current is None:
-                yield ev.end_offset
-    except IncompleteTailError:
-        return
+    return iter(TailScan(path, start))
 
 
-def split_points(path: str | Path, every: int, start: int = 4, stop: int | None = None) -> list[int]:
+def last_boundary(path: str | Path, start: int = 4) -> int:
+    """The offset just past the last complete transaction of a file, from ``start`` (header-only)."""
+    return TailScan(path, start).finish().boundary
+
+
+def split_points(
+    path: str | Path, every: int, start: int = 4, stop: int | None = None, ends: Iterable[int] | None = None
+) -> list[int]:
     """Transaction boundaries about ``every`` bytes apart inside (start, stop), so one big file reads
-    as several ranges in parallel (each range starts at a transaction, whose table maps it carries)."""
+    as several ranges in parallel (each range starts at a transaction, whose table maps it carries).
+    ``ends``: the file's boundaries from a scan the caller also wants the tail of (a ``TailScan``)."""
     points, next_at = [], start + every
-    for end in transaction_ends(path, start):
+    for end in transaction_ends(path, start) if ends is None else ends:
         if stop is not None and end >= stop:
             break
         if end >= next_at:

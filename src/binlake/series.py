@@ -1,8 +1,15 @@
 """A series of binlog files read as one ordered stream: from a directory, a ``*.index`` file or a
-list. ROTATE events link the files; a missing or misplaced file is a clear error."""
+list. ROTATE events link the files; a missing or misplaced file is a clear error.
+
+A binlog directory is untrusted input: a file of a directory series (its numbered files, or the
+entries of the index found in it) that resolves outside the directory is refused, so a planted
+symlink or index line cannot make binlake read ``/etc/shadow`` or another server's binlogs into a
+lake. An index file or files named explicitly are the caller's choice and are read where they point
+(MySQL writes absolute paths to its index, and ``log_bin_index`` may live in another directory)."""
 
 from __future__ import annotations
 
+import glob
 import os
 import re
 from collections.abc import Iterator
@@ -12,7 +19,8 @@ from pathlib import Path
 from binlake.errors import BinlogError
 from binlake.events.base import Event
 from binlake.events.control import Rotate
-from binlake.reader import BinlogReader
+from binlake.events.types import EventType
+from binlake.reader import BINLOG_MAGIC, BinlogReader, check_magic
 
 _NUMBERED = re.compile(r"^(?P<base>.+)\.(?P<num>\d+)$")
 
@@ -50,7 +58,8 @@ def _numbered_files(directory: Path) -> list[Path]:
     files = []
     for p in directory.iterdir():
         m = _NUMBERED.match(p.name)
-        if p.is_file() and m and not p.name.endswith(".index"):
+        # a dangling symlink is kept: it is reported as missing rather than silently left out
+        if (p.is_file() or p.is_symlink()) and m and not p.name.endswith(".index"):
             files.append((m.group("base"), int(m.group("num")), p))
     bases = {b for b, _, _ in files}
     if len(bases) > 1:
@@ -58,6 +67,63 @@ def _numbered_files(directory: Path) -> list[Path]:
             f"{directory} holds several binlog series ({', '.join(sorted(bases))}); name one index file"
         )
     return [p for _, _, p in sorted(files)]
+
+
+def _refuse_foreign_links(files: list[Path], directory: Path) -> list[Path]:
+    """``files`` when each resolves inside ``directory``; a link leading out of it is an error."""
+    home = directory.resolve()
+    for f in files:
+        real = f.resolve()
+        if not real.is_relative_to(home):
+            link = f"a symlink to {real}" if f.is_symlink() else f"listed as {real}"
+            raise SeriesError(
+                f"{link}, outside {home}: refusing to read a file from outside the binlog directory "
+                "(name the files themselves to read them)",
+                source=str(f),
+            )
+    return files
+
+
+def series_files(path: str) -> list[Path]:
+    """The files a source names, in order: a directory (numbered binlogs or its .index), an index
+    file, a glob (sorted by directory, then name), or one file."""
+    if any(ch in path for ch in "*?["):
+        files = [Path(p) for p in sorted(glob.glob(path), key=lambda p: (os.path.dirname(p), p))]
+        for f in files:
+            _refuse_foreign_links([f], f.parent)
+        return files
+    return BinlogSeries.open(path).files
+
+
+def check_magic_of(path: Path, *, active: bool) -> None:
+    """Raise ``BadMagicError`` unless the file starts with the binlog magic. The active (last) file
+    of a series may be shorter than the magic: a server that has just created it writes it next."""
+    with open(path, "rb") as f:
+        head = f.read(len(BINLOG_MAGIC))
+    if not (active and len(head) < len(BINLOG_MAGIC) and BINLOG_MAGIC.startswith(head)):
+        check_magic(head, str(path))
+
+
+_CLOSING = frozenset({EventType.STOP, EventType.ROTATE})
+_CLOSING_MAX = 19 + 8 + 512 + 4  # header, position, a file name, checksum: the biggest ROTATE
+
+
+def closes_cleanly(path: Path) -> bool:
+    """Whether the file's last event is a ROTATE or STOP ending exactly at its end, which the server
+    writes last to a file it closes: such a file is complete. Reads only the file's last bytes (a v4
+    header's length and end position must both point at the end of the file)."""
+    size = path.stat().st_size
+    with open(path, "rb") as f:
+        f.seek(max(4, size - _CLOSING_MAX))
+        tail = f.read()
+    base = size - len(tail)
+    for k in range(len(tail) - 19, -1, -1):
+        if tail[k + 4] in _CLOSING:
+            length = int.from_bytes(tail[k + 9 : k + 13], "little")
+            end = int.from_bytes(tail[k + 13 : k + 17], "little")
+            if length == len(tail) - k and end == base + len(tail):
+                return True
+    return False
 
 
 class BinlogSeries:
@@ -80,7 +146,8 @@ class BinlogSeries:
             p = Path(raw)
             if p.is_dir():
                 indexes = sorted(p.glob("*.index"))
-                files += _from_index(indexes[0]) if len(indexes) == 1 else _numbered_files(p)
+                found = _from_index(indexes[0]) if len(indexes) == 1 else _numbered_files(p)
+                files += _refuse_foreign_links(found, p)
             elif p.suffix == ".index":
                 files += _from_index(p)
             else:

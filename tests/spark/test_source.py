@@ -123,3 +123,84 @@ def test_pushed_filters_prune_at_the_source_and_read_the_same(spark: Any, tmp_pa
     assert {(r["table"], r["op"]) for r in built} == {(tables[0], "update")}
     cut_utc = cut if cut.tzinfo else cut.astimezone(dt.timezone.utc)  # Spark gives local naive times
     assert min(r["commit_ts"] for r in built) >= cut_utc
+
+
+def _cuts_in_last_file(last: Path) -> dict[str, int]:
+    """Two places a server can be at in its active file: inside a row event's body (the
+    transaction's commit not yet written), and inside the header of a later transaction's GTID."""
+    from binlake.reader import BinlogReader
+
+    events = list(BinlogReader(last, decode_rows=False))
+    rows = [e for e in events if e.type_name.endswith("ROWS_V2") and e.offset > last.stat().st_size // 2]
+    gtid = next(e for e in events if e.type_name == "GTID" and e.offset > rows[0].offset)
+    return {"row body": rows[0].offset + rows[0].header.event_size // 2, "event header": gtid.offset + 5}
+
+
+def test_a_live_last_file_reads_exactly_its_complete_transactions(spark: Any, tmp_path: Path) -> None:
+    """The last file of a series cut where a writing server can leave it: the source (split into
+    small ranges, so the header-only planning meets the tail too) reads the complete transactions,
+    row for row those of the whole series, and nothing of the unfinished one."""
+    from binlake.position import transaction_ends
+
+    result = generate(tmp_path / "bin", seed=3, target_bytes=120_000, max_file_size=50_000, ddl_every=0)
+    last = result.files[-1]
+    whole = last.read_bytes()
+
+    def rows() -> list[Any]:
+        df = spark.read.format("binlog").option("splitSize", "6KB").load(str(tmp_path / "bin"))
+        return sorted(df.collect())  # Rows are tuples; order_key is unique, so they sort
+
+    everything = rows()
+    ends = list(transaction_ends(last))
+    for where, cut in _cuts_in_last_file(last).items():
+        last.write_bytes(whole[:cut])
+        boundary = max(e for e in ends if e <= cut)
+        expected = [r for r in everything if r.file != last.name or r.txn_position < boundary]
+        assert 0 < len(expected) < len(everything)
+        assert rows() == expected, where
+
+
+def test_planning_a_live_series_warns_once_and_refuses_a_cut_rotated_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from binlake.errors import IncompleteTailError
+    from binlake.spark.source import plan_ranges
+
+    result = generate(tmp_path / "bin", seed=3, target_bytes=120_000, max_file_size=50_000, ddl_every=0)
+    files = [str(f) for f in result.files]
+    whole = plan_ranges(files, 6_000)
+    assert capsys.readouterr().err == ""
+    last = result.files[-1]
+    cut = _cuts_in_last_file(last)["row body"]
+    last.write_bytes(last.read_bytes()[:cut])
+    live = plan_ranges(files, 6_000)
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith(f"binlake: warning: {last} is still being written")
+    stop = live[-1].end
+    assert stop is not None and stop < cut and f"reading up to offset {stop}," in err[0]
+    # the same ranges as the whole file's up to the stop: only the last one shortened
+    assert [(p.path, p.start) for p in live] == [
+        (p.path, p.start) for p in whole if p.start < stop or p.path != str(last)
+    ]
+    first = result.files[0]
+    first.write_bytes(first.read_bytes()[:-10])
+    with pytest.raises(IncompleteTailError, match=f"{first}, offset .*a rotated file never grows"):
+        plan_ranges(files, 0)
+
+
+def test_a_live_series_batch_position_is_its_last_complete_transaction(spark: Any, tmp_path: Path) -> None:
+    """What a sink commits as the batch's position (``batch_head``, the SyncReport's position) while
+    the server is inside a transaction: the last complete transaction with rows."""
+    from binlake.position import last_boundary
+    from binlake.reader import BinlogReader
+    from binlake.spark.apply import batch_head, change_log
+    from binlake.txn import TransactionGrouper
+
+    generate(tmp_path / "bin", seed=4, target_bytes=80_000, max_file_size=50_000, ddl_every=0)
+    last = sorted((tmp_path / "bin").glob("binlog.0*"))[-1]
+    last.write_bytes(last.read_bytes()[: _cuts_in_last_file(last)["row body"]])
+    g = TransactionGrouper(keep_events=False)
+    reader = BinlogReader(last, stop_position=last_boundary(last))
+    done = [t for ev in reader for t in g.feed(0, ev) if t.rows]
+    report, _ = batch_head(change_log(spark, str(tmp_path / "bin")), str(tmp_path / "bin"))
+    assert report.position == f"{last.name}:{done[-1].start}"

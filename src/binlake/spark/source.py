@@ -12,8 +12,8 @@ Spark filters on ``db``, ``table``, ``op`` and ``commit_ts`` are pushed down the
 
 from __future__ import annotations
 
-import glob
 import os
+import sys
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -29,11 +29,9 @@ DEFAULT_SPLIT = "32MB"
 
 def resolve_files(path: str) -> list[str]:
     """A directory (numbered binlogs or its .index), an index file, a glob, or one file."""
-    from binlake.series import BinlogSeries
+    from binlake.series import series_files
 
-    if any(ch in path for ch in "*?["):
-        return sorted(glob.glob(path), key=lambda p: (os.path.dirname(p), p))
-    return [str(f) for f in BinlogSeries.open(path).files]
+    return [str(f) for f in series_files(path)]
 
 
 class RangePartition(InputPartition):
@@ -75,16 +73,39 @@ def read_range(
 
 
 def plan_ranges(files: list[str], split_bytes: int) -> list[RangePartition]:
-    """One range per file, files bigger than ``split_bytes`` cut at transaction boundaries (0: never)."""
-    from binlake.position import split_points
-
+    """One range per file, files bigger than ``split_bytes`` cut at transaction boundaries (0: never).
+    The last file may be a live server's active file: it is read up to its last complete transaction
+    (with a warning when something after it is unfinished); an earlier file cut short is an error."""
     parts: list[RangePartition] = []
-    for path in files:
-        cuts = split_points(path, split_bytes) if split_bytes and os.path.getsize(path) > split_bytes else []
-        cuts = [c for c in cuts if c < os.path.getsize(path)]
-        for lo, hi in zip([4, *cuts], [*cuts, None], strict=True):
+    for i, path in enumerate(files):
+        for lo, hi in file_ranges(path, split_bytes, active=i == len(files) - 1):
             parts.append(RangePartition(len(parts), path, lo, hi))
     return parts
+
+
+def file_ranges(path: str, split_bytes: int, *, active: bool) -> list[tuple[int, int | None]]:
+    """The [start, end) ranges of one file (end None: to the end of the file). One header-only scan
+    finds both the split points and whether the tail is complete; a file the server closed and that
+    needs no split is not scanned at all."""
+    from binlake.position import TailScan, split_points
+    from binlake.tail import complete_end, just_created, needs_scan, still_writing
+
+    if just_created(path, active=active):
+        return []
+    size = os.path.getsize(path)
+    split = bool(split_bytes) and size > split_bytes
+    scan = TailScan(path) if split or needs_scan(path, active=active) else None
+    cuts = split_points(path, split_bytes, ends=scan) if split else []
+    end = complete_end(scan, active=active) if scan is not None else None
+    if scan is not None and end is not None:
+        warn(still_writing(scan))
+    cuts = [c for c in cuts if c < (size if end is None else end)]
+    return [(lo, hi) for lo, hi in zip([4, *cuts], [*cuts, end], strict=True) if hi is None or hi > lo]
+
+
+def warn(message: str) -> None:
+    """One warning line on stderr (Spark shows a planner's stderr on the driver's console)."""
+    print(f"binlake: warning: {message}", file=sys.stderr, flush=True)
 
 
 class BinlogReaderSpark(DataSourceReader):

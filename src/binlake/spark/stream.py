@@ -17,15 +17,10 @@ from typing import Any
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
 from binlake.errors import BinlogError
-from binlake.position import split_points, transaction_ends
+from binlake.position import last_boundary, split_points
 from binlake.sizes import parse_size
 from binlake.spark.changelog import file_number
 from binlake.spark.source import DEFAULT_SPLIT, RangePartition, read_range, resolve_files
-
-
-def last_boundary(path: str, start: int) -> int:
-    """The offset just past the last complete transaction of a file, from ``start`` (header-only)."""
-    return max(transaction_ends(path, start), default=start)
 
 
 class BinlogStreamReader(DataSourceStreamReader):
