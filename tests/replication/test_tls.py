@@ -109,6 +109,8 @@ def test_another_ca_is_refused_whatever_mode_carries_it(db: Any) -> None:
         err = refused(tcp(db, mode, other), "TLS certificate was refused")
         assert "unable to get local issuer certificate" in str(err), err
     refused(tcp(db, "VERIFY_CA"), "needs --ssl-ca")  # nothing to verify with: not a silent REQUIRED
+    missing = other.parent / "missing.pem"
+    refused(tcp(db, "VERIFY_CA", missing), f"cannot load the TLS files (--ssl-ca {missing}): No such file")
 
 
 def test_a_certificate_for_another_host(db: Any) -> None:

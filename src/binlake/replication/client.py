@@ -138,8 +138,19 @@ class ServerAddress:
         try:
             ctx = self.tls_context() if mode is not SslMode.DISABLED else None
         except (OSError, ssl.SSLError) as e:  # an unreadable or malformed CA, certificate or key
+            files = ", ".join(
+                f"--{opt} {path}"
+                for opt, path in (
+                    ("ssl-ca", self.ssl_ca),
+                    ("ssl-cert", self.ssl_cert),
+                    ("ssl-key", self.ssl_key),
+                )
+                if path
+            )
             raise ReplicationError(
-                f"cannot load the TLS files: {e}", code=CR_SSL_CONNECTION_ERROR, source=self.label
+                f"cannot load the TLS files ({files}): {getattr(e, 'strerror', None) or e}",
+                code=CR_SSL_CONNECTION_ERROR,
+                source=self.label,
             ) from None
         # PREFERRED does not encrypt a Unix socket, as in the MySQL client: the socket is local
         plain = mode is SslMode.DISABLED or (mode is SslMode.PREFERRED and self.unix_socket is not None)
