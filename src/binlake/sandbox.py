@@ -104,6 +104,16 @@ class PrivateMariaDB:
                 time.sleep(0.2)
         raise RuntimeError("mariadbd did not accept connections in time")
 
+    def restart(self, **changes: str | None) -> PrivateMariaDB:
+        """Stop, change settings (None removes one) and start again: same datadir, same port."""
+        self.stop()
+        for key, value in changes.items():
+            if value is None:
+                self.settings.pop(key, None)
+            else:
+                self.settings[key] = value
+        return self.start()
+
     def connect(self, database: str | None = None, **kw: Any) -> Any:
         import pymysql
 

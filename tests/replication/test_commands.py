@@ -2,16 +2,33 @@
 
 from __future__ import annotations
 
+import io
 import json
+import os
+import pty
+import select
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import binlake
 from binlake.cli import main
-from binlake.replication.client import FilePosition, current_position
+from binlake.replication.client import FilePosition, ReplicaClient, ServerAddress, current_position
 
 pytestmark = pytest.mark.slow
+SECRET = "cli-s3cret"
+
+
+@pytest.fixture(autouse=True)
+def no_login_of_the_machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The machine's ~/.my.cnf and $MYSQL_PWD stay out of these tests."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("MYSQL_PWD", raising=False)
 
 
 @pytest.fixture(scope="module")
@@ -23,8 +40,20 @@ def server(source_db: Any) -> Any:
         "FLUSH BINARY LOGS",
         "UPDATE c.t SET s = 'deux' WHERE id = 2",
         "DELETE FROM c.t WHERE id = 1",
+        f"CREATE USER 'cli'@'%' IDENTIFIED BY '{SECRET}'",
+        "GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.* TO 'cli'@'%'",
     )
     return source_db
+
+
+def option_file(path: Path, **options: object) -> Path:
+    path.write_text("[client]\n" + "".join(f"{k.replace('_', '-')} = {v}\n" for k, v in options.items()))
+    path.chmod(0o600)
+    return path
+
+
+def tcp_args(server: Any) -> list[str]:
+    return ["--host", "127.0.0.1", "--port", str(server.port), "--user", "cli", "--non-blocking"]
 
 
 def test_mirror_cli_copies_and_continues(server: Any, tmp_path: Path, capsys: Any) -> None:
@@ -97,3 +126,94 @@ def test_binlog_status_of_mysql_8_4_and_of_older_servers() -> None:
     assert current_position(mysql84) == FilePosition("binlog.000009", 1234)
     older = _Conn({"SHOW BINARY LOG STATUS": RuntimeError("syntax"), "SHOW MASTER STATUS": ("m.000002", 77)})
     assert current_position(older) == FilePosition("m.000002", 77)
+
+
+def test_option_file_gives_login_and_tls_and_no_file_keeps_the_password(
+    server: Any, tmp_path: Path, capsys: Any
+) -> None:
+    if server.pki is None:
+        pytest.skip("openssl is not installed")
+    login = {"user": "cli", "password": SECRET, "host": "127.0.0.1", "port": server.port}
+    good = option_file(tmp_path / "good.cnf", **login, ssl_mode="verify_identity", ssl_ca=server.pki.ca)
+    target = tmp_path / "m"
+    assert main(["mirror", "--defaults-file", str(good), "--to", str(target), "--non-blocking"]) == 0
+    assert (target / server.binlog_files()[0].name).exists()
+    index = next(target.glob("*.index"))
+    assert SECRET.encode() not in index.read_bytes()
+    # the binlogs hold what the server logged (MariaDB logs CREATE USER … IDENTIFIED BY in clear):
+    # like the server's own, the mirror's files are not for every user
+    assert all(f.stat().st_mode & 0o007 == 0 for f in [target, *target.iterdir()])
+    capsys.readouterr()
+    bad = option_file(tmp_path / "bad.cnf", **login, ssl_ca=server.pki.other_ca)
+    assert main(["tail", "--defaults-file", str(bad), "--non-blocking"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(
+        f"binlake: error: 127.0.0.1:{server.port}: cannot connect:"
+    )
+    assert "TLS certificate was refused" in err and SECRET not in err
+    # the command line wins over the file: --ssl-mode DISABLED does not look at the bad CA
+    assert main(["tail", "--defaults-file", str(bad), "--ssl-mode", "disabled", "--non-blocking"]) == 0
+
+
+def test_password_precedence_on_the_command_line(
+    server: Any, tmp_path: Path, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = Path(os.environ["HOME"])
+    option_file(home / ".my.cnf", password="wrong-from-file")
+    monkeypatch.setenv("MYSQL_PWD", SECRET)
+    assert main(["tail", *tcp_args(server)]) == 2  # ~/.my.cnf wins over MYSQL_PWD
+    err = capsys.readouterr().err
+    assert "Access denied for user 'cli'" in err and "wrong-from-file" not in err
+    assert main(["tail", "--no-defaults", *tcp_args(server)]) == 0  # without the file: MYSQL_PWD
+    assert main(["tail", *tcp_args(server), "--password", SECRET]) == 0  # the command line wins over both
+    assert "seen by other users (ps)" in capsys.readouterr().err
+    monkeypatch.delenv("MYSQL_PWD")
+    other = option_file(tmp_path / "other.cnf", password=SECRET)
+    assert main(["tail", "--defaults-file", str(other), *tcp_args(server)]) == 0  # instead of ~/.my.cnf
+
+
+def test_a_prompt_without_a_terminal_fails_at_once(server: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "stdin", io.StringIO(SECRET + "\n"))  # a pipe: never read as a password
+    with pytest.raises(SystemExit) as e:
+        main(["tail", "-p", *tcp_args(server)])
+    assert str(e.value) == (
+        "binlake tail: -p asks for the password, but stdin is not a terminal: "
+        "give it with MYSQL_PWD or an option file (--defaults-file)"
+    )
+
+
+def test_the_prompt_on_a_terminal(server: Any) -> None:
+    """``binlake tail -p`` in a real pseudo-terminal: it asks, reads without echo and connects."""
+    env = {**os.environ, "PYTHONPATH": str(Path(binlake.__file__).parents[1])}
+    argv = [sys.executable, "-m", "binlake.cli", "tail", "-p", "--no-defaults", *tcp_args(server)]
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: its controlling terminal is the pty
+        os.execve(sys.executable, argv, env)
+    out, sent, deadline = b"", False, time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([fd], [], [], 1.0)
+            if not ready:
+                continue
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:  # EIO: the child has exited and closed the terminal
+                break
+            if not chunk:
+                break
+            out += chunk
+            if not sent and b"Enter password: " in out:
+                os.write(fd, SECRET.encode() + b"\n")
+                sent = True
+    finally:
+        _, status = os.waitpid(pid, 0)
+        os.close(fd)
+    assert sent, out
+    assert os.waitstatus_to_exitcode(status) == 0, out
+    assert SECRET.encode() not in out  # not echoed
+
+
+def test_no_password_in_reprs() -> None:
+    address = ServerAddress(password=SECRET)
+    assert SECRET not in repr(address) and SECRET not in repr(ReplicaClient(address))
+    assert address.password == SECRET

@@ -148,7 +148,7 @@ def test_position_start_and_binlog_status_fallback(workload: Any) -> None:
 
 def test_tls_connection(workload: Any) -> None:
     db = workload
-    if not getattr(db, "tls_cert", None):
+    if db.pki is None:
         pytest.skip("openssl is not installed: no certificate for the TLS test")
     db.execute(
         "CREATE USER IF NOT EXISTS 'tlsrepl'@'127.0.0.1' IDENTIFIED BY 'pw' REQUIRE SSL",
@@ -165,7 +165,7 @@ def test_tls_connection(workload: Any) -> None:
             cur.execute("SHOW SESSION STATUS LIKE 'Ssl_cipher'")
             ciphers.append(cur.fetchone()[1])
 
-    secure = ServerAddress("127.0.0.1", db.port, "tlsrepl", "pw", ssl_ca=db.tls_cert)
+    secure = ServerAddress("127.0.0.1", db.port, "tlsrepl", "pw", ssl_ca=str(db.pki.ca))
     client = ReplicaClient(secure, "oldest", blocking=False, on_connect=record)
     got = [t.gtid for t in client.transactions()]
     assert ciphers and ciphers[0]

@@ -9,9 +9,11 @@ queries the client reads and writes the socket itself, with its own packet frami
 from __future__ import annotations
 
 import random
+import ssl
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
 from binlake.errors import ConnectionLostError, ReplicationError
@@ -36,46 +38,171 @@ RETRYABLE_CODES = frozenset({1053, 1927, 2002, 2003, 2006, 2013, 2055})
 MARIA_CAPABILITY_GTID = 4  # MARIA_SLAVE_CAPABILITY_MINE: send every MariaDB event as written
 
 
+class SslMode(str, Enum):
+    """The MySQL client's ``--ssl-mode``, weakest first."""
+
+    DISABLED = "DISABLED"  # never TLS
+    PREFERRED = "PREFERRED"  # TLS if the server offers it, else plain (not over a Unix socket)
+    REQUIRED = "REQUIRED"  # TLS or fail; the certificate is not checked unless a CA is given
+    VERIFY_CA = "VERIFY_CA"  # TLS, the server's certificate chain checked against ssl_ca
+    VERIFY_IDENTITY = "VERIFY_IDENTITY"  # VERIFY_CA, and the certificate names the host connected to
+
+    @classmethod
+    def parse(cls, name: str | SslMode) -> SslMode:
+        if isinstance(name, SslMode):
+            return name
+        try:
+            return cls(name.upper().replace("-", "_"))
+        except ValueError:
+            raise ValueError(
+                f"unknown --ssl-mode {name!r}: one of {', '.join(m.value for m in cls)}"
+            ) from None
+
+    @property
+    def requires_tls(self) -> bool:
+        return self in (SslMode.REQUIRED, SslMode.VERIFY_CA, SslMode.VERIFY_IDENTITY)
+
+
+CR_SSL_CONNECTION_ERROR = 2026  # the MySQL client's code for TLS failures; not retried
+
+
 @dataclass(frozen=True)
 class ServerAddress:
+    """Where and how to connect. TLS follows the MySQL client's ``--ssl-mode`` (``tls_mode``): unset,
+    it is VERIFY_CA when ``ssl_ca`` is given and PREFERRED otherwise; a CA given with REQUIRED (or
+    PREFERRED) is used to verify too, so a CA is never given for nothing. The password is left out of
+    ``repr()``."""
+
     host: str = "127.0.0.1"
     port: int = 3306
     user: str = "root"
-    password: str = ""
+    password: str = field(default="", repr=False)
     unix_socket: str | None = None
-    ssl_ca: str | None = None  # verify the server's certificate against this CA (TLS required)
+    ssl_ca: str | None = None  # verify the server's certificate against this CA
     ssl_cert: str | None = None
     ssl_key: str | None = None
-    ssl_disabled: bool = False  # otherwise TLS is used whenever the server offers it
+    ssl_disabled: bool = False  # the same as ssl_mode=DISABLED (``--no-ssl``)
     connect_timeout: float = 10.0
+    ssl_mode: SslMode | str | None = None
+
+    def __post_init__(self) -> None:
+        if self.ssl_mode is not None:
+            mode = SslMode.parse(self.ssl_mode)
+            object.__setattr__(self, "ssl_mode", mode)
+            if self.ssl_disabled and mode is not SslMode.DISABLED:
+                raise ValueError(f"ssl_disabled contradicts ssl_mode {mode.value}")
 
     @property
     def label(self) -> str:
         return self.unix_socket or f"{self.host}:{self.port}"
 
+    @property
+    def tls_mode(self) -> SslMode:
+        """The mode in force, after the defaults above."""
+        if self.ssl_disabled:
+            return SslMode.DISABLED
+        mode = SslMode.parse(self.ssl_mode) if self.ssl_mode is not None else None
+        if mode is None or (mode is SslMode.REQUIRED and self.ssl_ca):
+            return SslMode.VERIFY_CA if self.ssl_ca else SslMode.PREFERRED
+        return mode
+
+    def tls_context(self) -> ssl.SSLContext:
+        """The TLS settings of ``tls_mode``: the chain is checked whenever a CA is given (against that
+        CA only, not the system's), the host name only for VERIFY_IDENTITY."""
+        mode = self.tls_mode
+        if mode in (SslMode.VERIFY_CA, SslMode.VERIFY_IDENTITY) and not self.ssl_ca:
+            raise ReplicationError(
+                f"--ssl-mode {mode.value} needs --ssl-ca (the CA that signed the server's certificate)",
+                code=CR_SSL_CONNECTION_ERROR,
+                source=self.label,
+            )
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.check_hostname = mode is SslMode.VERIFY_IDENTITY
+        if self.ssl_ca:
+            ctx.load_verify_locations(cafile=self.ssl_ca)
+            ctx.verify_mode = ssl.CERT_REQUIRED
+            # Python 3.13's strict X.509 checks refuse the certificates MySQL generates for itself
+            ctx.verify_flags &= ~getattr(ssl, "VERIFY_X509_STRICT", 0)
+        else:
+            ctx.verify_mode = ssl.CERT_NONE
+        if self.ssl_cert:
+            ctx.load_cert_chain(self.ssl_cert, self.ssl_key)
+        return ctx
+
     def connect(self) -> Any:
-        """A PyMySQL connection; its failures become ``ReplicationError`` with the server's code."""
+        """A PyMySQL connection with TLS as ``tls_mode`` says; its failures become one-line
+        ``ReplicationError``s with the server's (or the client's) error code."""
         import pymysql
 
+        mode = self.tls_mode
         try:
-            return pymysql.connect(
+            ctx = self.tls_context() if mode is not SslMode.DISABLED else None
+        except (OSError, ssl.SSLError) as e:  # an unreadable or malformed CA, certificate or key
+            files = ", ".join(
+                f"--{opt} {path}"
+                for opt, path in (
+                    ("ssl-ca", self.ssl_ca),
+                    ("ssl-cert", self.ssl_cert),
+                    ("ssl-key", self.ssl_key),
+                )
+                if path
+            )
+            raise ReplicationError(
+                f"cannot load the TLS files ({files}): {getattr(e, 'strerror', None) or e}",
+                code=CR_SSL_CONNECTION_ERROR,
+                source=self.label,
+            ) from None
+        # PREFERRED does not encrypt a Unix socket, as in the MySQL client: the socket is local
+        plain = mode is SslMode.DISABLED or (mode is SslMode.PREFERRED and self.unix_socket is not None)
+        try:
+            conn = pymysql.connect(
                 host=self.host,
                 port=self.port,
                 user=self.user,
                 password=self.password,
                 unix_socket=self.unix_socket,
-                ssl_ca=self.ssl_ca,
-                ssl_cert=self.ssl_cert,
-                ssl_key=self.ssl_key,
-                ssl_disabled=self.ssl_disabled,
+                ssl=ctx if mode.requires_tls else None,  # a context: PyMySQL insists on TLS
+                ssl_disabled=plain,
                 connect_timeout=self.connect_timeout,
                 autocommit=True,
                 charset="utf8mb4",
+                defer_connect=True,
             )
+            if mode is SslMode.PREFERRED and not plain:
+                conn.ctx = ctx  # PyMySQL's own PREFERRED (TLS when offered), with our checks
+            conn.connect()
         except pymysql.err.MySQLError as e:
-            code = e.args[0] if e.args and isinstance(e.args[0], int) else None
-            detail = e.args[1] if len(e.args) > 1 else str(e)
-            raise ReplicationError(f"cannot connect: {detail}", code=code, source=self.label) from None
+            raise self._connect_error(e, mode) from None
+        if mode.requires_tls and not isinstance(conn._sock, ssl.SSLSocket):
+            conn.close()  # never reached while PyMySQL keeps its promise; the dump must not go plain
+            raise ReplicationError(
+                f"cannot connect: --ssl-mode {mode.value} but the connection is not encrypted",
+                code=CR_SSL_CONNECTION_ERROR,
+                source=self.label,
+            )
+        return conn
+
+    def _connect_error(self, e: Exception, mode: SslMode) -> ReplicationError:
+        code = e.args[0] if e.args and isinstance(e.args[0], int) else None
+        detail = e.args[1] if len(e.args) > 1 else str(e)
+        cause = getattr(e, "original_exception", None)
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            what = "host name" if "mismatch" in str(cause.verify_message) else "certificate"
+            return ReplicationError(
+                f"cannot connect: the server's TLS {what} was refused ({cause.verify_message};"
+                f" --ssl-mode {mode.value}, --ssl-ca {self.ssl_ca})",
+                code=CR_SSL_CONNECTION_ERROR,
+                source=self.label,
+            )
+        if isinstance(cause, ssl.SSLError):
+            return ReplicationError(
+                f"cannot connect: TLS failed ({cause.reason or cause}; --ssl-mode {mode.value})",
+                code=CR_SSL_CONNECTION_ERROR,
+                source=self.label,
+            )
+        if code == CR_SSL_CONNECTION_ERROR:
+            detail = f"the server does not offer TLS, which --ssl-mode {mode.value} requires"
+        return ReplicationError(f"cannot connect: {detail}", code=code, source=self.label)
 
 
 @dataclass(frozen=True)

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Iterator
 
+from binlake.credentials import ASK, CredentialsError, client_options, resolve_password
 from binlake.events.base import Event
 from binlake.replication.client import (
     FilePosition,
@@ -14,27 +14,54 @@ from binlake.replication.client import (
     Reconnected,
     ReplicaClient,
     ServerAddress,
+    SslMode,
     Start,
 )
 from binlake.replication.mirror import Mirror
 from binlake.replication.stream import StreamEvent
 
+PASSWORD_HELP = """\
+The password comes from, first found wins (the MySQL client's order): -p/--password, the option file
+(--defaults-file FILE, else ~/.my.cnf; groups [client] then [binlake]), then $MYSQL_PWD. The option
+file may also give user, host, port, socket, ssl-mode, ssl-ca, ssl-cert and ssl-key; the command line
+wins over it."""
+
+TLS_HELP = """\
+--ssl-mode as in the MySQL client. DISABLED: never TLS. PREFERRED (the default without --ssl-ca): TLS
+when the server offers it, else plain; never over a Unix socket. REQUIRED: TLS or fail, no certificate
+check. VERIFY_CA (the default with --ssl-ca): TLS, and the server's certificate must be signed by
+--ssl-ca. VERIFY_IDENTITY: VERIFY_CA, and the certificate must name --host. A CA given with REQUIRED
+or PREFERRED is checked too."""
+
 
 def add_server_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("server")
-    g.add_argument("--host", default="127.0.0.1")
-    g.add_argument("--port", type=int, default=3306)
-    g.add_argument("--user", default="root")
-    g.add_argument(
-        "--password", default=os.environ.get("MYSQL_PWD", ""), help="default: $MYSQL_PWD (safer than argv)"
+    g.add_argument("--host", help="server host (default 127.0.0.1)")
+    g.add_argument("-P", "--port", type=int, help="server TCP port (default 3306)")
+    g.add_argument("-u", "--user", help="replication user (default root)")
+    g.add_argument("-S", "--socket", help="connect through this Unix socket instead of host:port")
+    pw = p.add_argument_group("password and option file", PASSWORD_HELP)
+    pw.add_argument(
+        "-p",
+        "--password",
+        nargs="?",
+        const=ASK,
+        help="-p alone prompts (on a terminal only); a value given here shows in ps",
     )
-    g.add_argument("--socket", help="connect through this Unix socket instead of host:port")
-    g.add_argument("--ssl-ca", help="verify the server's TLS certificate with this CA (turns TLS on)")
-    g.add_argument("--ssl-cert", help="client certificate for TLS")
-    g.add_argument("--ssl-key", help="client key for TLS")
-    g.add_argument(
-        "--no-ssl", action="store_true", help="never use TLS (default: whenever the server offers it)"
+    pw.add_argument("--defaults-file", metavar="FILE", help="this option file instead of ~/.my.cnf")
+    pw.add_argument("--no-defaults", action="store_true", help="read no option file")
+    tls = p.add_argument_group("TLS", TLS_HELP)
+    tls.add_argument(
+        "--ssl-mode",
+        type=str.upper,
+        choices=[m.value for m in SslMode],
+        metavar="MODE",
+        help="DISABLED, PREFERRED, REQUIRED, VERIFY_CA or VERIFY_IDENTITY",
     )
+    tls.add_argument("--ssl-ca", metavar="FILE", help="the CA that signed the server's certificate")
+    tls.add_argument("--ssl-cert", metavar="FILE", help="client certificate")
+    tls.add_argument("--ssl-key", metavar="FILE", help="client key")
+    tls.add_argument("--no-ssl", action="store_true", help="the same as --ssl-mode DISABLED")
     g.add_argument("--server-id", type=int, help="replica server id (default: random, not 0)")
     g.add_argument("--heartbeat", type=float, default=5.0, help="seconds between server heartbeats when idle")
     s = p.add_argument_group("start")
@@ -50,17 +77,36 @@ def add_server_options(p: argparse.ArgumentParser) -> None:
 
 
 def server_from(args: argparse.Namespace) -> ServerAddress:
-    return ServerAddress(
-        args.host,
-        args.port,
-        args.user,
-        args.password,
-        args.socket,
-        ssl_ca=args.ssl_ca,
-        ssl_cert=args.ssl_cert,
-        ssl_key=args.ssl_key,
-        ssl_disabled=args.no_ssl,
-    )
+    """The address from the command line over the option file (``binlake.credentials`` says which
+    file and the password's precedence). A --host or --port on the command line means TCP: an
+    option file's socket is then not used."""
+    try:
+        opts = client_options(args.defaults_file, no_defaults=args.no_defaults)
+        if args.password not in (None, ASK):
+            _note(
+                "a password on the command line is seen by other users (ps): use -p, an option file or $MYSQL_PWD"
+            )
+        password = resolve_password(args.password, options=opts)
+    except CredentialsError as e:
+        raise SystemExit(f"binlake {args.command}: {e}") from None
+    tcp = args.host is not None or args.port is not None
+    mode = "DISABLED" if args.no_ssl else args.ssl_mode or opts.get("ssl-mode")
+    if args.no_ssl and args.ssl_mode not in (None, "DISABLED"):
+        raise SystemExit(f"binlake {args.command}: --no-ssl contradicts --ssl-mode {args.ssl_mode}")
+    try:
+        return ServerAddress(
+            host=args.host or opts.get("host") or "127.0.0.1",
+            port=int(args.port or opts.get("port") or 3306),
+            user=args.user or opts.get("user") or "root",
+            password=password,
+            unix_socket=args.socket or (None if tcp else opts.get("socket")),
+            ssl_ca=args.ssl_ca or opts.get("ssl-ca"),
+            ssl_cert=args.ssl_cert or opts.get("ssl-cert"),
+            ssl_key=args.ssl_key or opts.get("ssl-key"),
+            ssl_mode=mode,
+        )
+    except ValueError as e:  # an unknown ssl-mode or port in the option file
+        raise SystemExit(f"binlake {args.command}: {e}") from None
 
 
 def start_from(args: argparse.Namespace, default: str) -> Start:

@@ -31,7 +31,7 @@ class Mirror:
 
     def __init__(self, directory: str | os.PathLike[str], index_name: str | None = None) -> None:
         self.dir = Path(directory)
-        self.dir.mkdir(parents=True, exist_ok=True)
+        self.dir.mkdir(mode=0o750, parents=True, exist_ok=True)
         self.index_name = index_name
         self.name: str | None = None
         self._fd: int | None = None
@@ -58,7 +58,7 @@ class Mirror:
             self.index_name = (self._index() or self.dir / (name.rsplit(".", 1)[0] + ".index")).name
         index = self.dir / self.index_name
         if name not in self.files():
-            with index.open("a") as f:
+            with open(os.open(index, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o640), "a") as f:
                 f.write(f"./{name}\n")
 
     # -- resuming -----------------------------------------------------------------------------
@@ -82,7 +82,7 @@ class Mirror:
     def _open(self, name: str) -> None:
         self.close()
         path = self.dir / name
-        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o640)  # rows and DDL: not for every user
         self.name = name
         self.size = os.fstat(self._fd).st_size
         self._add_to_index(name)
