@@ -74,7 +74,7 @@ def encode_component(name: str) -> str:
         if _SAFE.fullmatch(ch):
             out.append(ch)
         else:
-            units = ch.encode("utf-16-be")
+            units = ch.encode("utf-16-be", "surrogatepass")  # undecodable bytes kept as lone surrogates
             out.extend(f"@{units[i]:02x}{units[i + 1]:02x}" for i in range(0, len(units), 2))
     return "".join(out)
 
@@ -83,8 +83,8 @@ def decode_component(text: str) -> str:
     """The inverse of ``encode_component`` (UnicodeError for text it cannot have made)."""
     units = bytearray()
     for escaped, plain in re.findall(r"@([0-9a-f]{4})|(.)", text):
-        units += bytes.fromhex(escaped) if escaped else plain.encode("utf-16-be")
-    name = units.decode("utf-16-be")
+        units += bytes.fromhex(escaped) if escaped else plain.encode("utf-16-be", "surrogatepass")
+    name = units.decode("utf-16-be", "surrogatepass")
     if encode_component(name) != text:
         raise UnicodeError(f"{text!r} is not an encoded name")
     return name

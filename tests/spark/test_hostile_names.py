@@ -197,7 +197,7 @@ def test_hostile_names_delta_and_parquet(spark: Any, hostile: dict[str, Any], tm
         apply_changes(change_log(spark, str(grown)), several, source=str(grown))
     export_parquet(one, snaps)
     outside = [p for p in files_outside(tmp_path, deep) if not p.startswith(str(grown))]
-    assert outside == [str(tmp_path / n) for n in ("a", "a/b", "a/b/c", "a/b/c/d", "a/b/c/d/e")]
+    assert outside == [str(tmp_path / n) for n in ("a", "a/b", "a/b/c", "a/b/c/d")]  # only the way there
     column = escape_reserved
     check(delta_reader(one), hostile["truth"], column)
     check(delta_reader(several), hostile["truth"], column)
@@ -220,7 +220,7 @@ def test_hostile_names_delta_killed_and_rerun(hostile: dict[str, Any], tmp_path:
         "--to",
         f"delta:{target}",
     ]
-    kill_then_finish(cmd, seed=5, runs=2, window=(8, 20))
+    assert kill_then_finish(cmd, seed=5, runs=2, window=(4, 12)) >= 1
     check(delta_reader(target), hostile["truth"], escape_reserved)
 
 

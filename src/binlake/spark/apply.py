@@ -311,7 +311,8 @@ def merge_table(
     (
         table.merge(batch, predicate, source_alias="s", target_alias="t", commit_properties=props)
         .when_matched_update(updates, predicate=newer)
-        .when_not_matched_insert_all()
+        # every column named and quoted here: delta-rs's insert_all does not quote the names it makes
+        .when_not_matched_insert({q(c): sql.column("s", c) for c in batch.schema.names})
         .execute()
     )
 
