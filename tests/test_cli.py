@@ -111,3 +111,19 @@ def test_sync_refuses_a_bad_source_in_one_line_before_spark_starts(
     assert lines[0].startswith(f"binlake: error: {expected}"), lines[0]
     assert b"Traceback" not in res.stderr and not (tmp_path / "lake").exists()
     assert elapsed < 15, elapsed
+
+
+def test_sync_keeps_target_passwords_out_of_urls_and_output(corpus: Path, tmp_path: Path) -> None:
+    """A password in a JDBC URL is warned about and never printed; one from an environment
+    variable or a file that is not there is one error line, before Spark starts."""
+    source = str(corpus / "zalora-binlog-parser/fixtures/mysql-bin.01")
+    url = "jdbc:mariadb://127.0.0.1:1/lake?user=etl&password=hunter2"
+    started = time.monotonic()
+    res = run("sync", source, "--to", url, "--to-password-env", "BINLAKE_TEST_UNSET_VARIABLE")
+    err = res.stderr.decode()
+    assert res.returncode == 2 and time.monotonic() - started < 30
+    assert "hunter2" not in err + res.stdout.decode()
+    assert "holds a password" in err and "BINLAKE_TEST_UNSET_VARIABLE is not set" in err
+    res = run("sync", source, "--to", url.split("&")[0], "--to-password-file", str(tmp_path / "nope"))
+    assert res.returncode == 2 and "cannot read the secret file" in res.stderr.decode()
+    assert len(res.stderr.decode().strip().splitlines()) == 1

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from binlake import __version__
+from binlake.credentials import redacted_url
 from binlake.errors import BinlogError
 from binlake.events.base import Event
 from binlake.filters import OPERATIONS, Selection, parse_datetime
@@ -212,6 +213,10 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     return 0
 
 
+class UsageError(Exception):
+    """Options that cannot work together, said in one line (exit 2, as for bad input)."""
+
+
 def cmd_sync(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
@@ -220,21 +225,29 @@ def cmd_sync(args: argparse.Namespace) -> int:
 
     kind, _, where = args.to.partition(":")
     if kind not in ("delta", "jdbc", "parquet") or not where:
-        raise SystemExit(
-            "binlake: error: --to takes delta:PATH, parquet:PATH or jdbc:postgresql://… / jdbc:mariadb://…"
-        )
+        raise UsageError("--to takes delta:PATH, parquet:PATH or jdbc:postgresql://… / jdbc:mariadb://…")
     snapshots = where if kind == "parquet" else None
     if snapshots:  # Parquet cannot MERGE: a Delta state beside the snapshots keeps the apply exactly-once
         where = str(Path(snapshots) / "_binlake_state")
+    password = None
+    shown = redacted_url(args.to)  # what output may say of the target: never its password
     if kind == "jdbc":
+        from binlake.credentials import CredentialsError, secret_from
         from binlake.spark.jdbc import dialect_for
 
+        if shown != args.to:
+            print(
+                "binlake: warning: the target URL holds a password (visible in ps and shell history): "
+                "give it with --to-password-env VAR or --to-password-file FILE",
+                file=sys.stderr,
+            )
         try:
             dialect_for(args.to)
-        except ValueError as e:
-            raise SystemExit(f"binlake: error: {e}") from None
+            password = secret_from(args.to_password_env, args.to_password_file)
+        except (ValueError, CredentialsError) as e:
+            raise UsageError(str(e)) from None
     if kind == "jdbc" and args.stream and not args.checkpoint:
-        raise SystemExit("binlake: error: --stream into jdbc needs --checkpoint DIR")
+        raise UsageError("--stream into jdbc needs --checkpoint DIR")
     if not args.stream:  # bad input is one error line before Spark starts (a stream waits for files)
         from binlake.tail import check_source
 
@@ -247,7 +260,9 @@ def cmd_sync(args: argparse.Namespace) -> int:
         if kind == "jdbc":
             from binlake.spark.jdbc import apply_changes_jdbc
 
-            return apply_changes_jdbc(spark, df, args.to, source=args.source, on_phase=on_phase)
+            return apply_changes_jdbc(
+                spark, df, args.to, source=args.source, on_phase=on_phase, password=password
+            )
         from binlake.spark.apply import apply_changes, export_parquet
 
         report = apply_changes(df, where, source=args.source, on_phase=on_phase)
@@ -262,7 +277,7 @@ def cmd_sync(args: argparse.Namespace) -> int:
 
         spark = spark_session(args.master)
         checkpoint = args.checkpoint or str(Path(where) / "_binlake_checkpoint")
-        console.print(f"following {args.source} into {args.to} (checkpoint {checkpoint}); Ctrl-C stops")
+        console.print(f"following {args.source} into {shown} (checkpoint {checkpoint}); Ctrl-C stops")
         query = stream_changes(
             spark,
             args.source,
@@ -288,7 +303,7 @@ def cmd_sync(args: argparse.Namespace) -> int:
     total = sum(Path(f).stat().st_size for f in resolve_files(args.source))
     with SyncProgress(spark, total, console) as progress:
         report = apply(change_log(spark, args.source, options), progress.phase)
-    table = Table(title=f"binlake sync -> {args.to} (up to {report.position or 'nothing new'})")
+    table = Table(title=f"binlake sync -> {shown} (up to {report.position or 'nothing new'})")
     for c in ("table", "rows merged", "state"):
         table.add_column(c)
     for name, n in sorted(report.tables.items()):
@@ -310,7 +325,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     src_kind, _, src = args.source.partition(":")
     dst_kind, _, dst = args.to.partition(":")
     if src_kind != "delta" or dst_kind != "parquet" or not src or not dst:
-        raise SystemExit("binlake: error: export takes --from delta:PATH --to parquet:PATH")
+        raise UsageError("export takes --from delta:PATH --to parquet:PATH")
     for name, n in sorted(export_parquet(src, dst).items()):
         print(f"{name}: {n:,} rows -> {dst}/{name}.parquet")
     return 0
@@ -529,7 +544,13 @@ def build_parser() -> argparse.ArgumentParser:
         required=True,
         help="delta:PATH (one Delta table per source table under PATH), parquet:PATH (a Parquet snapshot per "
         "table, refreshed every batch; the exactly-once state in PATH/_binlake_state), jdbc:postgresql://HOST:PORT/DB?user=U "
-        "or jdbc:mariadb://HOST:PORT/DB?user=U (tables db.table)",
+        "or jdbc:mariadb://HOST:PORT/DB?user=U (tables `db.table` in DB); see README, Security",
+    )
+    sy.add_argument(
+        "--to-password-env", metavar="VAR", help="jdbc: the target's password is in environment variable VAR"
+    )
+    sy.add_argument(
+        "--to-password-file", metavar="FILE", help="jdbc: the target's password is in FILE (a secret file)"
     )
     sy.add_argument(
         "--master",
@@ -597,7 +618,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args))
-    except BinlogError as e:
+    except (BinlogError, UsageError) as e:
         sys.stdout.flush()
         print(f"binlake: error: {e}", file=sys.stderr)
         return 2

@@ -395,3 +395,22 @@ def test_ddl_policy_drop_rename_and_type_change(
         ).schema
     }
     assert types["a"] == "bigint"
+
+
+def test_target_password_from_outside_the_url(spark: Any, sink_mariadb: Any, tmp_path: Path) -> None:
+    """The JDBC sinks take the target's password apart from the URL; a wrong one fails without
+    showing it."""
+    from binlake.spark.jdbc import sync_to_jdbc
+
+    sink_mariadb.execute(
+        "CREATE DATABASE pwlake",
+        "CREATE USER 'pw'@'127.0.0.1' IDENTIFIED BY 'S3cret;pw'",
+        "GRANT ALL ON pwlake.* TO 'pw'@'127.0.0.1'",
+    )
+    generate(tmp_path / "bin", seed=3, target_bytes=40_000, max_file_size=40_000, ddl_every=0)
+    url = f"jdbc:mariadb://127.0.0.1:{sink_mariadb.port}/pwlake?user=pw"
+    with pytest.raises(Exception) as refused:
+        sync_to_jdbc(spark, str(tmp_path / "bin"), url, password="wrong-Secret")
+    assert "wrong-Secret" not in str(refused.value)
+    report = sync_to_jdbc(spark, str(tmp_path / "bin"), url, password="S3cret;pw")
+    assert report.tables and not report.skipped
