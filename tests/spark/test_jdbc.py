@@ -104,6 +104,8 @@ def test_failure_inside_the_apply_transaction_rolls_back_whole(
     assert postgres.psql(f"SELECT count(*) FROM _binlake_positions WHERE source = '{source}'").strip() == "0"
     schema, table = calls[0][1:3]
     assert postgres.psql(f'SELECT to_regclass(\'"{schema}"."{table}"\') IS NULL').strip() == "t"
+    # and no staging table outlives the failed batch
+    assert postgres.psql("SELECT count(*) FROM pg_tables WHERE tablename LIKE '\\_binlake\\_stage%'").strip() == "0"
     monkeypatch.setattr(jdbc, "_apply_stage", real)
     jdbc.sync_to_jdbc(spark, source, postgres.url)
     expected = expected_tables(spark, workload)
@@ -414,3 +416,25 @@ def test_target_password_from_outside_the_url(spark: Any, sink_mariadb: Any, tmp
     assert "wrong-Secret" not in str(refused.value)
     report = sync_to_jdbc(spark, str(tmp_path / "bin"), url, password="S3cret;pw")
     assert report.tables and not report.skipped
+
+
+def test_refuses_to_write_into_the_server_it_reads(spark: Any, mariadb: Any, tmp_path: Path) -> None:
+    """Pointed at the server whose binlogs it reads, the MariaDB sink refuses before writing a thing
+    (it once ALTERed a source table and left staging tables behind)."""
+    from binlake.spark.jdbc import sync_to_jdbc
+
+    files = ddl_binlogs(mariadb, "selfsync", tmp_path, DDL_WORKLOAD[:3], cut=2)
+    mariadb.execute(
+        "CREATE DATABASE IF NOT EXISTS selflake",
+        "CREATE USER IF NOT EXISTS 'self'@'127.0.0.1'",
+        "GRANT ALL ON selflake.* TO 'self'@'127.0.0.1'",
+        "GRANT BINLOG MONITOR ON *.* TO 'self'@'127.0.0.1'",
+    )
+    url = f"jdbc:mariadb://127.0.0.1:{mariadb.port}/selflake?user=self"
+    with pytest.raises(ValueError, match="does not write into the server it reads from"):
+        sync_to_jdbc(spark, str(files[0].parent), url)
+    conn = mariadb.connect("selflake")
+    with conn.cursor() as cur:
+        cur.execute("SHOW TABLES")
+        assert cur.fetchall() == ()  # nothing written, not even binlake's own tables
+    conn.close()

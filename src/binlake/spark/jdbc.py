@@ -392,14 +392,18 @@ def committed_position(db: Jdbc, source: str) -> int | None:
     return int(found[0][0]) if found else None
 
 
-def record_name(db: Jdbc, schema: str, table: str, source: tuple[str, str]) -> None:
-    """Record which source table a target table holds; refuse a second source on one target (a
-    shortened name's hash collision, or a name crafted to look like one)."""
+def _names_table(db: Jdbc) -> None:
     db.execute(
         f"CREATE TABLE IF NOT EXISTS {NAMES} (target_schema VARCHAR(255) NOT NULL, "
         "target_table VARCHAR(255) NOT NULL, source_db VARCHAR(255) NOT NULL, "
         "source_table VARCHAR(255) NOT NULL, PRIMARY KEY (target_schema, target_table))"
     )
+
+
+def record_name(db: Jdbc, schema: str, table: str, source: tuple[str, str]) -> None:
+    """Record which source table a target table holds; refuse a second source on one target (a
+    shortened name's hash collision, or a name crafted to look like one)."""
+    _names_table(db)
     where = "WHERE target_schema = ? AND target_table = ?"
     held = db.rows(f"SELECT source_db, source_table FROM {NAMES} {where}", [schema, table])
     if held and tuple(held[0]) != source:
@@ -412,6 +416,8 @@ def record_name(db: Jdbc, schema: str, table: str, source: tuple[str, str]) -> N
 
 
 def move_name(db: Jdbc, old: tuple[str, str], new: tuple[str, str], source: tuple[str, str]) -> None:
+    """The name record follows a table renamed in the target."""
+    _names_table(db)
     db.execute(f"DELETE FROM {NAMES} WHERE target_schema = ? AND target_table = ?", list(new))
     db.execute(
         f"UPDATE {NAMES} SET target_schema = ?, target_table = ?, source_db = ?, source_table = ? "
