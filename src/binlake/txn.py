@@ -8,6 +8,7 @@ start times and XIDs are not in commit order (seed 000), so neither is used for 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
@@ -201,6 +202,7 @@ class TransactionGrouper:
             )
         elif isinstance(b, MariaGtid):
             t.gtid, t.standalone = b.gtid, b.standalone
+            t.began = not b.standalone  # MariaDB writes the GTID event in place of BEGIN
             if b.commit_id is not None:
                 t.last_committed = b.commit_id
 
@@ -228,8 +230,8 @@ class TransactionGrouper:
         if head.startswith("XA START"):
             t.began, t.xa_id = True, _xa_id(query)
             return None
-        if head.startswith("XA END"):
-            return None
+        if head.startswith("XA END") or _SAVEPOINT.match(head):
+            return None  # savepoints live inside the transaction: it goes on
         if head.startswith("XA PREPARE"):
             t.xa_id = t.xa_id or _xa_id(query)
             return XA_PREPARE
@@ -260,6 +262,9 @@ class TransactionGrouper:
         """End of input: an open transaction is returned as unfinished (its commit was not seen)."""
         return [self._abandon()] if self.current is not None else []
 
+
+# SAVEPOINT x, RELEASE SAVEPOINT x, ROLLBACK [WORK] TO [SAVEPOINT] x: none ends the transaction
+_SAVEPOINT = re.compile(r"(SAVEPOINT|RELEASE\s+SAVEPOINT|ROLLBACK\s+(WORK\s+)?TO)\b")
 
 _DML = ("INSERT", "UPDATE", "DELETE", "REPLACE", "LOAD DATA", "CALL", "DO ", "SELECT", "SET ")
 
