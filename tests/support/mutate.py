@@ -11,6 +11,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import zstandard
 
@@ -115,12 +116,18 @@ def event_length(rng: random.Random, seed: Seed, raw: bytearray) -> str:
     return f"event length of {s.type_code}@{s.offset} := {value}"
 
 
-def body_int(rng: random.Random, seed: Seed, raw: bytearray) -> str:
+def _body_spot(rng: random.Random, seed: Seed) -> tuple[Any, int] | None:
+    """A random event and a random offset in its body (None: it has no body)."""
     s = rng.choice(seed.spans)
     lo, hi = _body_range(s)
-    if hi <= lo:
+    return (s, rng.randrange(lo, hi)) if hi > lo else None
+
+
+def body_int(rng: random.Random, seed: Seed, raw: bytearray) -> str:
+    spot = _body_spot(rng, seed)
+    if spot is None:
         return "no body"
-    at = rng.randrange(lo, hi)
+    s, at = spot
     width = rng.choice([1, 2, 3, 4, 8])
     value = rng.choice(FORGED) & ((1 << width * 8) - 1)
     _put(raw, at, value.to_bytes(width, "little"))
@@ -128,11 +135,10 @@ def body_int(rng: random.Random, seed: Seed, raw: bytearray) -> str:
 
 
 def lenenc(rng: random.Random, seed: Seed, raw: bytearray) -> str:
-    s = rng.choice(seed.spans)
-    lo, hi = _body_range(s)
-    if hi <= lo:
+    spot = _body_spot(rng, seed)
+    if spot is None:
         return "no body"
-    at = rng.randrange(lo, hi)
+    s, at = spot
     forged = rng.choice(FORGED_LENENC)
     _put(raw, at, forged)
     return f"lenenc at {at} in {s.type_code}@{s.offset} := {forged.hex()}"
