@@ -193,37 +193,32 @@ def files_outside(root: Path, target: Path) -> list[str]:
 
 
 def test_hostile_names_delta_and_parquet(spark: Any, hostile: dict[str, Any], tmp_path: Path) -> None:
-    """One batch and one batch per file (a rerun over the grown directory), into Delta with Parquet
-    snapshots: no file outside the targets, every table equal to the source."""
+    """Delta fed file by file (each run re-reads the grown directory; one batch: the kill test's
+    last run), then Parquet snapshots beside a file binlake did not write: no file outside the
+    targets, the foreign file kept, every table equal to the source."""
     import pyarrow.parquet as pq
 
-    from binlake.spark.apply import apply_changes, change_log, export_parquet, sync_to_delta
+    from binlake.spark.apply import apply_changes, change_log, export_parquet
 
     deep = tmp_path / "a" / "b" / "c" / "d" / "e"
-    one, several, snaps = deep / "one", deep / "several", deep / "pq"
+    delta, snaps = deep / "delta", deep / "pq"
     snaps.mkdir(parents=True)
     (snaps / "quarterly.report.parquet").write_bytes(b"not ours")
-    sync_to_delta(spark, str(hostile["files"][0].parent), one)
     grown = tmp_path / "grown"
     grown.mkdir()
     for f in hostile["files"]:  # the directory grows by a file; each run re-reads it all
         shutil.copy(f, grown / f.name)
-        apply_changes(change_log(spark, str(grown)), several, source=str(grown))
-    export_parquet(one, snaps)
-    export_parquet(several, snaps_several := deep / "pq2")
+        apply_changes(change_log(spark, str(grown)), delta, source=str(grown))
+    export_parquet(delta, snaps)
     outside = [p for p in files_outside(tmp_path, deep) if not p.startswith(str(grown))]
     assert outside == [str(tmp_path / n) for n in ("a", "a/b", "a/b/c", "a/b/c/d")]  # only the way there
-    column = escape_reserved
-    check(delta_reader(one), hostile["truth"], column)
-    check(delta_reader(several), hostile["truth"], column)
+    check(delta_reader(delta), hostile["truth"], escape_reserved)
     assert (snaps / "quarterly.report.parquet").read_bytes() == b"not ours"  # not binlake's: kept
 
     def parquet(db: str, table: str) -> list[dict[str, Any]]:
         return pq.read_table(snaps / f"{path_name(db, escape_reserved(table))}.parquet").to_pylist()
 
-    check(parquet, hostile["truth"], column)
-    snaps = snaps_several
-    check(parquet, hostile["truth"], column)
+    check(parquet, hostile["truth"], escape_reserved)
 
 
 @pytest.mark.parametrize("sink", ["delta", "parquet", "postgres", "mariadb"])
@@ -235,8 +230,9 @@ def test_hostile_names_killed_and_rerun(
     import pyarrow.parquet as pq
 
     column: Any = escape_reserved
+    target = tmp_path / "a" / "b" / "c" / "d" / sink
     if sink in ("delta", "parquet"):
-        to = f"{sink}:{tmp_path / sink}"
+        to = f"{sink}:{target}"
     elif sink == "postgres":
         server = request.getfixturevalue("postgres")
         server.psql("CREATE DATABASE killed")
@@ -247,13 +243,17 @@ def test_hostile_names_killed_and_rerun(
         to = server.url.replace("/lake?", "/killed?")
     cmd = [sys.executable, "-m", "binlake.cli", "sync", str(hostile["files"][0].parent), "--to", to]
     assert kill_then_finish(cmd, seed=5, runs=1, window=(3, 7)) == 1  # Spark alone starts in more
+    if sink in ("delta", "parquet"):  # deep enough that a ../../.. escape would still land in tmp_path
+        assert files_outside(tmp_path, target) == [
+            str(tmp_path / n) for n in ("a", "a/b", "a/b/c", "a/b/c/d")
+        ]
     if sink == "delta":
-        got = delta_reader(tmp_path / sink)
+        got = delta_reader(target)
     elif sink == "parquet":
 
         def got(db: str, table: str) -> list[dict[str, Any]]:
             name = f"{path_name(db, escape_reserved(table))}.parquet"
-            return pq.read_table(tmp_path / sink / name).to_pylist()
+            return pq.read_table(target / name).to_pylist()
 
     else:
         from binlake.spark.jdbc import dialect_for
@@ -265,37 +265,35 @@ def test_hostile_names_killed_and_rerun(
 
 
 @pytest.mark.parametrize("sink", ["postgres", "mariadb"])
-def test_hostile_names_jdbc(
+def test_hostile_names_jdbc_file_by_file(
     spark: Any, hostile: dict[str, Any], sink: str, request: Any, tmp_path: Path
 ) -> None:
-    """PostgreSQL and MariaDB: one batch, then a second target fed file by file; a canary table
-    beside the targets is untouched (no statement but binlake's own ran)."""
+    """PostgreSQL and MariaDB fed file by file, each run re-reading the grown directory (one batch:
+    the kill test's last run); a canary table beside the targets is untouched (no statement but
+    binlake's own ran)."""
     from binlake.spark.apply import change_log
-    from binlake.spark.jdbc import Jdbc, apply_changes_jdbc, dialect_for, sync_to_jdbc
+    from binlake.spark.jdbc import Jdbc, apply_changes_jdbc, dialect_for
 
     if sink == "postgres":
         server = request.getfixturevalue("postgres")
         server.psql("CREATE DATABASE several")
-        urls = [server.url, server.url.replace("/postgres?", "/several?")]
+        url = server.url.replace("/postgres?", "/several?")
     else:
         server = request.getfixturevalue("sink_mariadb")
         server.execute("CREATE DATABASE several", "GRANT ALL ON several.* TO 'binlake'@'127.0.0.1'")
-        urls = [server.url, server.url.replace("/lake?", "/several?")]
-    d = dialect_for(urls[0])
+        url = server.url.replace("/lake?", "/several?")
+    d = dialect_for(url)
     canary = d.q("canary")
-    db = Jdbc(spark, urls[0])
+    db = Jdbc(spark, url)
     db.execute(f"CREATE TABLE {canary} (id INT PRIMARY KEY)")
     db.execute(f"INSERT INTO {canary} VALUES (1)")
     db.close()
-    sync_to_jdbc(spark, str(hostile["files"][0].parent), urls[0])
-    column = lambda c: d.column(escape_reserved(c))  # noqa: E731
-    check(jdbc_reader(spark, urls[0]), hostile["truth"], column)
     grown = tmp_path / "grown"
     grown.mkdir()
     for f in hostile["files"]:  # the directory grows by a file; each run re-reads it all
         shutil.copy(f, grown / f.name)
-        apply_changes_jdbc(spark, change_log(spark, str(grown)), urls[1], source=str(grown))
-    check(jdbc_reader(spark, urls[1]), hostile["truth"], column)
-    db = Jdbc(spark, urls[0])
+        apply_changes_jdbc(spark, change_log(spark, str(grown)), url, source=str(grown))
+    check(jdbc_reader(spark, url), hostile["truth"], lambda c: d.column(escape_reserved(c)))
+    db = Jdbc(spark, url)
     assert db.rows(f"SELECT id FROM {canary}") == [["1"]]
     db.close()
