@@ -68,6 +68,8 @@ def package_zip() -> str:
 
 
 def spark_session(master: str = "local[*]", app: str = "binlake") -> Any:
+    """The session with the ``binlog`` data source registered; on a cluster master, binlake itself
+    shipped to the executors (they import ``binlake.spark.source`` to run the data source)."""
     set_up_environment(master)
     from pyspark.sql import SparkSession
 
