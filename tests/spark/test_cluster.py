@@ -119,7 +119,7 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
 
 def wait_for_worker(ui: int, procs: list[subprocess.Popen[bytes]], logs: list[Path]) -> None:
     """Until the master's status page lists one alive worker (the master's or worker's log on failure)."""
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         if any(p.poll() is not None for p in procs):
             break
@@ -171,7 +171,7 @@ def run_driver(master: str, target: str, cwd: Path) -> dict[str, Any]:
     env = {**os.environ, "BINLAKE_DRIVER_MEMORY": "1g"}
     env.pop("SPARK_LOCAL_IP", None)  # the session decides (loopback: the master is on 127.0.0.1)
     run = subprocess.run(
-        [sys.executable, "-c", DRIVER, master, target], cwd=cwd, env=env, capture_output=True, timeout=150
+        [sys.executable, "-c", DRIVER, master, target], cwd=cwd, env=env, capture_output=True, timeout=300
     )
     assert run.returncode == 0, run.stderr.decode(errors="replace")[-3000:]
     out: dict[str, Any] = json.loads(run.stdout.decode().strip().splitlines()[-1])
