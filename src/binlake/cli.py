@@ -226,6 +226,13 @@ def cmd_sync(args: argparse.Namespace) -> int:
     kind, _, where = args.to.partition(":")
     if kind not in ("delta", "jdbc", "parquet") or not where:
         raise UsageError("--to takes delta:PATH, parquet:PATH or jdbc:postgresql://… / jdbc:mariadb://…")
+    from binlake.spark.source import absolute
+
+    # executors run in another directory (on a cluster, on another host): every path absolute here
+    args.source = absolute(args.source)
+    args.schema = args.schema and absolute(args.schema)
+    args.checkpoint = args.checkpoint and absolute(args.checkpoint)
+    where = where if kind == "jdbc" else absolute(where)
     snapshots = where if kind == "parquet" else None
     if snapshots:  # Parquet cannot MERGE: a Delta state beside the snapshots keeps the apply exactly-once
         where = str(Path(snapshots) / "_binlake_state")

@@ -28,10 +28,27 @@ DEFAULT_SPLIT = "32MB"
 
 
 def resolve_files(path: str) -> list[str]:
-    """A directory (numbered binlogs or its .index), an index file, a glob, or one file."""
+    """A directory (numbered binlogs or its .index), an index file, a glob, or one file; absolute,
+    resolved on the driver: executors run elsewhere (another cwd, another host), so a partition
+    never carries a path relative to the driver's working directory."""
     from binlake.series import series_files
 
-    return [str(f) for f in series_files(path)]
+    return [os.path.abspath(f) for f in series_files(path)]
+
+
+def absolute(path: str) -> str:
+    """A local path made absolute against this process's working directory; a URL unchanged."""
+    return path if "://" in path else os.path.abspath(os.path.expanduser(path))
+
+
+def driver_options(options: Any) -> dict[str, str]:
+    """The reader's options: lower-cased (Spark hands them over case-insensitive) and the files
+    executors open themselves (``schema``) made absolute here on the driver. ``path`` is kept as
+    given: it names the source in every row; the files it resolves to are absolute."""
+    out = {k.lower(): v for k, v in options.items()}
+    if out.get("schema"):
+        out["schema"] = absolute(out["schema"])
+    return out
 
 
 class RangePartition(InputPartition):
@@ -137,13 +154,12 @@ class BinlogDataSource(DataSource):
         return SPARK_DDL
 
     def reader(self, schema: Any) -> DataSourceReader:
-        # Spark hands options over lower-cased (they are case-insensitive): look them up that way
-        return BinlogReaderSpark({k.lower(): v for k, v in self.options.items()})
+        return BinlogReaderSpark(driver_options(self.options))
 
     def streamReader(self, schema: Any) -> Any:  # noqa: N802 - Spark's name
         from binlake.spark.stream import BinlogStreamReader
 
-        return BinlogStreamReader({k.lower(): v for k, v in self.options.items()})
+        return BinlogStreamReader(driver_options(self.options))
 
 
 def register(spark: Any) -> None:
