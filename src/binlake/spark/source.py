@@ -3,8 +3,11 @@
 One partition per file (files are independent: a transaction never spans two), and files bigger
 than ``splitSize`` (default 32MB; 0 turns splitting off) cut at transaction boundaries found by a
 header-only scan, so one big file still uses every core. ``read`` yields Arrow
-record batches. Options: ``schema`` (a saved schema history .json or DDL script, for binlogs without
-column metadata), ``source`` (a name for the series, stored in every row), ``splitSize``; and a selection:
+record batches. Column names, signedness, ENUM/SET values and keys of binlogs without that metadata
+come from the DDL in the series: one DDL-only pass on the driver gives every range the tables as of
+its start (a table it cannot explain is one warning, its columns ``@N``). Options: ``schema`` (a
+saved schema history .json or DDL script: the tables before the series begins), ``schemaMismatch``
+(``error``, the default with ``schema``, or ``positional``), ``source`` (a name for the series, stored in every row), ``splitSize``; and a selection:
 ``databases``, ``tables`` (``db.table`` or ``table`` globs), ``operations`` (insert,update,delete),
 ``startDatetime``/``stopDatetime`` (by commit time), ``includeGtids``/``excludeGtids`` (GTID sets).
 Spark filters on ``db``, ``table``, ``op`` and ``commit_ts`` are pushed down the same way.
