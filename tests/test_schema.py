@@ -175,3 +175,25 @@ def test_renames_of_ddl_statements() -> None:
         "CREATE TABLE r (a INT)",
     ):
         assert renames_in(sql, "db") == [], sql
+
+
+def test_create_table_with_versioned_partitioning_or_data_directory_is_applied() -> None:
+    """Two CREATE TABLEs of the corpus (mdev6020, wl13352) that once were reported, not applied."""
+    h = SchemaHistory()
+    assert h.apply(
+        "CREATE TABLE `t1` (\n`a` char(12),\npk integer auto_increment,\n/*Indices*/\nkey (`a` ),\n"
+        "primary key (pk)) /*!50100 PARTITION BY key (pk) partitions 2 */",
+        "test",
+        ("f.000001", 4),
+    )
+    assert h.apply(
+        "CREATE TABLE t2(\nid int primary key, data BLOB,\nkey k1(id)) DATA DIRECTORY = '/tmp/x/'\n"
+        "      partition by hash (id) partitions 5",
+        "test",
+        ("f.000001", 9),
+    )
+    assert not h.not_understood
+    t1, t2 = h.table("test", "t1"), h.table("test", "t2")
+    assert t1 is not None and t2 is not None
+    assert ([c.name for c in t1.columns], t1.primary_key) == (["a", "pk"], ["pk"])
+    assert ([c.type_name for c in t2.columns], t2.primary_key) == (["INT", "BLOB"], ["id"])

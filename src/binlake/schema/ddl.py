@@ -45,6 +45,8 @@ _NEUTRAL_ALTER = re.compile(
 )
 _PARTITIONING = re.compile(r"\bPARTITION\s+BY\b[\s\S]*$", re.I)
 _TABLESPACE_OPTION = re.compile(r"\bTABLESPACE\s*=?\s*`?[\w$]+`?", re.I)
+_DIRECTORY_OPTION = re.compile(r"\b(?:DATA|INDEX)\s+DIRECTORY\s*=?\s*'(?:[^'\\]|\\.|'')*'", re.I)
+_VERSIONED = re.compile(r"/\*!\d*\s(.*?)\*/", re.S)
 # partition, tablespace and key maintenance: neutral even with comma-separated partition lists
 _MAINTENANCE = re.compile(
     r"^\s*ALTER\s+(?:ONLINE\s+|IGNORE\s+)*TABLE\s+\S+\s+(?:(?:DISCARD|IMPORT|ANALYZE|OPTIMIZE|REBUILD|REPAIR|CHECK|TRUNCATE"
@@ -198,8 +200,10 @@ def apply_ddl(
     ):
         return Applied("ignored", [])
     if re.match(r"^\s*CREATE\s+(?:TEMPORARY\s+)?TABLE\b", sql, re.I):
-        # partitioning and tablespaces do not change the row layout (and sqlglot does not read them)
-        sql = _TABLESPACE_OPTION.sub("", _PARTITIONING.sub("", sql))
+        # partitioning, tablespaces and data directories do not change the row layout (and sqlglot
+        # does not read them); a versioned comment's body is what the server ran
+        sql = _VERSIONED.sub(r"\1", sql)
+        sql = _DIRECTORY_OPTION.sub("", _TABLESPACE_OPTION.sub("", _PARTITIONING.sub("", sql)))
     pairs = rename_table_pairs(sql, default_db)
     if pairs is not None:
         moved = []

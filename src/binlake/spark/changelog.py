@@ -31,6 +31,8 @@ from binlake.reader import BinlogReader
 from binlake.render.values import json_value
 from binlake.schema.renames import TableDrop, TableRename, renames_in
 from binlake.txn import DDL, UNFINISHED, Transaction, TransactionGrouper
+from binlake.values.columns import ColumnDef
+from binlake.values.types import ColumnType
 
 CHANGELOG_FIELDS: list[tuple[str, pa.DataType]] = [
     ("source", pa.string()),
@@ -77,19 +79,24 @@ def order_key(file_no: int, txn_pos: int, event_index: int, row_index: int) -> s
 
 
 def columns_json(tm: TableMap) -> str:
-    return json.dumps(
-        [
-            {
-                "name": c.label,
-                "type": c.real_type,
-                "meta": c.meta,
-                "unsigned": c.unsigned,
-                "collation": c.collation,
-                "pk": c.index in tm.primary_key,
-            }
-            for c in tm.columns
-        ]
-    )
+    """The table's columns as the binlog's metadata or the schema history gave them (names,
+    signedness, charsets, the primary key; ``values`` of ENUM and SET columns when known)."""
+    return json.dumps([_column(c, c.index in tm.primary_key) for c in tm.columns])
+
+
+def _column(c: ColumnDef, pk: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "name": c.label,
+        "type": c.real_type,
+        "meta": c.meta,
+        "unsigned": c.unsigned,
+        "collation": c.collation,
+        "pk": pk,
+    }
+    values = c.enum_values if c.real_type == ColumnType.ENUM else c.set_values
+    if c.real_type in (ColumnType.ENUM, ColumnType.SET) and values is not None:
+        out["values"] = values
+    return out
 
 
 def _image(tm: TableMap, img: list[Any] | None) -> str | None:
@@ -136,7 +143,8 @@ def transaction_rows(
                 "op": b.operation,
                 "before": _image(tm, before),
                 "after": _image(tm, after),
-                "pk": _pk(tm, after if after is not None else before),
+                # a minimal after image leaves out a key that did not change: the before image has it
+                "pk": _pk(tm, after) or _pk(tm, before),
                 "pk_before": _pk(tm, before) if b.operation == "update" else None,
                 "columns": cols,
             }

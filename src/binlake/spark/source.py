@@ -3,8 +3,11 @@
 One partition per file (files are independent: a transaction never spans two), and files bigger
 than ``splitSize`` (default 32MB; 0 turns splitting off) cut at transaction boundaries found by a
 header-only scan, so one big file still uses every core. ``read`` yields Arrow
-record batches. Options: ``schema`` (a saved schema history .json or DDL script, for binlogs without
-column metadata), ``source`` (a name for the series, stored in every row), ``splitSize``; and a selection:
+record batches. Column names, signedness, ENUM/SET values and keys of binlogs without that metadata
+come from the DDL in the series: one DDL-only pass on the driver gives every range the tables as of
+its start (a table it cannot explain is one warning, its columns ``@N``). Options: ``schema`` (a
+saved schema history .json or DDL script: the tables before the series begins), ``schemaMismatch``
+(``error``, the default with ``schema``, or ``positional``), ``source`` (a name for the series, stored in every row), ``splitSize``; and a selection:
 ``databases``, ``tables`` (``db.table`` or ``table`` globs), ``operations`` (insert,update,delete),
 ``startDatetime``/``stopDatetime`` (by commit time), ``includeGtids``/``excludeGtids`` (GTID sets).
 Spark filters on ``db``, ``table``, ``op`` and ``commit_ts`` are pushed down the same way.
@@ -20,6 +23,8 @@ from typing import Any
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from binlake.filters import Selection
+from binlake.schema import SchemaHistory, SchemaTracker
+from binlake.schema.ddlpass import DdlPass, snapshot
 from binlake.sizes import parse_size
 from binlake.spark.changelog import SPARK_DDL, file_changes, to_batches
 from binlake.spark.pushdown import AllOf, selection_from_filters
@@ -52,11 +57,46 @@ def driver_options(options: Any) -> dict[str, str]:
 
 
 class RangePartition(InputPartition):
-    """Bytes [start, end) of one binlog file, both transaction boundaries (end None: to the end)."""
+    """Bytes [start, end) of one binlog file, both transaction boundaries (end None: to the end).
+    ``schema``: the tables as of ``start`` (a snapshot of the series' schema history, pickled with the
+    range to the executor that reads it); None reads with the binlog's own metadata only."""
 
-    def __init__(self, index: int, path: str, start: int = 4, end: int | None = None) -> None:
+    def __init__(
+        self,
+        index: int,
+        path: str,
+        start: int = 4,
+        end: int | None = None,
+        schema: SchemaHistory | None = None,
+    ) -> None:
         super().__init__(index)
-        self.path, self.start, self.end = path, start, end
+        self.path, self.start, self.end, self.schema = path, start, end, schema
+
+
+def schema_seed(options: dict[str, str], files: list[str]) -> SchemaHistory:
+    """The history before the series' first file: the ``schema`` option's (a saved history as of
+    there, or a DDL script), else empty (the DDL in the binlog then names the tables it creates)."""
+    if not options.get("schema") or not files:
+        return SchemaHistory()
+    saved = SchemaHistory.open(options["schema"])
+    saved.catalog = saved.at((os.path.basename(files[0]), 4))
+    return snapshot(saved)
+
+
+def attach_schemas(parts: list[RangePartition], files: list[str], ddl: DdlPass) -> list[RangePartition]:
+    """Give each range the tables as of its start, found by one DDL-only pass on the driver (ranges
+    in series order, as planned)."""
+    for part in parts:
+        part.schema = ddl.at(files, part.path, part.start)
+    return parts
+
+
+def _tracker(options: dict[str, str], part: RangePartition) -> list[Any]:
+    """The observer that names a range's columns from its schema snapshot (none without one)."""
+    if part.schema is None:
+        return []
+    mode = options.get("schemamismatch") or ("error" if options.get("schema") else "positional")
+    return [SchemaTracker(part.schema, on_mismatch=mode)]
 
 
 def read_range(
@@ -64,14 +104,7 @@ def read_range(
 ) -> Iterator[Any]:
     """The change log of one range as Arrow batches: batch and streaming reads share it. ``pushed``:
     the selection implied by filters Spark pushed down (applied before row images are built)."""
-    observers = []
-    schema = options.get("schema")
-    if schema:
-        from binlake.schema import SchemaHistory, SchemaTracker
-
-        history = SchemaHistory.open(schema)
-        history.catalog = history.at((os.path.basename(part.path), part.start))
-        observers.append(SchemaTracker(history, on_mismatch=options.get("schemamismatch", "error")))
+    observers = _tracker(options, part)
     path = options["path"]
     source = options.get("source", os.path.dirname(path) or path)
     start = part.start if part.start > 4 else None
@@ -138,7 +171,9 @@ class BinlogReaderSpark(DataSourceReader):
 
     def partitions(self) -> list[InputPartition]:
         split = parse_size(self.options.get("splitsize", DEFAULT_SPLIT))
-        return list(plan_ranges(resolve_files(self.options["path"]), split))
+        files = resolve_files(self.options["path"])
+        ddl = DdlPass(schema_seed(self.options, files), warn=warn)
+        return list(attach_schemas(plan_ranges(files, split), files, ddl))
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         assert isinstance(partition, RangePartition)

@@ -18,9 +18,18 @@ from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
 from binlake.errors import BinlogError
 from binlake.position import last_boundary, split_points
+from binlake.schema.ddlpass import DdlPass
 from binlake.sizes import parse_size
 from binlake.spark.changelog import file_number
-from binlake.spark.source import DEFAULT_SPLIT, RangePartition, read_range, resolve_files
+from binlake.spark.source import (
+    DEFAULT_SPLIT,
+    RangePartition,
+    attach_schemas,
+    read_range,
+    resolve_files,
+    schema_seed,
+    warn,
+)
 
 
 class BinlogStreamReader(DataSourceStreamReader):
@@ -28,6 +37,7 @@ class BinlogStreamReader(DataSourceStreamReader):
         self.options = options
         self.path = options["path"]
         self.split = parse_size(options.get("splitsize", DEFAULT_SPLIT))
+        self.ddl: DdlPass | None = None  # the schema history, grown with the DDL of each micro-batch
 
     def initialOffset(self) -> dict[str, Any]:  # noqa: N802 - Spark's name
         return {"file": "", "pos": 0}
@@ -50,8 +60,16 @@ class BinlogStreamReader(DataSourceStreamReader):
         return {"file": "", "pos": 0}
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
-        parts: list[InputPartition] = []
-        for path in self._files():
+        files = self._files()
+        parts = self._ranges(files, start, end)
+        if parts and self.ddl is None:
+            self.ddl = DdlPass(schema_seed(self.options, files), warn=warn)
+        return list(attach_schemas(parts, files, self.ddl)) if self.ddl else []
+
+    def _ranges(self, files: list[str], start: dict[str, Any], end: dict[str, Any]) -> list[RangePartition]:
+        """The ranges between two offsets, in series order (big ones split at transactions)."""
+        parts: list[RangePartition] = []
+        for path in files:
             name = os.path.basename(path)
             key = (file_number(name), name)
             lo = (file_number(start["file"]), start["file"]) if start["file"] else (-1, "")
