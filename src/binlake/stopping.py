@@ -41,6 +41,10 @@ def interrupt_on(*signals: signal.Signals) -> Iterator[None]:
 
 @contextmanager
 def _handlers(signals: tuple[signal.Signals, ...], handler: signal._HANDLER) -> Iterator[None]:
+    """``handler`` for ``signals`` for the duration, then the previous handlers again."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may set handlers; a caller on another thread stops its own way
+        return
     before = {s: signal.signal(s, handler) for s in signals}
     try:
         yield
