@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from binlake import __version__
 from binlake.credentials import redacted_url
@@ -15,7 +16,7 @@ from binlake.events.base import Event
 from binlake.filters import OPERATIONS, Selection, parse_datetime
 from binlake.gtid import GtidSet, GtidSetError, MariaGtidPos
 from binlake.reader import BinlogReader
-from binlake.sizes import parse_size
+from binlake.sizes import size_arg as _size
 from binlake.txn import CONTROL_EVENTS, Transaction, TransactionGrouper
 
 if TYPE_CHECKING:
@@ -41,6 +42,8 @@ def _file_events(args: argparse.Namespace) -> Iterator[tuple[int, Event]]:
     last = len(args.files) - 1
     tracker = schema_tracker(args)
     for seq, path in enumerate(args.files):
+        if seq == 0 and args.start_position is not None:
+            check_start(path, args.start_position)
         reader = BinlogReader(
             path,
             verify_checksum=args.verify_checksum,
@@ -53,6 +56,24 @@ def _file_events(args: argparse.Namespace) -> Iterator[tuple[int, Event]]:
             yield seq, ev
     if getattr(args, "save_schema", None):
         tracker.history.save(args.save_schema)
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """Usage mistakes in one line, exit 2 (argparse prints the whole usage first: a dozen lines for
+    dump, burying the one that says what is wrong)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def check_start(path: str, start: int) -> None:
+    """A --start-position past the end of the file is a mistake (a position of another file?), not
+    an empty selection: say so instead of printing nothing."""
+    size = Path(path).stat().st_size
+    if start > size:
+        raise BinlogError(
+            f"--start-position {start} is past the end of the file ({size:,} bytes)", source=path
+        )
 
 
 def selection_from(args: argparse.Namespace) -> Selection:
@@ -163,13 +184,6 @@ def cmd_index(args: argparse.Namespace) -> int:
     return 0
 
 
-def _size(text: str) -> int:
-    try:
-        return parse_size(text)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
-
-
 def cmd_generate(args: argparse.Namespace) -> int:
     from binlake.generate import GenConfig, Generator
 
@@ -217,6 +231,30 @@ class UsageError(Exception):
     """Options that cannot work together, said in one line (exit 2, as for bad input)."""
 
 
+def check_sync_inputs(args: argparse.Namespace, target_dir: str | None) -> None:
+    """What can be told of sync's source, schema and target before Spark starts (seconds): a mistake
+    is one error line at once, not a Spark stack after the wait. A stream's source may hold no
+    binlog yet, but must exist."""
+    from binlake.tail import check_source, check_stream_source
+
+    (check_stream_source if args.stream else check_source)(args.source)
+    if target_dir is not None:
+        check_target_dir(target_dir)
+    if args.schema:
+        from binlake.schema import SchemaHistory
+
+        SchemaHistory.open(args.schema)
+
+
+def check_target_dir(path: str) -> None:
+    """A directory binlake writes into: it exists as a directory, or can be made (no file in the way)."""
+    for p in (Path(path), *Path(path).absolute().parents):
+        if p.exists():
+            if not p.is_dir():
+                raise UsageError(f"{p} is a file: the target must be a directory (or not exist yet)")
+            return
+
+
 def cmd_sync(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
@@ -255,10 +293,7 @@ def cmd_sync(args: argparse.Namespace) -> int:
             raise UsageError(str(e)) from None
     if kind == "jdbc" and args.stream and not args.checkpoint:
         raise UsageError("--stream into jdbc needs --checkpoint DIR")
-    if not args.stream:  # bad input is one error line before Spark starts (a stream waits for files)
-        from binlake.tail import check_source
-
-        check_source(args.source)
+    check_sync_inputs(args, None if kind == "jdbc" else args.to.partition(":")[2])
     options = {"schema": args.schema} if args.schema else {}
     console = Console()
 
@@ -281,22 +316,23 @@ def cmd_sync(args: argparse.Namespace) -> int:
 
     if args.stream:
         from binlake.spark.apply import stream_changes
+        from binlake.stopping import STOP_SIGNALS, stop_flag
 
         spark = spark_session(args.master)
         checkpoint = args.checkpoint or str(Path(where) / "_binlake_checkpoint")
         console.print(f"following {args.source} into {shown} (checkpoint {checkpoint}); Ctrl-C stops")
-        query = stream_changes(
-            spark,
-            args.source,
-            checkpoint,
-            apply,
-            available_now=args.available_now,
-            interval=args.interval,
-            options=options,
-        )
-        try:
-            query.awaitTermination()
-        except KeyboardInterrupt:
+        with stop_flag(*STOP_SIGNALS) as stop:  # after Spark's start: it installs a Ctrl-C handler
+            query = stream_changes(
+                spark,
+                args.source,
+                checkpoint,
+                apply,
+                available_now=args.available_now,
+                interval=args.interval,
+                options=options,
+            )
+            while query.isActive and not stop.is_set():
+                query.awaitTermination(1)  # seconds: Ctrl-C is seen between calls into the JVM
             query.stop()
         merged = sum(n for r in query.reports for n in r.tables.values())
         console.print(f"{len(query.reports)} micro-batches, {merged:,} rows merged")
@@ -333,6 +369,11 @@ def cmd_export(args: argparse.Namespace) -> int:
     dst_kind, _, dst = args.to.partition(":")
     if src_kind != "delta" or dst_kind != "parquet" or not src or not dst:
         raise UsageError("export takes --from delta:PATH --to parquet:PATH")
+    from binlake.spark.apply import delta_tables
+
+    if not delta_tables(src):
+        raise UsageError(f"{src}: no tables synced there (binlake sync --to delta:{src} writes them)")
+    check_target_dir(dst)
     for name, n in sorted(export_parquet(src, dst).items()):
         print(f"{name}: {n:,} rows -> {dst}/{name}.parquet")
     return 0
@@ -352,6 +393,21 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from binlake.demo import run_demo
 
     return run_demo(args.workdir)
+
+
+def _position(text: str) -> int:
+    """A byte offset in a binlog file (argparse type)."""
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a byte offset (a whole number)")
+    return int(text)
+
+
+def _file_position(text: str) -> tuple[str, int]:
+    """FILE:POSITION (argparse type of schema --at): the file's name and a byte offset in it."""
+    name, _, off = text.rpartition(":")
+    if not name or not off.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not FILE:POSITION (e.g. mysql-bin.000042:1234)")
+    return Path(name).name, int(off)
 
 
 def _datetime(text: str) -> object:
@@ -383,10 +439,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
     args.files = [str(f) for f in BinlogSeries.open(*args.source).files]
     args.verify_checksum, args.require_fde, args.start_position = True, True, None
     args.stop_position = None
-    at = None
-    if args.at:
-        name, _, off = args.at.rpartition(":")
-        at = (Path(name).name, int(off))
+    at = args.at
     for _ in _file_events(args):
         pass
     history = schema_tracker(args).history
@@ -431,9 +484,7 @@ def _add_selection(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="binlake", description="Exact, ordered change data from MySQL-family binlogs."
-    )
+    p = OneLineParser(prog="binlake", description="Exact, ordered change data from MySQL-family binlogs.")
     p.add_argument("--version", action="version", version=f"binlake {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
@@ -442,11 +493,13 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--format", choices=("text", "json"), default="text")
     d.add_argument(
         "--start-position",
-        type=int,
+        type=_position,
         help="first event offset in the first file (its format event is always read)",
     )
     d.add_argument(
-        "--stop-position", type=int, help="stop before the event at or after this offset of the last file"
+        "--stop-position",
+        type=_position,
+        help="stop before the event at or after this offset of the last file",
     )
     d.add_argument(
         "--verify-checksum",
@@ -485,8 +538,8 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument(
         "--flashback", action="store_true", help="undo: newest first, INSERT<->DELETE, UPDATE images swapped"
     )
-    q.add_argument("--start-position", type=int, help="first event offset in the first file")
-    q.add_argument("--stop-position", type=int, help="stop before this offset of the last file")
+    q.add_argument("--start-position", type=_position, help="first event offset in the first file")
+    q.add_argument("--stop-position", type=_position, help="stop before this offset of the last file")
     q.add_argument("--no-verify-checksum", dest="verify_checksum", action="store_false", default=True)
     q.set_defaults(require_fde=True)
     _add_selection(q)
@@ -501,8 +554,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--plot", help="also write charts to FILE.html (self-contained) or FILE.png (needs matplotlib)"
     )
     st.add_argument("--top", type=int, default=5, help="how many largest / longest transactions to list")
-    st.add_argument("--start-position", type=int)
-    st.add_argument("--stop-position", type=int)
+    st.add_argument("--start-position", type=_position)
+    st.add_argument("--stop-position", type=_position)
     st.add_argument("--no-verify-checksum", dest="verify_checksum", action="store_false", default=True)
     st.set_defaults(require_fde=True, func=cmd_stats)
     _add_selection(st)
@@ -588,7 +641,7 @@ def build_parser() -> argparse.ArgumentParser:
         "schema", help="the tables as of a position: seed + every DDL of the binlog, replayed"
     )
     sc.add_argument("source", nargs="+", help="a binlog directory, an index file, or files in order")
-    sc.add_argument("--at", help="FILE:POSITION (default: the end)")
+    sc.add_argument("--at", type=_file_position, help="FILE:POSITION (default: the end)")
     sc.add_argument("--database", action="append", help="only this schema (repeatable)")
     _add_schema(sc)
     sc.set_defaults(func=cmd_schema)
@@ -637,6 +690,37 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except Exception as e:
+        if not engine_error(e):
+            raise
+        sys.stdout.flush()
+        print(f"binlake: error: {engine_error_line(e)}", file=sys.stderr)
+        return 2
+
+
+def engine_error(e: BaseException) -> bool:
+    """An error of an engine sync drives (Spark through py4j, delta-rs): its message carries a Java
+    or Rust stack, or a Python worker's traceback, none of which the user should have to read."""
+    if type(e).__module__.split(".")[0] in ("pyspark", "py4j"):
+        return True
+    delta = sys.modules.get("deltalake.exceptions")
+    return delta is not None and isinstance(e, delta.DeltaError)
+
+
+_RAISED = re.compile(r"^((?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception)): (\S.*)$", re.M)
+
+
+def engine_error_line(e: BaseException) -> str:
+    """The cause of an engine error in one line: the binlake error a worker raised (it names the file
+    and offset), else the innermost Python error in the message, else the message's first line."""
+    text = str(e)
+    raised = _RAISED.findall(text)
+    ours = [m for m in raised if m[0].startswith("binlake.")]
+    if ours or raised:
+        name, message = (ours or raised)[-1]
+        return message if name.startswith("binlake.") else f"{name.rsplit('.', 1)[-1]}: {message}"
+    first = next((line.strip() for line in text.splitlines() if line.strip()), type(e).__name__)
+    return f"{type(e).__name__}: {first}"
 
 
 if __name__ == "__main__":

@@ -89,3 +89,15 @@ class ReplicationError(BinlogError):
 
 class ConnectionLostError(ReplicationError):
     """The connection to the server dropped or went silent; reconnecting can continue the stream."""
+
+
+class UnappliableChangeError(BinlogError):
+    """A change the binlog carries too little of for a sink to apply: a partial JSON update
+    (``binlog_row_value_options=PARTIAL_JSON``) holds only edits of the old document, and the sink
+    refuses it before it writes anything rather than store a wrong value. ``table`` is ``db.table``;
+    ``column`` the column concerned."""
+
+    def __init__(self, message: str, *, table: str, column: str, **kw: object) -> None:
+        self.table = table
+        self.column = column
+        super().__init__(message, **kw)  # type: ignore[arg-type]

@@ -66,3 +66,15 @@ def check_source(path: str) -> list[Path]:
         if not active and needs_scan(f, active=False):
             complete_end(TailScan(f), active=False)
     return files
+
+
+def check_stream_source(path: str) -> None:
+    """What can be told about a followed source before Spark starts: it may hold no binlog yet (the
+    stream waits for them), but the directory to wait in must exist; files already there are
+    checked as a batch source's are."""
+    where = Path(os.path.dirname(path) or ".") if any(ch in path for ch in "*?[") else Path(path)
+    if not where.exists():
+        raise SeriesError(f"{where}: no such file or directory to follow")
+    if where.is_dir() and where == Path(path) and not any(where.iterdir()):
+        return  # nothing written yet
+    check_source(path)

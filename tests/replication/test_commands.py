@@ -7,6 +7,8 @@ import json
 import os
 import pty
 import select
+import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -217,3 +219,25 @@ def test_no_password_in_reprs() -> None:
     address = ServerAddress(password=SECRET)
     assert SECRET not in repr(address) and SECRET not in repr(ReplicaClient(address))
     assert address.password == SECRET
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_mirror_stopped_by_a_signal_prints_its_summary(server: Any, tmp_path: Path, signum: int) -> None:
+    """A following mirror stopped by a service manager (SIGTERM) or Ctrl-C: its summary line, exit 0,
+    no traceback — and what it had mirrored is there."""
+    target = tmp_path / "m"
+    argv = ["mirror", "--no-defaults", "--socket", server.socket, "--to", str(target)]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "binlake.cli", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    last = server.binlog_files()[-1]
+    deadline = time.monotonic() + 30
+    while not ((target / last.name).exists() and (target / last.name).stat().st_size >= last.stat().st_size):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.1)
+    proc.send_signal(signum)
+    out, err = proc.communicate(timeout=30)
+    text = err.decode()
+    assert proc.returncode == 0, text
+    assert "Traceback" not in text and "KeyboardInterrupt" not in text, text
+    assert text.strip().splitlines()[-1].startswith("binlake: mirrored ") and "(stopped)" in text, text

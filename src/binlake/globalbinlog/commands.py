@@ -10,13 +10,13 @@ from pathlib import Path
 from binlake.globalbinlog.merge import merge_nodes
 from binlake.globalbinlog.output import write_binlog, write_jsonl
 from binlake.series import BinlogSeries
-from binlake.sizes import parse_size
+from binlake.sizes import size_arg
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
     nodes = [BinlogSeries.open(d).files for d in args.node]
     out, merger = merge_nodes(nodes, [Path(d).name for d in args.node])
-    files = write_binlog(out, args.output, max_file_size=parse_size(args.max_file_size))
+    files = write_binlog(out, args.output, max_file_size=args.max_file_size)
     if args.jsonl:
         write_jsonl(out, args.jsonl)
     kinds = Counter(g.kind for g in out)
@@ -46,5 +46,5 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     m.add_argument("--node", action="append", required=True, help="a data node's binlog directory (repeat)")
     m.add_argument("-o", "--output", required=True, help="directory of the global binlog series")
     m.add_argument("--jsonl", help="also write one JSON line per merged transaction here")
-    m.add_argument("--max-file-size", default="256MB", help="rotate output files at this size")
+    m.add_argument("--max-file-size", type=size_arg, default="256MB", help="rotate output files at this size")
     m.set_defaults(func=cmd_merge)

@@ -23,6 +23,8 @@ from binlake.values.numeric import bit_length, int_width
 from binlake.values.temporal import MysqlDate, MysqlDateTime, format_date, format_datetime, format_time
 from binlake.values.types import BLOB_TYPES, ColumnType, string_max_length
 
+PARTIAL_JSON_KEY = "json_diff"  # a partial JSON update in the change log: {"json_diff": [edits]}
+
 _INT_NAMES = {
     ColumnType.TINY: "TINYINT",
     ColumnType.SHORT: "SHORTINT",
@@ -204,7 +206,7 @@ def json_value(value: Any, col: ColumnDef) -> Any:
         return to_mysql_text(value.value)
     if isinstance(value, PartialJson):
         return {
-            "json_diff": [
+            PARTIAL_JSON_KEY: [
                 {
                     "op": d.operation,
                     "path": d.path,

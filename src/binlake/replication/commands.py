@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from collections.abc import Iterator
 
@@ -19,6 +20,7 @@ from binlake.replication.client import (
 )
 from binlake.replication.mirror import Mirror
 from binlake.replication.stream import StreamEvent
+from binlake.stopping import interrupt_on
 
 PASSWORD_HELP = """\
 The password comes from, first found wins (the MySQL client's order): -p/--password, the option file
@@ -140,15 +142,20 @@ def cmd_mirror(args: argparse.Namespace) -> int:
         start = FilePosition(start.file, 4)
     client = client_from(args, start)
     events = 0
+    stopped = False
     try:
-        for item in client.events():
-            if isinstance(item, Reconnected):
-                _note(f"reconnected after {item.reason}; continuing at {item.resume}")
-            elif mirror.write(item):
-                events += 1
+        with interrupt_on(signal.SIGTERM):  # a service manager's stop ends it like Ctrl-C
+            for item in client.events():
+                if isinstance(item, Reconnected):
+                    _note(f"reconnected after {item.reason}; continuing at {item.resume}")
+                elif mirror.write(item):
+                    events += 1
+    except KeyboardInterrupt:
+        stopped = True  # what is written stays: a restart cuts back to the last whole transaction
     finally:
         mirror.close()
-    _note(f"mirrored {events} events, {mirror.bytes_written} bytes into {args.to}")
+    how = " (stopped)" if stopped else ""
+    _note(f"mirrored {events} events, {mirror.bytes_written} bytes into {args.to}{how}")
     return 0
 
 

@@ -21,7 +21,7 @@ from typing import Any
 import pyarrow as pa
 
 from binlake.dialects import delta as sql
-from binlake.spark.changelog import ROW_OPS
+from binlake.spark.changelog import PARTIAL_JSON_MARK, ROW_OPS, partial_json_error
 from binlake.spark.delta_renames import rename_delta_targets
 from binlake.spark.renames import layout_columns, renamed_changes
 from binlake.spark.typed import arrow_type, convert
@@ -338,14 +338,21 @@ def sync_to_delta(
 
 def batch_head(df: Any, source: str) -> tuple[SyncReport, dict[str, str]]:
     """A batch's identity: its last transaction's position (the version sinks commit atomically with
-    the data) and its size; the metadata every commit of it carries."""
+    the data) and its size; the metadata every commit of it carries. A change no sink can apply (a
+    partial JSON update) is refused here, before any sink creates or writes anything."""
     from pyspark.sql import functions as F
 
     report = SyncReport()
+    partial = (F.col("op") == "update") & F.col("after").contains(PARTIAL_JSON_MARK)
     head = df.agg(  # one Spark job: the newest row (structs compare field by field) and the size
         F.max(F.struct("order_key", "file", "file_number", "txn_position")).alias("top"),
         F.sum(F.col("op").isin(*ROW_OPS).cast("long")).alias("changes"),
+        F.min(F.when(partial, F.struct("order_key", "db", "table", "file", "position", "after"))).alias(
+            "partial"
+        ),
     ).collect()[0]
+    if head["partial"] is not None:
+        raise partial_json_error(head["partial"])
     top = head["top"]
     if top is None:
         return report, {}

@@ -22,13 +22,14 @@ from typing import Any
 
 import pyarrow as pa
 
+from binlake.errors import UnappliableChangeError
 from binlake.events.base import Event
 from binlake.events.query import Query
 from binlake.events.rows import ABSENT, Rows
 from binlake.events.table_map import TableMap
 from binlake.filters import Selection
 from binlake.reader import BinlogReader
-from binlake.render.values import json_value
+from binlake.render.values import PARTIAL_JSON_KEY, json_value
 from binlake.schema.renames import TableDrop, TableRename, renames_in
 from binlake.txn import DDL, UNFINISHED, Transaction, TransactionGrouper
 from binlake.values.columns import ColumnDef
@@ -65,6 +66,10 @@ SPARK_DDL = (
 ROW_OPS = ("insert", "update", "delete")
 RENAME_TABLE, RENAME_COLUMN, DROP_TABLE = "rename_table", "rename_column", "drop_table"  # for the sinks
 NAME_OPS = (RENAME_TABLE, RENAME_COLUMN, DROP_TABLE)
+
+# How a partial JSON update starts in an image's text. Only such a value writes it unescaped (a string
+# holding the same characters is written with \"), so a sink finds these rows with one substring test.
+PARTIAL_JSON_MARK = json.dumps({PARTIAL_JSON_KEY: []})[:-2]  # {"json_diff": [
 
 _NUMBER = re.compile(r"\.(\d+)$")
 
@@ -113,6 +118,23 @@ def _pk(tm: TableMap, img: list[Any] | None) -> str | None:
     if not tm.primary_key or img is None or any(img[i] is ABSENT for i in tm.primary_key):
         return None
     return json.dumps([json_value(img[i], tm.columns[i]) for i in tm.primary_key], ensure_ascii=False)
+
+
+def partial_json_error(row: Any) -> UnappliableChangeError:
+    """The error for an update whose ``after`` holds a partial JSON update (``row``: a change-log
+    row with db, table, file, position, after): one line naming the table, column and position."""
+    image = json.loads(row["after"])
+    column = next(c for c, v in image.items() if isinstance(v, dict) and PARTIAL_JSON_KEY in v)
+    return UnappliableChangeError(
+        f"table {row['db']}.{row['table']}, column {column}: a partial JSON update "
+        "(binlog_row_value_options=PARTIAL_JSON) carries only edits of a document the binlog does not "
+        "hold; nothing was written. Have the source log whole documents (binlog_row_value_options='') "
+        "and sync from a copy taken after that",
+        table=f"{row['db']}.{row['table']}",
+        column=column,
+        source=row["file"],
+        offset=row["position"],
+    )
 
 
 def transaction_rows(

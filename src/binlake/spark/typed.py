@@ -19,6 +19,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from binlake.render.values import PARTIAL_JSON_KEY
 from binlake.values.types import ColumnType
 
 _INT = {
@@ -80,7 +81,7 @@ def convert(value: Any, col: dict[str, Any], atype: pa.DataType) -> Any:
     if isinstance(value, dict) and "base64" in value:
         raw = base64.b64decode(value["base64"])
         return raw if atype == pa.binary() else raw.decode("utf-8", "replace")
-    if isinstance(value, dict) and "json_diff" in value:
+    if isinstance(value, dict) and PARTIAL_JSON_KEY in value:  # batch_head refuses these first
         raise ValueError("a partial JSON update cannot be applied without its before image")
     if atype == pa.float32():  # the change log prints a FLOAT's shortest text: back to its float32
         return struct.unpack("<f", struct.pack("<f", float(value)))[0]

@@ -1,0 +1,61 @@
+"""A partial JSON update (MySQL 8 ``binlog_row_value_options=PARTIAL_JSON`` with MINIMAL images: the
+after image holds edits of a document the binlog does not carry) is refused by every sink with one
+typed error naming table, column and position — before anything is created in the target."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from binlake.errors import UnappliableChangeError
+from binlake.spark.changelog import PARTIAL_JSON_MARK, file_changes
+
+PARTIAL = "blackbeam-rust_mysql_common/json.binlog.000001"  # MySQL 8.0.22: PARTIAL_UPDATE_ROWS at 3750
+
+
+@pytest.fixture
+def partial_source(corpus: Path, tmp_path: Path) -> str:
+    src = tmp_path / "bin"
+    src.mkdir()
+    shutil.copy(corpus / PARTIAL, src)
+    return str(src)
+
+
+def test_only_partial_updates_carry_the_mark(corpus: Path) -> None:
+    """The substring the sinks look for is in the partial updates' images and in no other: a string
+    value holding the same characters is written escaped."""
+    rows = list(file_changes(corpus / PARTIAL))
+    marked = [r["position"] for r in rows if PARTIAL_JSON_MARK in (r["after"] or "")]
+    assert marked == [3750] * 6
+    assert PARTIAL_JSON_MARK not in json.dumps({"c": PARTIAL_JSON_MARK}, ensure_ascii=False)
+
+
+def _assert_names_the_change(e: UnappliableChangeError) -> None:
+    assert (e.table, e.column, e.source, e.offset) == ("mysql.t", "@2", "json.binlog.000001", 3750)
+    assert "\n" not in str(e) and "mysql.t" in str(e) and "offset 3750" in str(e)
+
+
+@pytest.mark.slow
+def test_delta_refuses_before_creating_anything(spark: Any, partial_source: str, tmp_path: Path) -> None:
+    from binlake.spark.apply import sync_to_delta
+
+    target = tmp_path / "lake"
+    with pytest.raises(UnappliableChangeError) as e:
+        sync_to_delta(spark, partial_source, target)
+    _assert_names_the_change(e.value)
+    assert not target.exists()  # no table directory, no name book
+
+
+@pytest.mark.slow
+def test_jdbc_refuses_before_connecting(spark: Any, partial_source: str) -> None:
+    """Refused before the target is even reached: port 1 has no server, so an attempt to connect
+    would fail with a connection error instead."""
+    from binlake.spark.jdbc import sync_to_jdbc
+
+    with pytest.raises(UnappliableChangeError) as e:
+        sync_to_jdbc(spark, partial_source, "jdbc:postgresql://127.0.0.1:1/nowhere?user=x")
+    _assert_names_the_change(e.value)
