@@ -13,7 +13,7 @@ from binlake.credentials import redacted_url
 from binlake.errors import BinlogError
 from binlake.events.base import Event
 from binlake.filters import OPERATIONS, Selection, parse_datetime
-from binlake.gtid import GtidSet, GtidSetError, MariaGtidPos
+from binlake.gtid import AnyGtidSet, GtidSet, GtidSetError, MariaGtidPos
 from binlake.reader import BinlogReader
 from binlake.sizes import parse_size
 from binlake.txn import CONTROL_EVENTS, Transaction, TransactionGrouper
@@ -356,9 +356,9 @@ def _datetime(text: str) -> object:
         ) from None
 
 
-def _gtid_set(text: str) -> GtidSet:
+def _gtid_set(text: str) -> AnyGtidSet:
     try:
-        return GtidSet.parse(text)
+        return AnyGtidSet.parse(text)
     except GtidSetError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
 
@@ -416,8 +416,13 @@ def _add_selection(p: argparse.ArgumentParser) -> None:
         help="transactions committed at or after this time (UTC unless an offset is given)",
     )
     g.add_argument("--stop-datetime", type=_datetime, help="transactions committed before this time")
-    g.add_argument("--include-gtids", type=_gtid_set, help="only these GTIDs (a MySQL GTID set)")
-    g.add_argument("--exclude-gtids", type=_gtid_set, help="not these GTIDs")
+    g.add_argument(
+        "--include-gtids",
+        type=_gtid_set,
+        help="only these GTIDs: a MySQL GTID set (uuid:1-5:7) and/or MariaDB GTIDs (0-1-595) "
+        "and ranges (domain-server-lo-hi: 0-1-590-595), comma-separated",
+    )
+    g.add_argument("--exclude-gtids", type=_gtid_set, help="not these GTIDs (as --include-gtids)")
     g.add_argument("--database", action="append", help="only this schema (glob; repeatable)")
     g.add_argument("--table", action="append", help="only this table, 'tbl' or 'db.tbl' (glob; repeatable)")
     g.add_argument("--type", action="append", choices=OPERATIONS, help="only these changes (repeatable)")
