@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from binlake import __version__
+from binlake.console import output_console
 from binlake.credentials import redacted_url
 from binlake.errors import BinlogError
 from binlake.events.base import Event
@@ -136,7 +138,6 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 
 def cmd_index(args: argparse.Namespace) -> int:
-    from rich.console import Console
     from rich.table import Table
 
     from binlake.position import index_file
@@ -159,7 +160,7 @@ def cmd_index(args: argparse.Namespace) -> int:
             _ts(ix.last_commit_us),
             str(prev) if prev is not None else "-",
         )
-    Console().print(table)
+    output_console().print(table)
     return 0
 
 
@@ -217,25 +218,34 @@ class UsageError(Exception):
     """Options that cannot work together, said in one line (exit 2, as for bad input)."""
 
 
-def cmd_sync(args: argparse.Namespace) -> int:
-    from rich.console import Console
-    from rich.table import Table
+@dataclass
+class Sink:
+    """A ``--to`` target: ``kind`` delta, parquet or jdbc; ``where`` the Delta directory (Parquet's
+    exactly-once state) or the JDBC URL; ``shown`` what output may say of it (never a password)."""
 
-    from binlake.spark.session import spark_session
+    kind: str
+    where: str
+    shown: str
+    snapshots: str | None = None
+    password: str | None = None
 
+
+def sink_from(args: argparse.Namespace) -> Sink:
+    """The ``--to`` target of ``sync`` and ``offsets``, with the JDBC password from outside the URL."""
     kind, _, where = args.to.partition(":")
     if kind not in ("delta", "jdbc", "parquet") or not where:
         raise UsageError("--to takes delta:PATH, parquet:PATH or jdbc:postgresql://… / jdbc:mariadb://…")
-    snapshots = where if kind == "parquet" else None
-    if snapshots:  # Parquet cannot MERGE: a Delta state beside the snapshots keeps the apply exactly-once
-        where = str(Path(snapshots) / "_binlake_state")
-    password = None
-    shown = redacted_url(args.to)  # what output may say of the target: never its password
+    sink = Sink(kind, where, redacted_url(args.to))
+    if (
+        kind == "parquet"
+    ):  # Parquet cannot MERGE: a Delta state beside the snapshots keeps the apply exactly-once
+        sink.snapshots, sink.where = where, str(Path(where) / "_binlake_state")
     if kind == "jdbc":
         from binlake.credentials import CredentialsError, secret_from
         from binlake.spark.jdbc import dialect_for
 
-        if shown != args.to:
+        sink.where = args.to
+        if sink.shown != args.to:
             print(
                 "binlake: warning: the target URL holds a password (visible in ps and shell history): "
                 "give it with --to-password-env VAR or --to-password-file FILE",
@@ -243,17 +253,32 @@ def cmd_sync(args: argparse.Namespace) -> int:
             )
         try:
             dialect_for(args.to)
-            password = secret_from(args.to_password_env, args.to_password_file)
+            sink.password = secret_from(args.to_password_env, args.to_password_file)
         except (ValueError, CredentialsError) as e:
             raise UsageError(str(e)) from None
+    return sink
+
+
+def cmd_sync(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from binlake.spark.session import spark_session
+
+    sink = sink_from(args)
+    kind, where, snapshots, password, shown = sink.kind, sink.where, sink.snapshots, sink.password, sink.shown
     if kind == "jdbc" and args.stream and not args.checkpoint:
         raise UsageError("--stream into jdbc needs --checkpoint DIR")
     if not args.stream:  # bad input is one error line before Spark starts (a stream waits for files)
         from binlake.tail import check_source
 
         check_source(args.source)
-    options = {"schema": args.schema} if args.schema else {}
-    console = Console()
+    try:
+        options = selection_from(args).to_options()
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    if args.schema:
+        options["schema"] = args.schema
+    console = output_console()
 
     def apply(df: Any, on_phase: Any = None) -> Any:
         """The sink's exactly-once apply of one batch of the change log."""
@@ -316,6 +341,55 @@ def cmd_sync(args: argparse.Namespace) -> int:
     console.print(f"{report.changes:,} row changes read")
     if snapshots:
         console.print(f"{len(report.snapshots)} Parquet snapshots in {snapshots} (one file per table)")
+    return 0
+
+
+def _target_offsets(args: argparse.Namespace, sink: Sink) -> list[Any]:
+    """``offsets show`` or ``reset`` on the target: the offsets shown or reset."""
+    from binlake.spark import offsets
+
+    reset = args.action == "reset"
+    if sink.kind != "jdbc":
+        if reset:
+            return offsets.reset_delta(sink.where, args.source, empty_change_tables=args.empty_change_tables)
+        return offsets.delta_offsets(sink.where)
+    from binlake.spark.jdbc import Jdbc
+    from binlake.spark.session import spark_session
+
+    db = Jdbc(spark_session(args.master), sink.where, sink.password)
+    try:
+        if reset:
+            return offsets.reset_jdbc(db, args.source, empty_change_tables=args.empty_change_tables)
+        return offsets.jdbc_offsets(db)
+    finally:
+        db.close()
+
+
+def cmd_offsets(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from binlake.spark.offsets import OffsetsError
+
+    sink = sink_from(args)
+    try:
+        found = _target_offsets(args, sink)
+    except OffsetsError as e:
+        raise UsageError(str(e)) from None
+    console = output_console()
+    if not found:
+        console.print(f"no positions {'to reset' if args.action == 'reset' else 'recorded'} in {sink.shown}")
+        return 0
+    verb = "forgotten" if args.action == "reset" else "recorded"
+    table = Table(title=f"positions {verb} in {sink.shown}")
+    for c in ("source", "table", "version", "position", "kind"):
+        table.add_column(c)
+    for o in found:
+        kind = "" if o.table is None else f"change table, {o.rows:,} rows" if o.change_table else "keyed"
+        if args.action == "reset" and o.change_table:
+            kind += " (emptied)"
+        shown = o.position if args.action == "reset" else o.shown
+        table.add_row(o.source, o.table or "", str(o.version or "-"), shown, kind)
+    console.print(table)
     return 0
 
 
@@ -426,6 +500,49 @@ def _add_selection(p: argparse.ArgumentParser) -> None:
     g.add_argument("--database", action="append", help="only this schema (glob; repeatable)")
     g.add_argument("--table", action="append", help="only this table, 'tbl' or 'db.tbl' (glob; repeatable)")
     g.add_argument("--type", action="append", choices=OPERATIONS, help="only these changes (repeatable)")
+
+
+def _add_target(p: argparse.ArgumentParser) -> None:
+    """``--to`` and the JDBC password options (sync, offsets)."""
+    p.add_argument(
+        "--to",
+        required=True,
+        help="delta:PATH (one Delta table per source table under PATH), parquet:PATH (a Parquet snapshot per "
+        "table, refreshed every batch; the exactly-once state in PATH/_binlake_state), jdbc:postgresql://HOST:PORT/DB?user=U "
+        "or jdbc:mariadb://HOST:PORT/DB?user=U (tables `db.table` in DB); see README, Security",
+    )
+    p.add_argument(
+        "--to-password-env", metavar="VAR", help="jdbc: the target's password is in environment variable VAR"
+    )
+    p.add_argument(
+        "--to-password-file", metavar="FILE", help="jdbc: the target's password is in FILE (a secret file)"
+    )
+
+
+def _add_offsets(sub: Any) -> None:
+    o = sub.add_parser(
+        "offsets",
+        help="show or reset the positions a sync target recorded",
+        description="The positions sync recorded in a target: Delta per table (app-transaction version "
+        "and the binlake.position of its last commit), JDBC per source (_binlake_positions). A reset "
+        "makes the next sync apply its whole input again: keyed tables take that safely (the order-key "
+        "guard keeps rows as new already); change tables (no primary key) guard by order key too, so "
+        "while they hold rows a reset is refused unless --empty-change-tables empties them for a refill.",
+    )
+    actions = o.add_subparsers(dest="action", required=True)
+    show = actions.add_parser("show", help="print the recorded positions per source (and per Delta table)")
+    reset = actions.add_parser("reset", help="forget them: the next sync re-applies from the start")
+    reset.add_argument("--source", help="only this source (as sync was given it; offsets show lists them)")
+    reset.add_argument(
+        "--empty-change-tables",
+        action="store_true",
+        help="also empty the change tables (tables without a primary key), so the next sync refills "
+        "them exactly (Delta keeps the old rows in the table history)",
+    )
+    for a in (show, reset):
+        _add_target(a)
+        a.add_argument("--master", default="local[*]", help="jdbc: the Spark master that runs the driver")
+        a.set_defaults(func=cmd_offsets)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -542,21 +659,16 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--seed", type=int, default=1)
     sim.set_defaults(func=cmd_simulate)
 
-    sy = sub.add_parser("sync", help="apply a binlog series to Delta tables on Spark, exactly once")
+    sy = sub.add_parser(
+        "sync",
+        help="apply a binlog series to Delta tables on Spark, exactly once",
+        description="Apply a binlog series to Delta, Parquet or JDBC tables exactly once, optionally "
+        "only a selection of it (the options of dump). The target records how far it got: a batch at "
+        "or below that position is skipped, so to widen the selection of an existing target, or to "
+        "apply again from the start, run `binlake offsets reset` first.",
+    )
     sy.add_argument("source", help="a binlog directory, an index file or a glob")
-    sy.add_argument(
-        "--to",
-        required=True,
-        help="delta:PATH (one Delta table per source table under PATH), parquet:PATH (a Parquet snapshot per "
-        "table, refreshed every batch; the exactly-once state in PATH/_binlake_state), jdbc:postgresql://HOST:PORT/DB?user=U "
-        "or jdbc:mariadb://HOST:PORT/DB?user=U (tables `db.table` in DB); see README, Security",
-    )
-    sy.add_argument(
-        "--to-password-env", metavar="VAR", help="jdbc: the target's password is in environment variable VAR"
-    )
-    sy.add_argument(
-        "--to-password-file", metavar="FILE", help="jdbc: the target's password is in FILE (a secret file)"
-    )
+    _add_target(sy)
     sy.add_argument(
         "--master",
         default="local[*]",
@@ -575,7 +687,10 @@ def build_parser() -> argparse.ArgumentParser:
     sy.add_argument(
         "--checkpoint", help="with --stream: Spark checkpoint directory (default PATH/_binlake_checkpoint)"
     )
+    _add_selection(sy)
     sy.set_defaults(func=cmd_sync)
+
+    _add_offsets(sub)
 
     ex = sub.add_parser("export", help="a Parquet snapshot of synced Delta tables")
     ex.add_argument("--from", dest="source", required=True, help="delta:PATH written by binlake sync")
