@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from binlake import __version__
-from binlake.console import output_console
+from binlake.console import ByteProgress, output_console
 from binlake.credentials import redacted_url
 from binlake.errors import BinlogError
 from binlake.events.base import Event
@@ -21,7 +21,7 @@ from binlake.sizes import parse_size
 from binlake.txn import CONTROL_EVENTS, Transaction, TransactionGrouper
 
 if TYPE_CHECKING:
-    from binlake.schema import SchemaTracker
+    from binlake.schema import SchemaHistory, SchemaTracker
 
 
 def schema_tracker(args: argparse.Namespace) -> SchemaTracker:
@@ -31,10 +31,25 @@ def schema_tracker(args: argparse.Namespace) -> SchemaTracker:
 
     if getattr(args, "_tracker", None) is None:
         seed = getattr(args, "schema", None)
-        history = SchemaHistory.open(seed) if seed else SchemaHistory()
+        history = open_seed(seed) if seed else SchemaHistory()
         mode = getattr(args, "schema_mismatch", None) or ("error" if seed else "positional")
         args._tracker = SchemaTracker(history, on_mismatch=mode)
     return args._tracker  # type: ignore[no-any-return]
+
+
+def open_seed(seed: str) -> SchemaHistory:
+    """The ``--schema`` seed, refused when a statement of it is not understood: the table it
+    defines would be missing, and rows of it read as @N (or stop the run) far from the cause."""
+    from binlake.schema import SchemaHistory
+
+    history = SchemaHistory.open(seed)
+    bad = [n for n in history.not_understood if n.position[0] == "<seed>"]
+    if bad:
+        first = " ".join(bad[0].sql.split())[:100]
+        raise UsageError(
+            f"--schema {seed}: {len(bad)} statement(s) not understood; first: {bad[0].reason}: {first}"
+        )
+    return history
 
 
 def _file_events(args: argparse.Namespace) -> Iterator[tuple[int, Event]]:
@@ -42,17 +57,24 @@ def _file_events(args: argparse.Namespace) -> Iterator[tuple[int, Event]]:
     --stop-position to the last, as with mysqlbinlog."""
     last = len(args.files) - 1
     tracker = schema_tracker(args)
-    for seq, path in enumerate(args.files):
-        reader = BinlogReader(
-            path,
-            verify_checksum=args.verify_checksum,
-            start_position=args.start_position if seq == 0 else None,
-            stop_position=args.stop_position if seq == last else None,
-            require_fde=args.require_fde,
-            observers=[tracker],
-        )
-        for ev in reader:
-            yield seq, ev
+    sizes = [Path(f).stat().st_size for f in args.files]
+    streams = getattr(args, "func", None) in (
+        cmd_dump,
+        cmd_sql,
+    )  # output lines as it goes (stats prints at the end)
+    with ByteProgress(sum(sizes), f"reading {len(sizes)} file(s)", streams_output=streams) as progress:
+        for seq, path in enumerate(args.files):
+            reader = BinlogReader(
+                path,
+                verify_checksum=args.verify_checksum,
+                start_position=args.start_position if seq == 0 else None,
+                stop_position=args.stop_position if seq == last else None,
+                require_fde=args.require_fde,
+                observers=[tracker],
+            )
+            for ev in reader:
+                progress.advance_to(sum(sizes[:seq]) + ev.offset)
+                yield seq, ev
     if getattr(args, "save_schema", None):
         tracker.history.save(args.save_schema)
 
@@ -182,7 +204,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
         json_type=not args.json_as_text,
         keep_transactions=False,  # the truth goes to truth/transactions.jsonl: memory stays bounded
     )
-    result = Generator(cfg).run(args.out)
+    with ByteProgress(args.size, "generating", streams_output=False) as progress:
+        result = Generator(cfg).run(args.out, on_progress=progress.advance_to)
     total = sum(f.stat().st_size for f in result.files)
     with open(result.truth_dir / "transactions.jsonl") as f:
         count = sum(1 for _ in f)
@@ -277,6 +300,7 @@ def cmd_sync(args: argparse.Namespace) -> int:
     except ValueError as e:
         raise UsageError(str(e)) from None
     if args.schema:
+        open_seed(args.schema)  # a bad seed is one error line before Spark starts
         options["schema"] = args.schema
     console = output_console()
 
@@ -444,16 +468,30 @@ def _gtid_any(text: str) -> GtidSet | MariaGtidPos:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
+def schema_position(at: str | None, files: list[str]) -> tuple[str, int] | None:
+    """``--at FILE:POSITION`` as a position of one of ``files`` (None: the end). A file outside the
+    series or a position past its end is refused: the history would silently show the end."""
+    if not at:
+        return None
+    name, sep, offset = at.rpartition(":")
+    if not sep or not name or not offset.isdigit():
+        raise UsageError(f"--at takes FILE:POSITION (e.g. binlog.000002:4), not {at!r}")
+    sizes = {Path(f).name: Path(f).stat().st_size for f in files}
+    base, position = Path(name).name, int(offset)
+    if base not in sizes:
+        raise UsageError(f"--at {at}: {base} is not a file of the series ({', '.join(sizes)})")
+    if position > sizes[base]:
+        raise UsageError(f"--at {at}: {base} has {sizes[base]:,} bytes")
+    return base, position
+
+
 def cmd_schema(args: argparse.Namespace) -> int:
     from binlake.series import BinlogSeries
 
     args.files = [str(f) for f in BinlogSeries.open(*args.source).files]
     args.verify_checksum, args.require_fde, args.start_position = True, True, None
     args.stop_position = None
-    at = None
-    if args.at:
-        name, _, off = args.at.rpartition(":")
-        at = (Path(name).name, int(off))
+    at = schema_position(args.at, args.files)
     for _ in _file_events(args):
         pass
     history = schema_tracker(args).history
@@ -698,10 +736,15 @@ def build_parser() -> argparse.ArgumentParser:
     ex.set_defaults(func=cmd_export)
 
     sc = sub.add_parser(
-        "schema", help="the tables as of a position: seed + every DDL of the binlog, replayed"
+        "schema",
+        help="the tables as of a position: seed + every DDL of the binlog, replayed",
+        description="Print the tables as of a position as MySQL CREATE TABLE statements (the seed of "
+        "--schema, then every DDL of the binlog replayed); the output loads back as --schema.",
     )
     sc.add_argument("source", nargs="+", help="a binlog directory, an index file, or files in order")
-    sc.add_argument("--at", help="FILE:POSITION (default: the end)")
+    sc.add_argument(
+        "--at", metavar="FILE:POSITION", help="as of this byte of a file of the series (default: the end)"
+    )
     sc.add_argument("--database", action="append", help="only this schema (repeatable)")
     _add_schema(sc)
     sc.set_defaults(func=cmd_schema)
@@ -725,8 +768,16 @@ def build_parser() -> argparse.ArgumentParser:
     add_replication_parsers(sub)
     add_merge_parsers(sub)
 
-    m = sub.add_parser("demo", help="write a sample binlog with a private MariaDB and decode it")
-    m.add_argument("--workdir", default="out/demo", help="where the sample server and outputs go")
+    m = sub.add_parser(
+        "demo",
+        help="generate a MySQL 8 binlog series, sync it into Delta on local Spark, check it against its truth",
+        description="Generate a seeded MySQL 8 binlog series (with DDL: columns added, dropped and "
+        "renamed, tables renamed) and its truth, apply it to Delta tables with the Spark pipeline, "
+        "and compare every table with the truth (exit 1 if one differs). Needs Java 17, no server.",
+    )
+    m.add_argument(
+        "--workdir", default="out/demo", help="where the binlogs and the Delta tables go (emptied first)"
+    )
     m.set_defaults(func=cmd_demo)
     return p
 
