@@ -101,3 +101,28 @@ def test_offsets_show_and_reset_round_trip(spark: Any, series: Any, tmp_path: Pa
     assert synced(target)["d.log"] == [] and not any(o.version for o in delta_offsets(target))
     sync(keyless, target)
     assert synced(target)["d.log"] == before["d.log"]
+
+
+def test_offsets_on_postgres(spark: Any, series: Any, postgres: Any, tmp_path: Path, capsys: Any) -> None:
+    """One position per source in _binlake_positions: shown, refused while a change table holds
+    rows, then forgotten with the change table emptied; the next syncs apply again and refill it."""
+    postgres.psql(
+        "DROP SCHEMA IF EXISTS shop CASCADE; DROP SCHEMA IF EXISTS d CASCADE; DROP TABLE IF EXISTS _binlake_positions"
+    )
+    keyed, keyless = series.files[0].parent, tmp_path / "keyless"
+    write_keyless_log(keyless)
+    for source in (keyed, keyless):
+        assert main(["sync", str(source), "--to", postgres.url, "--master", "local[2]"]) == 0
+    code, out, _ = offsets(capsys, "show", "--to", postgres.url, "--master", "local[2]")
+    assert code == 0 and str(keyless) in out and str(keyed) in out
+    code, _, err = offsets(capsys, "reset", "--to", postgres.url, "--master", "local[2]")
+    assert code == 2 and "--empty-change-tables" in err
+    code, out, _ = offsets(
+        capsys, "reset", "--to", postgres.url, "--master", "local[2]", "--empty-change-tables"
+    )
+    assert code == 0 and str(keyless) in out
+    assert postgres.psql('SELECT count(*) FROM "d"."log"').strip() == "0"
+    code, out, _ = offsets(capsys, "show", "--to", postgres.url, "--master", "local[2]")
+    assert "no positions recorded" in out
+    assert main(["sync", str(keyless), "--to", postgres.url, "--master", "local[2]"]) == 0
+    assert postgres.psql('SELECT count(*) FROM "d"."log"').strip() == "3"
