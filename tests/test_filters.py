@@ -61,3 +61,48 @@ def test_schema_table_and_operation(corpus: Path) -> None:
     none = select(corpus, "--table", "nope")
     assert not [e for e in none if isinstance(e.body, Rows)]
     assert [e.type_name for e in none][:2] == ["FORMAT_DESCRIPTION", "PREVIOUS_GTIDS"]  # control events stay
+
+
+MARIA = ["mariadb-server-10.3/std_data/rpl/master-bin-seq_10.3.36.000001"]  # GTIDs 0-1-1, 0-1-100..102
+
+
+def maria_gtids_of(events: list) -> list[str]:
+    return [e.body.gtid for e in events if e.type_name == "MARIA_GTID"]
+
+
+def test_mariadb_gtids_and_ranges_select(corpus: Path) -> None:
+    assert maria_gtids_of(select(corpus, "--include-gtids", "0-1-100-101", files=MARIA)) == [
+        "0-1-100",
+        "0-1-101",
+    ]
+    assert maria_gtids_of(select(corpus, "--include-gtids", "0-1-102, 0-1-1", files=MARIA)) == [
+        "0-1-1",
+        "0-1-102",
+    ]
+    assert maria_gtids_of(select(corpus, "--exclude-gtids", "0-1-100-102", files=MARIA)) == ["0-1-1"]
+    # a GTID is the whole triple: the same sequence number from another server is another GTID
+    assert maria_gtids_of(select(corpus, "--include-gtids", "0-2-1-200", files=MARIA)) == []
+
+
+def test_selection_options_round_trip() -> None:
+    import datetime as dt
+
+    from binlake.filters import Selection
+    from binlake.gtid import AnyGtidSet
+
+    sel = Selection(
+        start_time=dt.datetime(2024, 1, 2, 3, 4, 5, 6000, tzinfo=dt.timezone(dt.timedelta(hours=2))),
+        stop_time=dt.datetime(2024, 1, 3, tzinfo=dt.timezone.utc),
+        include_gtids=AnyGtidSet.parse("3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5:7,0-1-595,0-1-600-610"),
+        exclude_gtids=AnyGtidSet.parse("0-1-3"),
+        databases=["shop", "x*"],
+        tables=["shop.orders", "t?"],
+        operations=["insert", "delete"],
+    )
+    options = {k.lower(): v for k, v in sel.to_options().items()}  # Spark hands them over lower-cased
+    assert Selection.from_options(options) == sel
+    assert Selection().to_options() == {}
+    import pytest
+
+    with pytest.raises(ValueError, match="comma"):
+        Selection(tables=["a,b"]).to_options()

@@ -69,3 +69,20 @@ def test_mariadb_positions() -> None:
     assert str(p.union(MariaGtidPos.parse("1-2-9,2-1-1"))) == "0-1-100,1-2-9,2-1-1"
     with pytest.raises(GtidSetError):
         MariaGtidPos.parse("0-1-1,0-2-2")
+
+
+def test_mariadb_gtid_sets_parse_and_print() -> None:
+    from binlake.gtid import AnyGtidSet, MariaGtidSet
+
+    s = MariaGtidSet.parse("0-1-5, 0-1-6-9,1-2-3,0-1-20-20")
+    assert str(s) == "0-1-5-9,0-1-20,1-2-3"
+    assert s.contains(0, 1, 7) and not s.contains(0, 2, 7) and not s.contains(0, 1, 10)
+    both = AnyGtidSet.parse("0-1-595,3e11fa47-71ca-11e1-9e33-c80aa9429562:1-3")
+    assert both.contains_gtid("0-1-595") and both.contains_gtid("3e11fa47-71ca-11e1-9e33-c80aa9429562:2")
+    assert not both.contains_gtid("0-1-594") and not both.contains_gtid(
+        "3e11fa47-71ca-11e1-9e33-c80aa9429562:4"
+    )
+    assert AnyGtidSet.parse(str(both)) == both
+    for bad in ("0-1", "0-1-2-3-4", "0-1-x", "0-1-9-3", "", "0--1-2"):
+        with pytest.raises(GtidSetError):
+            AnyGtidSet.parse(bad)

@@ -6,21 +6,23 @@ import argparse
 import re
 import sys
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from binlake import __version__
+from binlake.console import ByteProgress, output_console
 from binlake.credentials import redacted_url
 from binlake.errors import BinlogError
 from binlake.events.base import Event
 from binlake.filters import OPERATIONS, Selection, parse_datetime
-from binlake.gtid import GtidSet, GtidSetError, MariaGtidPos
+from binlake.gtid import AnyGtidSet, GtidSet, GtidSetError, MariaGtidPos
 from binlake.reader import BinlogReader
 from binlake.sizes import size_arg as _size
 from binlake.txn import CONTROL_EVENTS, Transaction, TransactionGrouper
 
 if TYPE_CHECKING:
-    from binlake.schema import SchemaTracker
+    from binlake.schema import SchemaHistory, SchemaTracker
 
 
 def schema_tracker(args: argparse.Namespace) -> SchemaTracker:
@@ -30,10 +32,25 @@ def schema_tracker(args: argparse.Namespace) -> SchemaTracker:
 
     if getattr(args, "_tracker", None) is None:
         seed = getattr(args, "schema", None)
-        history = SchemaHistory.open(seed) if seed else SchemaHistory()
+        history = open_seed(seed) if seed else SchemaHistory()
         mode = getattr(args, "schema_mismatch", None) or ("error" if seed else "positional")
         args._tracker = SchemaTracker(history, on_mismatch=mode)
     return args._tracker  # type: ignore[no-any-return]
+
+
+def open_seed(seed: str) -> SchemaHistory:
+    """The ``--schema`` seed, refused when a statement of it is not understood: the table it
+    defines would be missing, and rows of it read as @N (or stop the run) far from the cause."""
+    from binlake.schema import SchemaHistory
+
+    history = SchemaHistory.open(seed)
+    bad = [n for n in history.not_understood if n.position[0] == "<seed>"]
+    if bad:
+        first = " ".join(bad[0].sql.split())[:100]
+        raise UsageError(
+            f"--schema {seed}: {len(bad)} statement(s) not understood; first: {bad[0].reason}: {first}"
+        )
+    return history
 
 
 def _file_events(args: argparse.Namespace) -> Iterator[tuple[int, Event]]:
@@ -41,19 +58,26 @@ def _file_events(args: argparse.Namespace) -> Iterator[tuple[int, Event]]:
     --stop-position to the last, as with mysqlbinlog."""
     last = len(args.files) - 1
     tracker = schema_tracker(args)
-    for seq, path in enumerate(args.files):
-        if seq == 0 and args.start_position is not None:
-            check_start(path, args.start_position)
-        reader = BinlogReader(
-            path,
-            verify_checksum=args.verify_checksum,
-            start_position=args.start_position if seq == 0 else None,
-            stop_position=args.stop_position if seq == last else None,
-            require_fde=args.require_fde,
-            observers=[tracker],
-        )
-        for ev in reader:
-            yield seq, ev
+    sizes = [Path(f).stat().st_size for f in args.files]
+    streams = getattr(args, "func", None) in (
+        cmd_dump,
+        cmd_sql,
+    )  # output lines as it goes (stats prints at the end)
+    with ByteProgress(sum(sizes), f"reading {len(sizes)} file(s)", streams_output=streams) as progress:
+        for seq, path in enumerate(args.files):
+            if seq == 0 and args.start_position is not None:
+                check_start(path, args.start_position)
+            reader = BinlogReader(
+                path,
+                verify_checksum=args.verify_checksum,
+                start_position=args.start_position if seq == 0 else None,
+                stop_position=args.stop_position if seq == last else None,
+                require_fde=args.require_fde,
+                observers=[tracker],
+            )
+            for ev in reader:
+                progress.advance_to(sum(sizes[:seq]) + ev.offset)
+                yield seq, ev
     if getattr(args, "save_schema", None):
         tracker.history.save(args.save_schema)
 
@@ -157,7 +181,6 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 
 def cmd_index(args: argparse.Namespace) -> int:
-    from rich.console import Console
     from rich.table import Table
 
     from binlake.position import index_file
@@ -180,7 +203,7 @@ def cmd_index(args: argparse.Namespace) -> int:
             _ts(ix.last_commit_us),
             str(prev) if prev is not None else "-",
         )
-    Console().print(table)
+    output_console().print(table)
     return 0
 
 
@@ -195,7 +218,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
         json_type=not args.json_as_text,
         keep_transactions=False,  # the truth goes to truth/transactions.jsonl: memory stays bounded
     )
-    result = Generator(cfg).run(args.out)
+    with ByteProgress(args.size, "generating", streams_output=False) as progress:
+        result = Generator(cfg).run(args.out, on_progress=progress.advance_to)
     total = sum(f.stat().st_size for f in result.files)
     with open(result.truth_dir / "transactions.jsonl") as f:
         count = sum(1 for _ in f)
@@ -241,9 +265,7 @@ def check_sync_inputs(args: argparse.Namespace, target_dir: str | None) -> None:
     if target_dir is not None:
         check_target_dir(target_dir)
     if args.schema:
-        from binlake.schema import SchemaHistory
-
-        SchemaHistory.open(args.schema)
+        open_seed(args.schema)  # a bad seed is one error line before Spark starts
 
 
 def check_target_dir(path: str) -> None:
@@ -255,32 +277,36 @@ def check_target_dir(path: str) -> None:
             return
 
 
-def cmd_sync(args: argparse.Namespace) -> int:
-    from rich.console import Console
-    from rich.table import Table
+@dataclass
+class Sink:
+    """A ``--to`` target: ``kind`` delta, parquet or jdbc; ``where`` the Delta directory (Parquet's
+    exactly-once state) or the JDBC URL; ``shown`` what output may say of it (never a password)."""
 
-    from binlake.spark.session import spark_session
+    kind: str
+    where: str
+    shown: str
+    snapshots: str | None = None
+    password: str | None = None
 
+
+def sink_from(args: argparse.Namespace) -> Sink:
+    """The ``--to`` target of ``sync`` and ``offsets``, with the JDBC password from outside the URL."""
     kind, _, where = args.to.partition(":")
     if kind not in ("delta", "jdbc", "parquet") or not where:
         raise UsageError("--to takes delta:PATH, parquet:PATH or jdbc:postgresql://… / jdbc:mariadb://…")
-    from binlake.spark.source import absolute
+    if kind != "jdbc":  # executors run in another directory (on a cluster, another host): absolute
+        from binlake.spark.source import absolute
 
-    # executors run in another directory (on a cluster, on another host): every path absolute here
-    args.source = absolute(args.source)
-    args.schema = args.schema and absolute(args.schema)
-    args.checkpoint = args.checkpoint and absolute(args.checkpoint)
-    where = where if kind == "jdbc" else absolute(where)
-    snapshots = where if kind == "parquet" else None
-    if snapshots:  # Parquet cannot MERGE: a Delta state beside the snapshots keeps the apply exactly-once
-        where = str(Path(snapshots) / "_binlake_state")
-    password = None
-    shown = redacted_url(args.to)  # what output may say of the target: never its password
+        where = absolute(where)
+    sink = Sink(kind, where, redacted_url(args.to))
+    if kind == "parquet":  # Parquet cannot MERGE: a Delta state beside the snapshots keeps it exactly-once
+        sink.snapshots, sink.where = where, str(Path(where) / "_binlake_state")
     if kind == "jdbc":
         from binlake.credentials import CredentialsError, secret_from
         from binlake.spark.jdbc import dialect_for
 
-        if shown != args.to:
+        sink.where = args.to
+        if sink.shown != args.to:
             print(
                 "binlake: warning: the target URL holds a password (visible in ps and shell history): "
                 "give it with --to-password-env VAR or --to-password-file FILE",
@@ -288,14 +314,35 @@ def cmd_sync(args: argparse.Namespace) -> int:
             )
         try:
             dialect_for(args.to)
-            password = secret_from(args.to_password_env, args.to_password_file)
+            sink.password = secret_from(args.to_password_env, args.to_password_file)
         except (ValueError, CredentialsError) as e:
             raise UsageError(str(e)) from None
+    return sink
+
+
+def cmd_sync(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from binlake.spark.session import spark_session
+
+    sink = sink_from(args)
+    kind, where, snapshots, password, shown = sink.kind, sink.where, sink.snapshots, sink.password, sink.shown
     if kind == "jdbc" and args.stream and not args.checkpoint:
         raise UsageError("--stream into jdbc needs --checkpoint DIR")
-    check_sync_inputs(args, None if kind == "jdbc" else args.to.partition(":")[2])
-    options = {"schema": args.schema} if args.schema else {}
-    console = Console()
+    from binlake.spark.source import absolute
+
+    # executors run in another directory (on a cluster, on another host): every path absolute here
+    args.source = absolute(args.source)
+    args.schema = args.schema and absolute(args.schema)
+    args.checkpoint = args.checkpoint and absolute(args.checkpoint)
+    check_sync_inputs(args, None if kind == "jdbc" else (snapshots or where))
+    try:
+        options = selection_from(args).to_options()
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    if args.schema:
+        options["schema"] = args.schema
+    console = output_console()
 
     def apply(df: Any, on_phase: Any = None) -> Any:
         """The sink's exactly-once apply of one batch of the change log."""
@@ -362,6 +409,55 @@ def cmd_sync(args: argparse.Namespace) -> int:
     return 0
 
 
+def _target_offsets(args: argparse.Namespace, sink: Sink) -> list[Any]:
+    """``offsets show`` or ``reset`` on the target: the offsets shown or reset."""
+    from binlake.spark import offsets
+
+    reset = args.action == "reset"
+    if sink.kind != "jdbc":
+        if reset:
+            return offsets.reset_delta(sink.where, args.source, empty_change_tables=args.empty_change_tables)
+        return offsets.delta_offsets(sink.where)
+    from binlake.spark.jdbc import Jdbc
+    from binlake.spark.session import spark_session
+
+    db = Jdbc(spark_session(args.master), sink.where, sink.password)
+    try:
+        if reset:
+            return offsets.reset_jdbc(db, args.source, empty_change_tables=args.empty_change_tables)
+        return offsets.jdbc_offsets(db)
+    finally:
+        db.close()
+
+
+def cmd_offsets(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from binlake.spark.offsets import OffsetsError
+
+    sink = sink_from(args)
+    try:
+        found = _target_offsets(args, sink)
+    except OffsetsError as e:
+        raise UsageError(str(e)) from None
+    console = output_console()
+    if not found:
+        console.print(f"no positions {'to reset' if args.action == 'reset' else 'recorded'} in {sink.shown}")
+        return 0
+    verb = "forgotten" if args.action == "reset" else "recorded"
+    table = Table(title=f"positions {verb} in {sink.shown}")
+    for c in ("source", "table", "version", "position", "kind"):
+        table.add_column(c)
+    for o in found:
+        kind = "" if o.table is None else f"change table, {o.rows:,} rows" if o.change_table else "keyed"
+        if args.action == "reset" and o.change_table:
+            kind += " (emptied)"
+        shown = o.position if args.action == "reset" else o.shown
+        table.add_row(o.source, o.table or "", str(o.version or "-"), shown, kind)
+    console.print(table)
+    return 0
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     from binlake.spark.apply import export_parquet
 
@@ -402,14 +498,6 @@ def _position(text: str) -> int:
     return int(text)
 
 
-def _file_position(text: str) -> tuple[str, int]:
-    """FILE:POSITION (argparse type of schema --at): the file's name and a byte offset in it."""
-    name, _, off = text.rpartition(":")
-    if not name or not off.isdigit():
-        raise argparse.ArgumentTypeError(f"{text!r} is not FILE:POSITION (e.g. mysql-bin.000042:1234)")
-    return Path(name).name, int(off)
-
-
 def _datetime(text: str) -> object:
     try:
         return parse_datetime(text)
@@ -419,9 +507,9 @@ def _datetime(text: str) -> object:
         ) from None
 
 
-def _gtid_set(text: str) -> GtidSet:
+def _gtid_set(text: str) -> AnyGtidSet:
     try:
-        return GtidSet.parse(text)
+        return AnyGtidSet.parse(text)
     except GtidSetError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
 
@@ -433,13 +521,30 @@ def _gtid_any(text: str) -> GtidSet | MariaGtidPos:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
+def schema_position(at: str | None, files: list[str]) -> tuple[str, int] | None:
+    """``--at FILE:POSITION`` as a position of one of ``files`` (None: the end). A file outside the
+    series or a position past its end is refused: the history would silently show the end."""
+    if not at:
+        return None
+    name, sep, offset = at.rpartition(":")
+    if not sep or not name or not offset.isdigit():
+        raise UsageError(f"--at takes FILE:POSITION (e.g. binlog.000002:4), not {at!r}")
+    sizes = {Path(f).name: Path(f).stat().st_size for f in files}
+    base, position = Path(name).name, int(offset)
+    if base not in sizes:
+        raise UsageError(f"--at {at}: {base} is not a file of the series ({', '.join(sizes)})")
+    if position > sizes[base]:
+        raise UsageError(f"--at {at}: {base} has {sizes[base]:,} bytes")
+    return base, position
+
+
 def cmd_schema(args: argparse.Namespace) -> int:
     from binlake.series import BinlogSeries
 
     args.files = [str(f) for f in BinlogSeries.open(*args.source).files]
     args.verify_checksum, args.require_fde, args.start_position = True, True, None
     args.stop_position = None
-    at = args.at
+    at = schema_position(args.at, args.files)
     for _ in _file_events(args):
         pass
     history = schema_tracker(args).history
@@ -476,11 +581,59 @@ def _add_selection(p: argparse.ArgumentParser) -> None:
         help="transactions committed at or after this time (UTC unless an offset is given)",
     )
     g.add_argument("--stop-datetime", type=_datetime, help="transactions committed before this time")
-    g.add_argument("--include-gtids", type=_gtid_set, help="only these GTIDs (a MySQL GTID set)")
-    g.add_argument("--exclude-gtids", type=_gtid_set, help="not these GTIDs")
+    g.add_argument(
+        "--include-gtids",
+        type=_gtid_set,
+        help="only these GTIDs: a MySQL GTID set (uuid:1-5:7) and/or MariaDB GTIDs (0-1-595) "
+        "and ranges (domain-server-lo-hi: 0-1-590-595), comma-separated",
+    )
+    g.add_argument("--exclude-gtids", type=_gtid_set, help="not these GTIDs (as --include-gtids)")
     g.add_argument("--database", action="append", help="only this schema (glob; repeatable)")
     g.add_argument("--table", action="append", help="only this table, 'tbl' or 'db.tbl' (glob; repeatable)")
     g.add_argument("--type", action="append", choices=OPERATIONS, help="only these changes (repeatable)")
+
+
+def _add_target(p: argparse.ArgumentParser) -> None:
+    """``--to`` and the JDBC password options (sync, offsets)."""
+    p.add_argument(
+        "--to",
+        required=True,
+        help="delta:PATH (one Delta table per source table under PATH), parquet:PATH (a Parquet snapshot per "
+        "table, refreshed every batch; the exactly-once state in PATH/_binlake_state), jdbc:postgresql://HOST:PORT/DB?user=U "
+        "or jdbc:mariadb://HOST:PORT/DB?user=U (tables `db.table` in DB); see README, Security",
+    )
+    p.add_argument(
+        "--to-password-env", metavar="VAR", help="jdbc: the target's password is in environment variable VAR"
+    )
+    p.add_argument(
+        "--to-password-file", metavar="FILE", help="jdbc: the target's password is in FILE (a secret file)"
+    )
+
+
+def _add_offsets(sub: Any) -> None:
+    o = sub.add_parser(
+        "offsets",
+        help="show or reset the positions a sync target recorded",
+        description="The positions sync recorded in a target: Delta per table (app-transaction version "
+        "and the binlake.position of its last commit), JDBC per source (_binlake_positions). A reset "
+        "makes the next sync apply its whole input again: keyed tables take that safely (the order-key "
+        "guard keeps rows as new already); change tables (no primary key) guard by order key too, so "
+        "while they hold rows a reset is refused unless --empty-change-tables empties them for a refill.",
+    )
+    actions = o.add_subparsers(dest="action", required=True)
+    show = actions.add_parser("show", help="print the recorded positions per source (and per Delta table)")
+    reset = actions.add_parser("reset", help="forget them: the next sync re-applies from the start")
+    reset.add_argument("--source", help="only this source (as sync was given it; offsets show lists them)")
+    reset.add_argument(
+        "--empty-change-tables",
+        action="store_true",
+        help="also empty the change tables (tables without a primary key), so the next sync refills "
+        "them exactly (Delta keeps the old rows in the table history)",
+    )
+    for a in (show, reset):
+        _add_target(a)
+        a.add_argument("--master", default="local[*]", help="jdbc: the Spark master that runs the driver")
+        a.set_defaults(func=cmd_offsets)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -597,21 +750,16 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--seed", type=int, default=1)
     sim.set_defaults(func=cmd_simulate)
 
-    sy = sub.add_parser("sync", help="apply a binlog series to Delta tables on Spark, exactly once")
+    sy = sub.add_parser(
+        "sync",
+        help="apply a binlog series to Delta tables on Spark, exactly once",
+        description="Apply a binlog series to Delta, Parquet or JDBC tables exactly once, optionally "
+        "only a selection of it (the options of dump). The target records how far it got: a batch at "
+        "or below that position is skipped, so to widen the selection of an existing target, or to "
+        "apply again from the start, run `binlake offsets reset` first.",
+    )
     sy.add_argument("source", help="a binlog directory, an index file or a glob")
-    sy.add_argument(
-        "--to",
-        required=True,
-        help="delta:PATH (one Delta table per source table under PATH), parquet:PATH (a Parquet snapshot per "
-        "table, refreshed every batch; the exactly-once state in PATH/_binlake_state), jdbc:postgresql://HOST:PORT/DB?user=U "
-        "or jdbc:mariadb://HOST:PORT/DB?user=U (tables `db.table` in DB); see README, Security",
-    )
-    sy.add_argument(
-        "--to-password-env", metavar="VAR", help="jdbc: the target's password is in environment variable VAR"
-    )
-    sy.add_argument(
-        "--to-password-file", metavar="FILE", help="jdbc: the target's password is in FILE (a secret file)"
-    )
+    _add_target(sy)
     sy.add_argument(
         "--master",
         default="local[*]",
@@ -630,7 +778,10 @@ def build_parser() -> argparse.ArgumentParser:
     sy.add_argument(
         "--checkpoint", help="with --stream: Spark checkpoint directory (default PATH/_binlake_checkpoint)"
     )
+    _add_selection(sy)
     sy.set_defaults(func=cmd_sync)
+
+    _add_offsets(sub)
 
     ex = sub.add_parser("export", help="a Parquet snapshot of synced Delta tables")
     ex.add_argument("--from", dest="source", required=True, help="delta:PATH written by binlake sync")
@@ -638,10 +789,15 @@ def build_parser() -> argparse.ArgumentParser:
     ex.set_defaults(func=cmd_export)
 
     sc = sub.add_parser(
-        "schema", help="the tables as of a position: seed + every DDL of the binlog, replayed"
+        "schema",
+        help="the tables as of a position: seed + every DDL of the binlog, replayed",
+        description="Print the tables as of a position as MySQL CREATE TABLE statements (the seed of "
+        "--schema, then every DDL of the binlog replayed); the output loads back as --schema.",
     )
     sc.add_argument("source", nargs="+", help="a binlog directory, an index file, or files in order")
-    sc.add_argument("--at", type=_file_position, help="FILE:POSITION (default: the end)")
+    sc.add_argument(
+        "--at", metavar="FILE:POSITION", help="as of this byte of a file of the series (default: the end)"
+    )
     sc.add_argument("--database", action="append", help="only this schema (repeatable)")
     _add_schema(sc)
     sc.set_defaults(func=cmd_schema)
@@ -665,8 +821,16 @@ def build_parser() -> argparse.ArgumentParser:
     add_replication_parsers(sub)
     add_merge_parsers(sub)
 
-    m = sub.add_parser("demo", help="write a sample binlog with a private MariaDB and decode it")
-    m.add_argument("--workdir", default="out/demo", help="where the sample server and outputs go")
+    m = sub.add_parser(
+        "demo",
+        help="generate a MySQL 8 binlog series, sync it into Delta on local Spark, check it against its truth",
+        description="Generate a seeded MySQL 8 binlog series (with DDL: columns added, dropped and "
+        "renamed, tables renamed) and its truth, apply it to Delta tables with the Spark pipeline, "
+        "and compare every table with the truth (exit 1 if one differs). Needs Java 17, no server.",
+    )
+    m.add_argument(
+        "--workdir", default="out/demo", help="where the binlogs and the Delta tables go (emptied first)"
+    )
     m.set_defaults(func=cmd_demo)
     return p
 

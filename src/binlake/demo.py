@@ -12,6 +12,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from binlake.console import output_console
 from binlake.generate import GenConfig, Generator
 
 
@@ -54,7 +55,7 @@ def run_demo(workdir: str | Path, console: Console | None = None, size: int = 3_
     from binlake.spark.apply import delta_tables, sync_to_delta
     from binlake.spark.session import spark_session
 
-    console = console or Console()
+    console = console or output_console()
     root = Path(workdir).resolve()
     shutil.rmtree(root, ignore_errors=True)
     started = time.time()

@@ -33,6 +33,10 @@ class BinlogError(Exception):
         return self
 
 
+class NotAnEventStartError(BinlogError):
+    """A start position that is not where an event starts (reading there would decode garbage)."""
+
+
 class BadMagicError(BinlogError):
     """The file does not start with the binlog magic ``\\xfebin``."""
 

@@ -15,7 +15,7 @@ from binlake.events.base import Event
 from binlake.events.query import Query
 from binlake.events.rows import Rows
 from binlake.events.table_map import TableMap
-from binlake.gtid import GtidSet, parse_gtid
+from binlake.gtid import AnyGtidSet
 from binlake.txn import DDL, Transaction
 
 OPERATIONS = ("insert", "update", "delete", "ddl")
@@ -56,8 +56,8 @@ def _us(value: dt.datetime) -> int:
 class Selection:
     start_time: dt.datetime | None = None
     stop_time: dt.datetime | None = None
-    include_gtids: GtidSet | None = None
-    exclude_gtids: GtidSet | None = None
+    include_gtids: AnyGtidSet | None = None  # MySQL and/or MariaDB GTIDs
+    exclude_gtids: AnyGtidSet | None = None
     databases: list[str] = field(default_factory=list)  # glob patterns
     tables: list[str] = field(default_factory=list)  # "table" or "db.table" glob patterns
     operations: list[str] = field(default_factory=list)
@@ -73,8 +73,8 @@ class Selection:
         def when(key: str) -> dt.datetime | None:
             return parse_datetime(options[key]) if options.get(key) else None
 
-        def gtids(key: str) -> GtidSet | None:
-            return GtidSet.parse(options[key]) if options.get(key) else None
+        def gtids(key: str) -> AnyGtidSet | None:
+            return AnyGtidSet.parse(options[key]) if options.get(key) else None
 
         ops = items("operations")
         if unknown := set(ops) - set(OPERATIONS):
@@ -99,27 +99,35 @@ class Selection:
             return False
         if self.stop_time is not None and when >= _us(self.stop_time):
             return False
-        if self.include_gtids is not None or self.exclude_gtids is not None:
-            inside = t.gtid is not None and ":" in t.gtid and self._in(self.include_gtids, t.gtid)
-            if self.include_gtids is not None and not inside:
-                return False
-            if (
-                self.exclude_gtids is not None
-                and t.gtid is not None
-                and ":" in t.gtid
-                and self._in(self.exclude_gtids, t.gtid)
-            ):
-                return False
+        if self.include_gtids is not None and not self._in(self.include_gtids, t.gtid):
+            return False
+        if self.exclude_gtids is not None and self._in(self.exclude_gtids, t.gtid):
+            return False
         if self.operations and t.kind == DDL and "ddl" not in self.operations:
             return False
         return True
 
     @staticmethod
-    def _in(gtids: GtidSet | None, gtid: str) -> bool:
-        if gtids is None:
-            return False
-        sid, tag, gno = parse_gtid(gtid)
-        return gtids.contains(sid, gno, tag)
+    def _in(gtids: AnyGtidSet, gtid: str | None) -> bool:
+        """Whether a transaction's GTID is in ``gtids`` (anonymous transactions never are)."""
+        return gtid is not None and gtids.contains_gtid(gtid)
+
+    def to_options(self) -> dict[str, str]:
+        """The data-source options (see ``from_options``) for this selection, so that ``sync``
+        selects what ``dump`` does. Lists are comma-separated there: a pattern with a comma cannot go."""
+        for pattern in (*self.databases, *self.tables):
+            if "," in pattern:
+                raise ValueError(f"{pattern!r}: a pattern for the data source cannot hold a comma")
+        out = {
+            "databases": ",".join(self.databases),
+            "tables": ",".join(self.tables),
+            "operations": ",".join(self.operations),
+            "startDatetime": self.start_time.isoformat() if self.start_time else "",
+            "stopDatetime": self.stop_time.isoformat() if self.stop_time else "",
+            "includeGtids": str(self.include_gtids) if self.include_gtids is not None else "",
+            "excludeGtids": str(self.exclude_gtids) if self.exclude_gtids is not None else "",
+        }
+        return {k: v for k, v in out.items() if v}
 
     def keeps_table(self, database: str, table: str) -> bool:
         if self.databases and not any(fnmatch.fnmatchcase(database, p) for p in self.databases):

@@ -14,6 +14,7 @@ import datetime as dt
 import json
 import random
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -358,7 +359,9 @@ class Generator:
         self.names[table] = new
         return table, f"RENAME TABLE `{self.cfg.database}`.`{name}` TO `{self.cfg.database}`.`{new}`"
 
-    def run(self, out: str | Path) -> GenResult:
+    def run(self, out: str | Path, on_progress: Callable[[int], None] | None = None) -> GenResult:
+        """Write the series and its truth under ``out``; ``on_progress`` hears the bytes written so
+        far after every transaction (for a progress bar)."""
         cfg = self.cfg
         out = Path(out)
         truth_dir = out / "truth"
@@ -387,7 +390,9 @@ class Generator:
             )
             self._log(txlog, result, g, commit, "ddl", 0, where)
         n = 0
-        while w.pos + (len(w.files) - 1) * (cfg.max_file_size or 0) < cfg.target_bytes:
+        while (written := w.pos + (len(w.files) - 1) * (cfg.max_file_size or 0)) < cfg.target_bytes:
+            if on_progress is not None:
+                on_progress(written)
             n += 1
             commit = self._tick()
             if cfg.ddl_every and n % cfg.ddl_every == 0:

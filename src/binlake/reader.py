@@ -18,6 +18,7 @@ from binlake.errors import (
     IncompleteTailError,
     MalformedEventError,
     NoFormatDescriptionError,
+    NotAnEventStartError,
     SizeLimitError,
 )
 from binlake.events.base import Event
@@ -161,9 +162,34 @@ class BinlogReader:
             pos += size
             self.position = pos
             if first and self.start_position is not None and self.start_position > pos:
+                self._check_event_start(f, pos, self.start_position)
                 f.seek(self.start_position)
                 pos = self.position = self.start_position
             first = False
+
+    def _check_event_start(self, f: BinaryIO, pos: int, start: int) -> None:
+        """Refuse a ``start_position`` that is not an event's first byte: walk the event headers
+        from ``pos`` (lengths only, nothing decoded) and name the event starts around it — else
+        the bytes there would be read as a damaged event."""
+        hlen = self.decoder.header_length
+        before = pos
+        while pos < start:
+            f.seek(pos)
+            head = f.read(hlen)
+            size = int.from_bytes(head[9:13], "little") if len(head) == hlen else 0
+            if size < hlen:  # the end of the file, or a damaged event: no start is known past it
+                raise NotAnEventStartError(
+                    f"start position {start} is past the last event (the events end at {pos})",
+                    source=self.path,
+                    offset=start,
+                )
+            before, pos = pos, pos + size
+        if pos != start:
+            raise NotAnEventStartError(
+                f"start position {start} is not the start of an event: the nearest are {before} and {pos}",
+                source=self.path,
+                offset=start,
+            )
 
 
 def read_events(path: str | os.PathLike[str], **options: object) -> Iterator[Event]:

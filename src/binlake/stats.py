@@ -122,7 +122,9 @@ def print_stats(s: Stats, console: object | None = None) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    con = console if isinstance(console, Console) else Console()
+    from binlake.console import output_console
+
+    con = console if isinstance(console, Console) else output_console()
     span = max(((s.last_us or 0) - (s.first_us or 0)) / 1e6, 1e-9)
     summary = Table(title="binlog statistics", show_header=False)
     for k, v in [

@@ -137,7 +137,8 @@ def test_change_log_rows(spark: Any, workload: Any) -> None:
     assert {r["op"] for r in rows} == {"insert", "update", "delete"}
 
 
-def test_table_without_key_is_an_append_only_change_table(spark: Any, tmp_path: Path) -> None:
+def write_keyless_log(out: Path) -> None:
+    """A series of one table without a key, ``d.log``: the same row inserted twice, then deleted."""
     from binlake.events.control import Xid
     from binlake.events.gtid import Gtid
     from binlake.events.query import Query
@@ -148,7 +149,7 @@ def test_table_without_key_is_an_append_only_change_table(spark: Any, tmp_path: 
     from binlake.values.types import ColumnType
     from binlake.writer import BinlogWriter
 
-    w = BinlogWriter(tmp_path / "bin", flavor="mysql80")
+    w = BinlogWriter(out, flavor="mysql80")
     cols = [
         ColumnDef(0, ColumnType.LONG, 0, True, name="a", unsigned=False),
         ColumnDef(1, ColumnType.VARCHAR, 40, True, name="b", collation=45),
@@ -181,6 +182,10 @@ def test_table_without_key_is_an_append_only_change_table(spark: Any, tmp_path: 
             ]
         )
     w.close()
+
+
+def test_table_without_key_is_an_append_only_change_table(spark: Any, tmp_path: Path) -> None:
+    write_keyless_log(tmp_path / "bin")
     sync_to_delta(spark, str(tmp_path / "bin"), tmp_path / "delta")
     from deltalake import DeltaTable
 

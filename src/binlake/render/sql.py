@@ -87,7 +87,8 @@ def _names(tm: TableMap) -> list[str]:
     if any(c.name is None for c in tm.columns):
         raise SqlError(
             f"column names of `{tm.database}`.`{tm.table}` are not in the binlog (binlog_row_metadata=MINIMAL "
-            "or MySQL 5.x): SQL needs them",
+            "or MySQL 5.x): SQL needs them; give the table definitions with --schema FILE (a DDL script "
+            "such as mysqldump --no-data, or a history saved with --save-schema)",
         )
     return [c.name or "" for c in tm.columns]
 

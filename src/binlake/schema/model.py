@@ -93,6 +93,7 @@ BINLOG_TYPES: dict[str, set[int]] = {
     "GEOMETRY": {255},
     "VECTOR": {242},
 }
+MYSQL_NAMES = {"TIMESTAMPTZ": "TIMESTAMP"}  # sqlglot's names that MySQL spells otherwise (unsigned: below)
 UNSIGNED_TYPES = {"UTINYINT", "USMALLINT", "UMEDIUMINT", "UINT", "UBIGINT", "UDECIMAL"}
 BINARY_TYPES = {"BINARY", "VARBINARY", "TINYBLOB", "BLOB", "MEDIUMBLOB", "LONGBLOB", "GEOMETRY", "VECTOR"}
 TEXT_TYPES = {"CHAR", "VARCHAR", "TINYTEXT", "TEXT", "MEDIUMTEXT", "LONGTEXT", "ENUM", "SET", "JSON"}
@@ -111,6 +112,22 @@ class ColumnSpec:
     @property
     def unsigned(self) -> bool:
         return self.type_name in UNSIGNED_TYPES
+
+    def mysql_type(self) -> str:
+        """The column's type as MySQL writes it, with its character set and nullability."""
+        base = MYSQL_NAMES.get(self.type_name, self.type_name)
+        if self.unsigned:
+            base = self.type_name[1:]
+        t = base + (f"({','.join(self.params)})" if self.params else "")
+        for values in (self.enum_values, self.set_values):
+            if values is not None:
+                t += "(" + ",".join(_quote_string(v) for v in values) + ")"
+        if self.unsigned:
+            t += " UNSIGNED"
+        if self.charset and self.type_name in TEXT_TYPES and self.type_name != "JSON":
+            t += f" CHARACTER SET {self.charset}"
+        # a TIMESTAMP without NULL is NOT NULL on servers without explicit_defaults_for_timestamp
+        return t + (" NOT NULL" if not self.nullable else " NULL" if base == "TIMESTAMP" else "")
 
     @property
     def collation(self) -> int | None:
@@ -144,15 +161,19 @@ class TableDef:
         return cls(d["database"], d["name"], cols, list(d.get("primary_key") or []), d.get("charset"))
 
     def ddl(self) -> str:
-        """A CREATE TABLE that shows the definition (for people; types as sqlglot names them)."""
-        parts = []
-        for c in self.columns:
-            t = c.type_name + (f"({','.join(c.params)})" if c.params else "")
-            if c.enum_values is not None:
-                t += "(" + ",".join(repr(v) for v in c.enum_values) + ")"
-            if c.set_values is not None:
-                t += "(" + ",".join(repr(v) for v in c.set_values) + ")"
-            parts.append(f"  `{c.name}` {t}{'' if c.nullable else ' NOT NULL'}")
+        """A MySQL CREATE TABLE of the definition, which loads back as ``--schema`` to the same
+        definition (sqlglot's type names, such as USMALLINT or TIMESTAMPTZ, are not MySQL's)."""
+        parts = [f"  {_quote_name(c.name)} {c.mysql_type()}" for c in self.columns]
         if self.primary_key:
-            parts.append("  PRIMARY KEY (" + ", ".join(f"`{k}`" for k in self.primary_key) + ")")
-        return f"CREATE TABLE `{self.database}`.`{self.name}` (\n" + ",\n".join(parts) + "\n)"
+            parts.append("  PRIMARY KEY (" + ", ".join(_quote_name(k) for k in self.primary_key) + ")")
+        tail = f" DEFAULT CHARSET={self.charset}" if self.charset else ""
+        name = f"{_quote_name(self.database)}.{_quote_name(self.name)}"
+        return f"CREATE TABLE {name} (\n" + ",\n".join(parts) + f"\n){tail}"
+
+
+def _quote_name(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _quote_string(value: str) -> str:
+    return "'" + value.replace("\\", "\\\\").replace("'", "''") + "'"

@@ -315,6 +315,17 @@ def merge_table(
         .when_not_matched_insert({q(c): sql.column("s", c) for c in batch.schema.names})
         .execute()
     )
+    if version is not None and DeltaTable(str(path)).transaction_version(APP_ID) != version:
+        commit_empty(path, props)  # a MERGE that changed no row commits nothing, nor the version
+
+
+def commit_empty(path: Path, props: Any, *, overwrite: bool = False) -> None:
+    """A commit of no rows carrying ``props`` (the app-transaction version, metadata): the position
+    alone, or with ``overwrite`` every row removed (the rows stay in the table history)."""
+    from deltalake import DeltaTable, write_deltalake
+
+    nothing = pa.schema(DeltaTable(str(path)).schema().to_arrow()).empty_table()
+    write_deltalake(str(path), nothing, mode="overwrite" if overwrite else "append", commit_properties=props)
 
 
 def change_log(spark: Any, source: str, options: dict[str, str] | None = None) -> Any:
