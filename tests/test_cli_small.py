@@ -96,7 +96,7 @@ def test_a_start_position_inside_an_event_names_the_event_starts(corpus: Path, c
     assert main(["dump", "--start-position", "300", path]) == 2
     assert "300 is not the start of an event: the nearest are 285 and 329" in capsys.readouterr().err
     assert main(["dump", "--start-position", "99999", path]) == 2
-    assert "past the last event" in capsys.readouterr().err
+    assert "99999 is past the end of the file (1,245 bytes)" in capsys.readouterr().err
     assert main(["dump", "--start-position", "329", path]) == 0
     assert "# at 329" in capsys.readouterr().out
 
@@ -157,3 +157,17 @@ def test_progress_on_a_terminal_only(tmp_path: Path) -> None:
 def test_demo_help_says_what_demo_does() -> None:
     text = run("demo", "--help").stdout.decode()
     assert "Delta" in text and "truth" in text and "MariaDB" not in text
+
+
+def test_a_start_position_past_the_last_event_names_where_the_events_end(
+    corpus: Path, tmp_path: Path
+) -> None:
+    """Inside the file but past its last whole event (a torn tail): the reader says where the events end."""
+    from binlake.errors import NotAnEventStartError
+    from binlake.reader import BinlogReader
+
+    data = (corpus / MARIA).read_bytes()
+    torn = tmp_path / "torn.000001"
+    torn.write_bytes(data + b"\0" * 30)
+    with pytest.raises(NotAnEventStartError, match=f"past the last event \\(the events end at {len(data)}\\)"):
+        list(BinlogReader(torn, start_position=len(data) + 20))
