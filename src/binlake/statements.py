@@ -15,6 +15,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import NamedTuple
 
 TableName = tuple[str, str]  # (database, table)
 
@@ -114,21 +115,23 @@ def _unquote(literal: str) -> str:
     return _ESCAPE.sub(lambda m: _ESCAPES.get(m[1], m[1]) if m[1] else m[0][0], literal[1:-1])
 
 
-@dataclass(slots=True)
-class _Tok:
+class _Tok(NamedTuple):
     kind: str  # q: backquoted identifier, w: word, s: string literal, p: punctuation
     text: str
     start: int
     end: int
+    key: str | None  # a word upper-cased, a punctuation mark, else None (what ``accept`` compares)
 
     @property
     def word(self) -> str | None:
-        return self.text.upper() if self.kind == "w" else None
+        return self.key if self.kind == "w" else None
 
-    @property
-    def key(self) -> str | None:
-        """What ``accept`` compares: a word upper-cased, or a punctuation mark."""
-        return self.text.upper() if self.kind == "w" else self.text if self.kind == "p" else None
+
+def _tok(m: re.Match[str]) -> _Tok:
+    kind = m.lastgroup or "p"
+    text = m[kind]
+    key = text.upper() if kind == "w" else text if kind == "p" else None
+    return _Tok(kind, text, m.start(kind), m.end(), key)
 
 
 class _Tokens:
@@ -146,10 +149,16 @@ class _Tokens:
             if m is None:
                 self.done = True
                 break
-            kind = m.lastgroup or "p"
-            self.toks.append(_Tok(kind, m[kind], m.start(kind), m.end()))
+            self.toks.append(_tok(m))
             self.pos = m.end()
         return self.toks[self.i + k] if self.i + k < len(self.toks) else None
+
+    def rest(self) -> list[_Tok]:
+        """Every token (read at once: for statements whose whole text matters)."""
+        if not self.done:
+            self.toks += map(_tok, _TOKEN.finditer(self.text, self.pos))
+            self.done = True
+        return self.toks
 
     def word(self, k: int = 0) -> str | None:
         t = self.peek(k)
@@ -186,7 +195,7 @@ def _name(tk: _Tokens) -> str | None:
     elif t.kind == "w":
         name = t.text
     elif t.kind == "s" and t.text.startswith('"'):
-        name = _unquote(t.text)
+        name = t.text[1:-1].replace('""', '"')  # identifiers know no backslash escapes
     else:
         return None
     tk.i += 1
@@ -275,13 +284,18 @@ def _routine(tk: _Tokens, db: str, f: _Found) -> None:
 
 def _skip_to(tk: _Tokens, *words: str) -> bool:
     """Consume tokens up to and including ``words`` at parenthesis depth 0; False at the end."""
-    depth = 0
-    while (t := tk.peek()) is not None:
-        if t.kind == "p" and t.text in "()":
-            depth += 1 if t.text == "(" else -1
-        elif depth == 0 and tk.accept(*words):
+    toks, depth, n, i = tk.rest(), 0, len(words), tk.i
+    while i < len(toks):
+        key = toks[i].key
+        if key == "(":
+            depth += 1
+        elif key == ")":
+            depth -= 1
+        elif depth == 0 and key == words[0] and tuple(t.key for t in toks[i : i + n]) == words:
+            tk.i = i + n
             return True
-        tk.i += 1
+        i += 1
+    tk.i = i
     return False
 
 
@@ -491,7 +505,7 @@ _HEADS: dict[tuple[str, ...], _Head] = {
     ("WITH",): (Kind.DML, None, _nothing),
     ("SET",): (Kind.SET, None, _nothing),
 }  # fmt: skip
-_LONGEST = max(map(len, _HEADS))
+_PREFIXES = frozenset(key[:n] for key in _HEADS for n in range(1, len(key)))  # worth reading on
 
 # words between the leading keywords that do not change what a statement is
 _MODIFIERS = frozenset(
@@ -527,7 +541,7 @@ def _head(tk: _Tokens) -> tuple[_Head | None, bool]:
     words: list[str] = []
     ends: list[int] = []
     temporary = False
-    while len(words) < _LONGEST:
+    while not words or tuple(words) in _PREFIXES:
         if words and (m := _skip_modifier(tk)) is not None:
             temporary |= m == "TEMPORARY"
             continue
@@ -560,6 +574,8 @@ def classify(query: str, default_db: str = "") -> Statement:
     if head is None:
         return _UNKNOWN
     kind, ddl, parser = head
+    if parser is _nothing and not temporary:
+        return _PLAIN[kind, ddl]
     f = _Found([], [], [])
     parser(tk, default_db, f)
     tables = tuple(dict.fromkeys(f.tables))
@@ -579,6 +595,9 @@ def classify(query: str, default_db: str = "") -> Statement:
 
 
 _UNKNOWN = Statement(Kind.UNKNOWN)
+_PLAIN = {
+    (kind, ddl): Statement(kind, ddl) for kind, ddl, _ in _HEADS.values()
+}  # nothing to read after the keywords
 # the statements most Query events hold, answered without reading them
 _SIMPLE = {
     text: Statement(kind)
