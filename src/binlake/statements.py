@@ -447,20 +447,18 @@ _HEADS: dict[tuple[str, ...], _Head] = {
     ("ROLLBACK", "TO"): (Kind.ROLLBACK_TO_SAVEPOINT, None, _nothing),
     ("SAVEPOINT",): (Kind.SAVEPOINT, None, _nothing),
     ("RELEASE", "SAVEPOINT"): (Kind.RELEASE_SAVEPOINT, None, _nothing),
-    ("XA", "START"): (Kind.XA_START, None, _xa),
-    ("XA", "BEGIN"): (Kind.XA_START, None, _xa),
-    ("XA", "END"): (Kind.XA_END, None, _xa),
-    ("XA", "PREPARE"): (Kind.XA_PREPARE, None, _xa),
-    ("XA", "COMMIT"): (Kind.XA_COMMIT, None, _xa),
-    ("XA", "ROLLBACK"): (Kind.XA_ROLLBACK, None, _xa),
+    **{
+        ("XA", verb): (kind, None, _xa)
+        for verb, kind in (
+            ("START", Kind.XA_START), ("BEGIN", Kind.XA_START), ("END", Kind.XA_END), ("PREPARE", Kind.XA_PREPARE),
+            ("COMMIT", Kind.XA_COMMIT), ("ROLLBACK", Kind.XA_ROLLBACK),
+        )
+    },
     ("CREATE", "TABLE"): _ddl(Ddl.CREATE_TABLE, _one_table),
     ("ALTER", "TABLE"): _ddl(Ddl.ALTER_TABLE, _alter_table),
-    ("DROP", "TABLE"): _ddl(Ddl.DROP_TABLE, _table_list),
-    ("DROP", "TABLES"): _ddl(Ddl.DROP_TABLE, _table_list),
-    ("RENAME", "TABLE"): _ddl(Ddl.RENAME_TABLE, _rename_pairs),
-    ("RENAME", "TABLES"): _ddl(Ddl.RENAME_TABLE, _rename_pairs),
-    ("TRUNCATE",): _ddl(Ddl.TRUNCATE_TABLE, _one_table),
-    ("TRUNCATE", "TABLE"): _ddl(Ddl.TRUNCATE_TABLE, _one_table),
+    **{("DROP", noun): _ddl(Ddl.DROP_TABLE, _table_list) for noun in ("TABLE", "TABLES")},
+    **{("RENAME", noun): _ddl(Ddl.RENAME_TABLE, _rename_pairs) for noun in ("TABLE", "TABLES")},
+    **{key: _ddl(Ddl.TRUNCATE_TABLE, _one_table) for key in (("TRUNCATE",), ("TRUNCATE", "TABLE"))},
     **{
         (verb, noun): _ddl(ddl, _database)
         for verb, ddl in (("CREATE", Ddl.CREATE_DATABASE), ("ALTER", Ddl.ALTER_DATABASE), ("DROP", Ddl.DROP_DATABASE))
