@@ -251,6 +251,17 @@ def test_quoted_names_round_trip(db: str, a: str, b: str, comment: str) -> None:
         assert classify(f"DROP VIEW {ansi}", "dflt").tables == (("dflt", a),)
 
 
+SQL_WORDS = ["CREATE", "ALTER", "DROP", "TABLE", "XA", "START", "X'7", "'a", "`b", '"c', "/*!", "*/", "/*",
+             "--", "#", "\n", ",", ".", "(", ")", "IF", "EXISTS", "RENAME", "TO", "DEFINER", "=", "@", "ON", "INTO"]  # fmt: skip
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(st.text(), st.lists(st.sampled_from(SQL_WORDS) | st.text(max_size=3)).map(" ".join)))
+def test_classify_never_raises(text: str) -> None:
+    s = classify(text, "db")
+    assert isinstance(s.kind, Kind) and all(len(t) == 2 for t in s.tables)
+
+
 # --- the consumers agree ---------------------------------------------------------------------------
 
 

@@ -334,20 +334,24 @@ def _load(tk: _Tokens, db: str, f: _Found) -> None:
 
 
 def _xid_part(tk: _Tokens) -> bytes | None:
+    """One part of an XA id: a string, X'hex', 0xhex, B'bits' or _charset'string'; None if not one."""
     t = tk.take()
     if t is None:
         return None
     nxt = tk.peek()
     glued = nxt is not None and nxt.kind == "s" and nxt.start == t.end
-    if t.kind == "w" and glued and t.word in ("X", "B"):  # X'hex', B'bits'
-        tk.i += 1
-        body = _unquote(nxt.text)  # type: ignore[union-attr]
-        if t.word == "X":
-            return bytes.fromhex(body)
-        return int(body or "0", 2).to_bytes((len(body) + 7) // 8, "big")
-    if t.kind == "w" and t.text[:2].lower() == "0x":
-        return bytes.fromhex(t.text[2:])
-    if t.kind == "w" and t.text.startswith("_") and nxt is not None and nxt.kind == "s":  # _utf8'..'
+    try:
+        if t.kind == "w" and glued and t.word in ("X", "B"):
+            tk.i += 1
+            body = _unquote(nxt.text)  # type: ignore[union-attr]
+            if t.word == "X":
+                return bytes.fromhex(body)
+            return int(body or "0", 2).to_bytes((len(body) + 7) // 8, "big")
+        if t.kind == "w" and t.text[:2].lower() == "0x":
+            return bytes.fromhex(t.text[2:])
+    except ValueError:
+        return None
+    if t.kind == "w" and t.text.startswith("_") and glued:  # an introducer: _utf8'..'
         return _xid_part(tk)
     if t.kind == "s":
         return _unquote(t.text).encode()
