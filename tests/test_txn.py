@@ -10,6 +10,7 @@ import pytest
 from binlake.errors import BinlogError
 from binlake.events.rows import Rows
 from binlake.series import BinlogSeries
+from binlake.statements import XaId
 from binlake.txn import CONTROL_EVENTS, GTID_EVENTS, UNFINISHED, TransactionGrouper
 from tests.conftest import corpus_index
 
@@ -55,7 +56,8 @@ def test_kinds_and_metadata(corpus: Path) -> None:
     g = TransactionGrouper()
     txns = [t for seq, ev in s.events(verify_checksum=False) for t in g.feed(seq, ev)]
     assert [t.kind for t in txns] == ["commit", "xa_prepare", "xa_commit", "xa_commit"]
-    assert txns[1].xa_id == txns[2].xa_id == "X'78',X'',1"
+    assert txns[1].xa_id == txns[2].xa_id == XaId(1, b"x", b"")
+    assert str(txns[1].xa_id) == "X'78',X'',1"  # as the XA statements print it
     assert txns[0].commit_time_exact and txns[0].commit_ts_us and txns[0].sequence_number == 1
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import datetime as dt
 import fnmatch
-import re
 from dataclasses import dataclass, field
 
 from binlake.events.base import Event
@@ -16,27 +15,18 @@ from binlake.events.query import Query
 from binlake.events.rows import Rows
 from binlake.events.table_map import TableMap
 from binlake.gtid import AnyGtidSet
+from binlake.statements import classify
 from binlake.txn import DDL, Transaction
 
 OPERATIONS = ("insert", "update", "delete", "ddl")
 
-# `db`.`tbl` or db.tbl in a statement: the databases a DDL touches besides its default one
-_QUALIFIED = re.compile(r"(?:`((?:[^`]|``)+)`|\b([A-Za-z0-9_$]+))\s*\.\s*(?:`|[A-Za-z_$])")
-_DATABASE_DDL = re.compile(
-    r"^\s*(?:CREATE|DROP|ALTER)\s+(?:DATABASE|SCHEMA)\s+(?:IF\s+(?:NOT\s+)?EXISTS\s+)?`?([^`\s;]+)", re.I
-)
-
 
 def statement_databases(q: Query) -> set[str]:
     """The databases a statement works on: its default one, the server's list of updated
-    databases (MySQL), ``db.`` prefixes in the text, and the target of CREATE/DROP DATABASE."""
+    databases (MySQL), and those of the tables and databases it names (``statements.classify``)."""
     dbs = {q.database} if q.database else set()
     dbs |= set(q.status.get("updated_db_names") or [])
-    m = _DATABASE_DDL.match(q.query)
-    if m:
-        dbs.add(m.group(1))
-    for quoted, bare in _QUALIFIED.findall(q.query):
-        dbs.add(quoted.replace("``", "`") if quoted else bare)
+    dbs |= set(classify(q.query, q.database).databases)
     return dbs
 
 

@@ -8,7 +8,6 @@ start times and XIDs are not in commit order (seed 000), so neither is used for 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
@@ -19,6 +18,7 @@ from binlake.events.query import Query
 from binlake.events.rows import Rows
 from binlake.events.table_map import TableMap
 from binlake.events.types import EventType
+from binlake.statements import Kind, XaId, classify
 
 # Events that describe the stream, never part of a transaction.
 CONTROL_EVENTS = frozenset(
@@ -67,7 +67,7 @@ class Transaction:
     anonymous: bool = False
     server_id: int = 0
     xid: int | None = None
-    xa_id: str | None = None  # XA transactions: the gtrid,bqual,formatID as XA statements print it
+    xa_id: XaId | None = None  # XA transactions: their id (from XA START/PREPARE/COMMIT/ROLLBACK)
     last_committed: int | None = None
     sequence_number: int | None = None
     commit_ts_us: int | None = None  # MySQL 8: immediate_commit_timestamp
@@ -103,11 +103,6 @@ class Transaction:
         if self.commit_ts_us:
             return self.commit_ts_us
         return (self.commit_header_ts + self.commit_exec_time + 1) * 1_000_000 - 1
-
-
-def _xa_id(query: str) -> str:
-    # "XA START X'..',X'..',1" -> "X'..',X'..',1"
-    return query.split(None, 2)[2].strip() if len(query.split(None, 2)) == 3 else ""
 
 
 class TransactionGrouper:
@@ -181,7 +176,7 @@ class TransactionGrouper:
             t.xid = body.xid
             out.append(self._finish(ev, COMMIT))
         elif isinstance(body, XaPrepare):
-            t.xa_id = f"X'{body.gtrid.hex()}',X'{body.bqual.hex()}',{body.format_id}"
+            t.xa_id = XaId(body.format_id, body.gtrid, body.bqual)
             out.append(self._finish(ev, XA_PREPARE))
         elif isinstance(body, Query):
             kind = self._query(t, body.query)
@@ -223,31 +218,21 @@ class TransactionGrouper:
 
     def _query(self, t: Transaction, query: str) -> str | None:
         """What this statement does to the open transaction: None (it goes on) or how it ends."""
-        head = query.lstrip()[:20].upper()
-        if head.startswith("BEGIN") or head.startswith("START TRANSACTION"):
+        st = classify(query)
+        if st.kind in _OPENS:
             t.began = True
+            t.xa_id = st.xid or t.xa_id
             return None
-        if head.startswith("XA START"):
-            t.began, t.xa_id = True, _xa_id(query)
+        if st.kind in _GOES_ON:
             return None
-        if head.startswith("XA END") or _SAVEPOINT.match(head):
-            return None  # savepoints live inside the transaction: it goes on
-        if head.startswith("XA PREPARE"):
-            t.xa_id = t.xa_id or _xa_id(query)
-            return XA_PREPARE
-        if head.startswith("XA COMMIT"):
-            t.xa_id = _xa_id(query).removesuffix(" ONE PHASE")
-            return XA_COMMIT
-        if head.startswith("XA ROLLBACK"):
-            t.xa_id = _xa_id(query)
-            return XA_ROLLBACK
-        if head.startswith("COMMIT"):
-            return COMMIT
-        if head.startswith("ROLLBACK"):
-            return ROLLBACK
+        ends = _ENDS.get(st.kind)
+        if ends is not None:
+            t.xa_id = st.xid or t.xa_id
+            return ends
         if t.began and not t.standalone:
             return None  # a statement-format change inside the transaction
-        return DDL if not _is_dml(head) else COMMIT
+        # on its own: DDL (and what is not understood) ends as DDL; data and SET statements commit
+        return COMMIT if st.kind in (Kind.DML, Kind.SET) else DDL
 
     def _abandon(self) -> Transaction:
         """The open transaction was cut off (a new GTID, a rotate): it is returned unfinished."""
@@ -263,14 +248,17 @@ class TransactionGrouper:
         return [self._abandon()] if self.current is not None else []
 
 
-# SAVEPOINT x, RELEASE SAVEPOINT x, ROLLBACK [WORK] TO [SAVEPOINT] x: none ends the transaction
-_SAVEPOINT = re.compile(r"(SAVEPOINT|RELEASE\s+SAVEPOINT|ROLLBACK\s+(WORK\s+)?TO)\b")
-
-_DML = ("INSERT", "UPDATE", "DELETE", "REPLACE", "LOAD DATA", "CALL", "DO ", "SELECT", "SET ")
-
-
-def _is_dml(head: str) -> bool:
-    return head.startswith(_DML)
+# what a statement does to the open transaction (see statements.Kind)
+_OPENS = frozenset({Kind.BEGIN, Kind.XA_START})
+# savepoints live inside the transaction, XA END only detaches it: it goes on
+_GOES_ON = frozenset({Kind.SAVEPOINT, Kind.RELEASE_SAVEPOINT, Kind.ROLLBACK_TO_SAVEPOINT, Kind.XA_END})
+_ENDS = {
+    Kind.COMMIT: COMMIT,
+    Kind.ROLLBACK: ROLLBACK,
+    Kind.XA_PREPARE: XA_PREPARE,
+    Kind.XA_COMMIT: XA_COMMIT,
+    Kind.XA_ROLLBACK: XA_ROLLBACK,
+}
 
 
 def iter_transactions(

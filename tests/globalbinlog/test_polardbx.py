@@ -7,6 +7,7 @@ from pathlib import Path
 from binlake.globalbinlog.merge import node_transactions
 from binlake.globalbinlog.sorter import NodeSorter
 from binlake.globalbinlog.vtso import TSO_NODE, make
+from binlake.statements import XaId
 
 
 def test_alisql_one_phase_xa_with_snapshot_and_commit_sequence(corpus: Path) -> None:
@@ -20,7 +21,7 @@ def test_alisql_one_phase_xa_with_snapshot_and_commit_sequence(corpus: Path) -> 
     s.feed(txns[0])
     s.finish()
     (p,) = s.drain()
-    assert p.xid == (b"drds-1881c1536f401000@9d11c57d194702f4", b"D1_P00000_GROUP@0000", 1)
+    assert p.xid == XaId(1, b"drds-1881c1536f401000@9d11c57d194702f4", b"D1_P00000_GROUP@0000")
     assert p.txn_id == 0x1881C1536F401000 and p.branch == "D1_P00000_GROUP@0000"
     assert (p.snapshot, p.cts) == (7234839877466980416, 7234839881111830594)
     assert p.kind == "TSO_XA" and p.vtso == make(p.cts, p.txn_id, 0, TSO_NODE)

@@ -12,9 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from binlake.errors import BinlogError, IncompleteTailError
-from binlake.globalbinlog.sorter import TSO_XA, NodeSorter, Piece, XidKey
+from binlake.globalbinlog.sorter import TSO_XA, NodeSorter, Piece
 from binlake.globalbinlog.vtso import Vtso
 from binlake.series import BinlogSeries, Position
+from binlake.statements import XaId
 from binlake.txn import UNFINISHED, Transaction, TransactionGrouper
 
 
@@ -55,7 +56,7 @@ class GlobalMerger:
     def finish(self, node: int) -> None:
         self.sorters[node].finish()
 
-    def resolve(self, node: int, xid: XidKey, commit: bool, cts: int | None = None) -> None:
+    def resolve(self, node: int, xid: XaId, commit: bool, cts: int | None = None) -> None:
         """Settle a branch left prepared (see ``NodeSorter.resolve``)."""
         self.sorters[node].resolve(xid, commit, cts)
 

@@ -18,34 +18,16 @@ from binlake.events.query import Query
 from binlake.events.rows import Rows
 from binlake.events.vendor import PolarxGcn, PolarxSequence
 from binlake.globalbinlog.vtso import TSO_NODE, Segment, Vtso, make
+from binlake.statements import XaId
 from binlake.txn import COMMIT, DDL, XA_COMMIT, XA_PREPARE, XA_ROLLBACK, Transaction
 
 TSO_XA, NO_TSO_XA, ONE_PHASE, LOCAL, HEARTBEAT = "TSO_XA", "NO_TSO_XA", "ONE_PHASE", "LOCAL", "HEARTBEAT"
 UNBOUNDED: Vtso = "~"  # sorts after every vtso: a finished node holds nothing back
 HEARTBEAT_TABLES = frozenset({"__cdc_heartbeat__", "__drds_heartbeat__"})
 
-XidKey = tuple[bytes, bytes, int]
-_XID = re.compile(
-    r"^\s*(X'[0-9a-fA-F]*'|'(?:[^']|'')*')\s*,\s*(X'[0-9a-fA-F]*'|'(?:[^']|'')*')\s*(?:,\s*(\d+))?"
-)
-
 
 class OrphanCommitError(BinlogError):
     """An XA COMMIT whose prepare is not in what was read (it was prepared before the start)."""
-
-
-def _xid_part(text: str) -> bytes:
-    if text.startswith("X'"):
-        return bytes.fromhex(text[2:-1])
-    return text[1:-1].replace("''", "'").encode()
-
-
-def parse_xid(text: str) -> XidKey:
-    """``X'..',X'..',1`` (or quoted strings) as XA statements print an XID -> (gtrid, bqual, formatID)."""
-    m = _XID.match(text)
-    if not m:
-        raise ValueError(f"not an XA transaction id: {text!r}")
-    return _xid_part(m.group(1)), _xid_part(m.group(2)), int(m.group(3) or 1)
 
 
 def polardbx_txn_id(gtrid: bytes) -> int:
@@ -64,11 +46,11 @@ class Piece:
 
     node: str
     node_seq: str
-    key: tuple[object, ...]
+    key: XaId | tuple[str, int, int]  # an XA branch by its id, a local transaction by where it starts
     kind: str
     start: tuple[int, int]  # (file number, offset) of its first event
     events: list[Event]  # the body: table maps, rows, DDL
-    xid: XidKey | None = None
+    xid: XaId | None = None
     txn_id: int | None = None
     cts: int | None = None
     vtso: Vtso | None = None
@@ -80,7 +62,7 @@ class Piece:
 
     @property
     def branch(self) -> str:
-        return self.xid[1].decode("utf-8", "replace") if self.xid else ""
+        return self.xid.bqual.decode("utf-8", "replace") if self.xid else ""
 
     @property
     def rows(self) -> list[Rows]:
@@ -140,15 +122,15 @@ class NodeSorter:
     finished: bool = False
     # binlog order of prepares (P), commits (C) and rollbacks (R); an unresolved P blocks the front
     fifo: deque[tuple[str, Piece]] = field(default_factory=deque)
-    pending: dict[XidKey, Piece] = field(default_factory=dict)
+    pending: dict[XaId, Piece] = field(default_factory=dict)
     ready: list[tuple[Vtso, str, int, Piece]] = field(default_factory=list)
-    orphans: list[tuple[XidKey, tuple[int, int]]] = field(default_factory=list)
+    orphans: list[tuple[XaId, tuple[int, int]]] = field(default_factory=list)
     declared: Vtso = ""  # a bound told from outside (see ``declare_quiet_until``)
     _n: int = 0
 
-    def _piece(self, t: Transaction, kind: str, xid: XidKey | None = None) -> Piece:
+    def _piece(self, t: Transaction, kind: str, xid: XaId | None = None) -> Piece:
         self._n += 1
-        key: tuple[object, ...] = xid if xid is not None else ("local", t.file_seq, t.start)
+        key: XaId | tuple[str, int, int] = xid if xid is not None else ("local", t.file_seq, t.start)
         return Piece(
             self.name,
             self.node_seq,
@@ -176,7 +158,7 @@ class NodeSorter:
     def feed(self, t: Transaction) -> None:
         if t.kind == XA_PREPARE:
             prep = next(e.body for e in t.events if isinstance(e.body, XaPrepare))
-            xid = (prep.gtrid, prep.bqual, prep.format_id)
+            xid = XaId(prep.format_id, prep.gtrid, prep.bqual)
             p = self._piece(t, ONE_PHASE if prep.one_phase else NO_TSO_XA, xid)
             p.txn_id = polardbx_txn_id(prep.gtrid)
             p.prepared_cts = commit_tso(t)
@@ -189,11 +171,12 @@ class NodeSorter:
                 p.state = "prepared"
                 self.pending[xid] = p
         elif t.kind in (XA_COMMIT, XA_ROLLBACK):
-            xid = parse_xid(t.xa_id or "")
-            if xid not in self.pending:  # prepared before what was read: reported, never guessed
-                self.orphans.append((xid, (t.file_seq, t.start)))
+            if t.xa_id is None:
+                raise BinlogError(f"an XA COMMIT/ROLLBACK without a readable XA id at {t.source}:{t.start}")
+            if t.xa_id not in self.pending:  # prepared before what was read: reported, never guessed
+                self.orphans.append((t.xa_id, (t.file_seq, t.start)))
                 return
-            p = self.pending.pop(xid)
+            p = self.pending.pop(t.xa_id)
             if t.kind == XA_ROLLBACK:
                 p.state = "rolled_back"
                 self.fifo.append(("R", p))
@@ -207,7 +190,7 @@ class NodeSorter:
         elif t.kind in (COMMIT, DDL):
             self._commit(self._piece(t, LOCAL if t.kind == COMMIT else "DDL"), at=(t.file_seq, t.start))
 
-    def resolve(self, xid: XidKey, commit: bool, cts: int | None = None) -> None:
+    def resolve(self, xid: XaId, commit: bool, cts: int | None = None) -> None:
         """Settle a prepared branch whose outcome the binlog does not (yet) say, from an outside source
         (the coordinator's transaction log, XA RECOVER): committed with its ``cts``, or rolled back."""
         p = self.pending.pop(xid)

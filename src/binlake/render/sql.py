@@ -10,7 +10,6 @@ equals its decimal text) with ``LIMIT 1``. Literals are exact for every type; th
 from __future__ import annotations
 
 import datetime as dt
-import re
 from collections.abc import Iterable, Iterator
 from decimal import Decimal
 from typing import Any
@@ -21,15 +20,13 @@ from binlake.events.query import Query
 from binlake.events.rows import ABSENT, PartialJson, Rows
 from binlake.events.table_map import TableMap
 from binlake.render.values import _f32
+from binlake.statements import DATABASE_DDL, classify
 from binlake.txn import DDL, Transaction
 from binlake.values.columns import ColumnDef
 from binlake.values.json_binary import Json, to_mysql_text
 from binlake.values.numeric import bit_length
 from binlake.values.temporal import MysqlDate, MysqlDateTime, format_date, format_datetime, format_time
 from binlake.values.types import ColumnType
-
-# CREATE/DROP DATABASE carry the database as their default: USE would fail (or touch the wrong one).
-_DATABASE_DDL = re.compile(r"^\s*(CREATE|DROP|ALTER)\s+(DATABASE|SCHEMA)\b", re.IGNORECASE)
 
 HEADER = ["SET NAMES utf8mb4;", "SET time_zone = '+00:00';", "SET SESSION sql_mode = '';"]
 
@@ -136,7 +133,9 @@ def redo_statements(t: Transaction) -> list[str]:
     for ev in t.events:
         b = ev.body
         if isinstance(b, Query) and t.kind == DDL:
-            if b.database and not _DATABASE_DDL.match(b.query):
+            # CREATE/DROP DATABASE carry the database as their default: USE would fail (or touch the
+            # wrong one)
+            if b.database and classify(b.query, b.database).ddl not in DATABASE_DDL:
                 out.append(f"USE {quote_ident(b.database)};")
             out.append(b.query.rstrip().rstrip(";") + ";")
         elif isinstance(b, Rows) and b.table is not None and not b.undecoded_reason:

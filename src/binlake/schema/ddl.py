@@ -11,60 +11,22 @@ import sqlglot
 from sqlglot import exp
 
 from binlake.schema.model import ColumnSpec, TableDef
+from binlake.statements import Ddl, Kind, TableName, classify
 
 Catalog = dict[tuple[str, str], TableDef]
 
-DDL_START = re.compile(
-    r"^\s*(?:/\*.*?\*/\s*)*(CREATE|ALTER|DROP|RENAME|TRUNCATE)\b", re.IGNORECASE | re.DOTALL
-)
-_SCHEMA_OBJECTS = re.compile(
-    r"^\s*(CREATE|ALTER|DROP)\s+(?:OR\s+REPLACE\s+)?(?:DEFINER\s*=\s*\S+\s+)?(?:SQL\s+SECURITY\s+\w+\s+)?(?:ALGORITHM\s*=\s*\w+\s+)?(VIEW|TRIGGER|PROCEDURE|FUNCTION|EVENT|USER|ROLE|INDEX|SERVER|TABLESPACE|LOGFILE|SEQUENCE|SPATIAL|UNIQUE|FULLTEXT)\b",
-    re.I,
-)
-_RENAME_TABLE = re.compile(r"^\s*RENAME\s+TABLES?\s+(.*)$", re.I | re.S)
-_IDENT = r"(?:`((?:[^`]|``)+)`|([\w$]+))"
-_PAIR = re.compile(rf"\s*{_IDENT}(?:\s*\.\s*{_IDENT})?\s+TO\s+{_IDENT}(?:\s*\.\s*{_IDENT})?\s*(?:,|$)", re.I)
 _RENAME_AS = re.compile(r"\bRENAME\s+AS\b", re.I)  # MySQL's synonym of RENAME TO, which sqlglot does not read
-_CONVERT = re.compile(
-    rf"^\s*ALTER\s+TABLE\s+{_IDENT}(?:\s*\.\s*{_IDENT})?\s+CONVERT\s+TO\s+(?:CHARACTER\s+SET|CHARSET)\s+(\w+)",
-    re.I,
-)
+_CONVERT = re.compile(r"\bCONVERT\s+TO\s+(?:CHARACTER\s+SET|CHARSET)\s+(\w+)", re.I)
 
 
 logging.getLogger("sqlglot").setLevel(
     logging.ERROR
 )  # its "falling back to Command" warnings are ours to report
 
-# ALTERs that do not change the row layout (partitions, tablespaces, engine, indexes, options)
-_NEUTRAL_ALTER = re.compile(
-    r"^\s*ALTER\s+(?:ONLINE\s+|IGNORE\s+)*TABLE\s+\S+\s+(?:"
-    r"(?:DISCARD|IMPORT|ANALYZE|OPTIMIZE|REBUILD|REPAIR|CHECK|TRUNCATE|COALESCE|REORGANIZE|EXCHANGE|REMOVE|ADD|DROP)\s+PARTITION"
-    r"|(?:DISCARD|IMPORT)\s+TABLESPACE|ENGINE|AUTO_INCREMENT|COMMENT|FORCE|ROW_FORMAT|KEY_BLOCK_SIZE|STATS_\w+|ALGORITHM|LOCK"
-    r"|ADD\s+(?:UNIQUE\s+|FULLTEXT\s+|SPATIAL\s+)?(?:INDEX|KEY)|DROP\s+(?:INDEX|KEY|FOREIGN\s+KEY|CHECK|CONSTRAINT)|PARTITION\s+BY)\b",
-    re.I,
-)
 _PARTITIONING = re.compile(r"\bPARTITION\s+BY\b[\s\S]*$", re.I)
 _TABLESPACE_OPTION = re.compile(r"\bTABLESPACE\s*=?\s*`?[\w$]+`?", re.I)
 _DIRECTORY_OPTION = re.compile(r"\b(?:DATA|INDEX)\s+DIRECTORY\s*=?\s*'(?:[^'\\]|\\.|'')*'", re.I)
 _VERSIONED = re.compile(r"/\*!\d*\s(.*?)\*/", re.S)
-# partition, tablespace and key maintenance: neutral even with comma-separated partition lists
-_MAINTENANCE = re.compile(
-    r"^\s*ALTER\s+(?:ONLINE\s+|IGNORE\s+)*TABLE\s+\S+\s+(?:(?:DISCARD|IMPORT|ANALYZE|OPTIMIZE|REBUILD|REPAIR|CHECK|TRUNCATE"
-    r"|COALESCE|REORGANIZE|EXCHANGE|REMOVE)\s+PARTITION|(?:DISCARD|IMPORT)\s+TABLESPACE|(?:DISABLE|ENABLE)\s+KEYS)\b",
-    re.I,
-)
-
-
-def _top_level_comma(sql: str) -> bool:
-    depth = 0
-    for ch in sql:
-        if ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            return True
-    return False
 
 
 class DdlNotUnderstood(ValueError):
@@ -78,13 +40,8 @@ class Applied:
 
 
 def is_ddl(sql: str) -> bool:
-    return bool(DDL_START.match(sql))
-
-
-def _ident(a: str | None, b: str | None) -> str | None:
-    if a is not None:
-        return a.replace("``", "`")
-    return b
+    """Whether a statement is DDL (anything the schema history should see)."""
+    return classify(sql).kind is Kind.DDL
 
 
 def table_key(t: exp.Table, default_db: str) -> tuple[str, str]:
@@ -160,87 +117,69 @@ def parse_statement(sql: str) -> Any:
     return sqlglot.parse_one(_RENAME_AS.sub("RENAME TO", sql), read="mysql")
 
 
-_TRUNCATE = re.compile(rf"^\s*TRUNCATE\s+(?:TABLE\s+)?{_IDENT}(?:\s*\.\s*{_IDENT})?\s*;?\s*$", re.I)
+# DDL that can change the tables of a catalog; the rest (views, routines, accounts, indexes,
+# maintenance, TRUNCATE) leaves every row layout as it is
+_CATALOG_DDL = frozenset(
+    {
+        Ddl.CREATE_TABLE,
+        Ddl.ALTER_TABLE,
+        Ddl.DROP_TABLE,
+        Ddl.RENAME_TABLE,
+        Ddl.CREATE_DATABASE,
+        Ddl.DROP_DATABASE,
+    }
+)
+_TEXT_TYPES = frozenset({"CHAR", "VARCHAR", "TEXT", "TINYTEXT", "MEDIUMTEXT", "LONGTEXT", "ENUM", "SET"})
 
 
-def truncated_table(sql: str, default_db: str) -> tuple[str, str] | None:
-    """The (database, table) a TRUNCATE statement empties, or None."""
-    m = _TRUNCATE.match(sql)
-    if not m:
-        return None
-    a, b, c, d = m.groups()
-    first, second = _ident(a or None, b or None) or "", _ident(c or None, d or None)
-    return (first, second) if second else (default_db, first)
-
-
-def rename_table_pairs(sql: str, default_db: str) -> list[tuple[tuple[str, str], tuple[str, str]]] | None:
-    """The (old, new) (database, table) pairs of a RENAME TABLE statement, in order; None when
-    ``sql`` is not one."""
-    m = _RENAME_TABLE.match(sql)
-    if not m:
-        return None
-    pairs = []
-    for a1, a2, b1, b2, c1, c2, d1, d2 in _PAIR.findall(m.group(1)):
-        src = (_ident(a1 or None, a2 or None) or "", _ident(b1 or None, b2 or None))
-        dst = (_ident(c1 or None, c2 or None) or "", _ident(d1 or None, d2 or None))
-        src_key = (src[0], src[1]) if src[1] else (default_db, src[0])
-        dst_key = (dst[0], dst[1]) if dst[1] else (default_db, dst[0])
-        pairs.append((src_key, dst_key))
-    return pairs
+def _rename(catalog: Catalog, pairs: tuple[tuple[TableName, TableName], ...]) -> Applied:
+    moved = []
+    for src_key, dst_key in pairs:
+        if src_key in catalog:
+            t = catalog.pop(src_key)
+            t.database, t.name = dst_key
+            catalog[dst_key] = t
+        moved += [src_key, dst_key]
+    if not moved:
+        raise DdlNotUnderstood("RENAME TABLE without pairs")
+    return Applied("changed", moved)
 
 
 def apply_ddl(
     catalog: Catalog, sql: str, default_db: str, database_charsets: dict[str, str], server_charset: str
 ) -> Applied:
     """Apply one statement to the catalog. Raises ``DdlNotUnderstood`` for table DDL we cannot apply."""
-    if (
-        _SCHEMA_OBJECTS.match(sql)
-        or _MAINTENANCE.match(sql)
-        or (_NEUTRAL_ALTER.match(sql) and not _top_level_comma(sql))
-    ):
+    st = classify(sql, default_db)
+    if st.ddl not in _CATALOG_DDL or (st.ddl is Ddl.ALTER_TABLE and st.layout_neutral):
         return Applied("ignored", [])
-    if re.match(r"^\s*CREATE\s+(?:TEMPORARY\s+)?TABLE\b", sql, re.I):
+    if st.ddl in (Ddl.CREATE_TABLE, Ddl.ALTER_TABLE) and not st.tables:
+        raise DdlNotUnderstood("no table name where one was expected")
+    if st.ddl is Ddl.RENAME_TABLE:
+        return _rename(catalog, st.renames)
+    if st.ddl is Ddl.DROP_TABLE:
+        for k in st.tables:
+            catalog.pop(k, None)
+        return Applied("changed", list(st.tables))
+    if st.ddl is Ddl.DROP_DATABASE:
+        gone = [k for k in catalog if k[0] in st.databases]
+        for k in gone:
+            del catalog[k]
+        return Applied("changed", gone)
+    if st.ddl is Ddl.CREATE_TABLE:
         # partitioning, tablespaces and data directories do not change the row layout (and sqlglot
         # does not read them); a versioned comment's body is what the server ran
         sql = _VERSIONED.sub(r"\1", sql)
         sql = _DIRECTORY_OPTION.sub("", _TABLESPACE_OPTION.sub("", _PARTITIONING.sub("", sql)))
-    pairs = rename_table_pairs(sql, default_db)
-    if pairs is not None:
-        moved = []
-        for src_key, dst_key in pairs:
-            if src_key in catalog:
-                t = catalog.pop(src_key)
-                t.database, t.name = dst_key
-                catalog[dst_key] = t
-            moved += [src_key, dst_key]
-        if not moved:
-            raise DdlNotUnderstood("RENAME TABLE without pairs")
-        return Applied("changed", moved)
-    m = _CONVERT.match(sql)
+    m = _CONVERT.search(sql) if st.actions[:1] == ("CONVERT TO",) and st.tables else None
     if m:
-        a, b, c, d, charset = m.groups()
-        key = (
-            (_ident(a or None, b) or "", _ident(c or None, d or None))
-            if (c or d)
-            else (default_db, _ident(a or None, b))
-        )
-        found = catalog.get(key)  # type: ignore[arg-type]
+        key = st.tables[0]
+        found = catalog.get(key)
         if found is not None:
-            t = found
-            t.charset = charset
-            for col in t.columns:
-                if col.charset is not None or col.type_name in (
-                    "CHAR",
-                    "VARCHAR",
-                    "TEXT",
-                    "TINYTEXT",
-                    "MEDIUMTEXT",
-                    "LONGTEXT",
-                    "ENUM",
-                    "SET",
-                ):
-                    col.charset = charset
-        return Applied("changed", [key])  # type: ignore[list-item]
+            found.charset = m.group(1)
+            for col in found.columns:
+                if col.charset is not None or col.type_name in _TEXT_TYPES:
+                    col.charset = m.group(1)
+        return Applied("changed", [key])
     try:
         stmt = parse_statement(sql)
     except sqlglot.errors.SqlglotError as e:
@@ -255,8 +194,7 @@ def apply_ddl(
         if kind != "TABLE":
             return Applied("ignored", [])
         schema = stmt.this
-        table = schema.this if isinstance(schema, exp.Schema) else schema
-        key = table_key(table, default_db)
+        key = st.tables[0]
         props = stmt.args.get("properties")
         like = next(
             (p for p in (props.expressions if props else []) if isinstance(p, exp.LikeProperty)), None
@@ -279,32 +217,16 @@ def apply_ddl(
         cols = [_column(cd, charset) for cd in schema.expressions if isinstance(cd, exp.ColumnDef)]
         catalog[key] = TableDef(key[0], key[1], cols, _primary_key(schema, cols), charset)
         return Applied("changed", [key])
-    if isinstance(stmt, exp.Drop):
-        kind = (stmt.args.get("kind") or "").upper()
-        if kind in ("DATABASE", "SCHEMA"):
-            db = stmt.this.name if stmt.this else stmt.args["tables"][0].name
-            gone = [k for k in catalog if k[0] == db]
-            for k in gone:
-                del catalog[k]
-            return Applied("changed", gone)
-        if kind != "TABLE":
-            return Applied("ignored", [])
-        keys = [table_key(t, default_db) for t in stmt.args.get("tables") or [stmt.this]]
-        for k in keys:
-            catalog.pop(k, None)
-        return Applied("changed", keys)
-    if isinstance(stmt, exp.TruncateTable):
-        return Applied("ignored", [])
     if isinstance(stmt, exp.Alter):
         if (stmt.args.get("kind") or "").upper() != "TABLE":
             return Applied("ignored", [])
-        key = table_key(stmt.this, default_db)
+        key = st.tables[0]
         known = catalog.get(key)
         if known is None:
             raise DdlNotUnderstood(f"ALTER of a table the history does not know: {key[0]}.{key[1]}")
         t = known
         for action in stmt.args.get("actions") or []:
-            _alter(catalog, t, key, action, default_db)
+            _alter(catalog, t, key, action, st.renames)
         return Applied("changed", [key, (t.database, t.name)])
     if isinstance(stmt, exp.Command):
         raise DdlNotUnderstood(f"unsupported syntax: {sql.strip()[:80]}")
@@ -312,7 +234,11 @@ def apply_ddl(
 
 
 def _alter(
-    catalog: Catalog, t: TableDef, key: tuple[str, str], action: exp.Expression, default_db: str
+    catalog: Catalog,
+    t: TableDef,
+    key: TableName,
+    action: exp.Expression,
+    renames: tuple[tuple[TableName, TableName], ...],
 ) -> None:
     cols = t.columns
     if isinstance(action, exp.ColumnDef):  # ADD COLUMN
@@ -339,7 +265,9 @@ def _alter(
             _place(cols, spec, position)
         t.primary_key = [spec.name if k.lower() == old_name.lower() else k for k in t.primary_key]
     elif isinstance(action, exp.AlterRename):
-        new_key = table_key(action.this, key[0])
+        if not renames:
+            raise DdlNotUnderstood("ALTER TABLE … RENAME to a name not understood")
+        new_key = renames[-1][1]  # an unqualified new name is in the default database, as the server reads it
         catalog.pop(key, None)
         t.database, t.name = new_key
         catalog[new_key] = t
