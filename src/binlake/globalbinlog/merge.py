@@ -12,9 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from binlake.errors import BinlogError, IncompleteTailError
-from binlake.globalbinlog.sorter import TSO_XA, NodeSorter, Piece
+from binlake.globalbinlog.sorter import HEARTBEAT, TSO_XA, NodeSorter, Piece
 from binlake.globalbinlog.vtso import Vtso
-from binlake.series import BinlogSeries, Position
+from binlake.reader import BINLOG_MAGIC
+from binlake.series import BinlogSeries, Position, check_magic_of
 from binlake.statements import XaId
 from binlake.txn import UNFINISHED, Transaction, TransactionGrouper
 
@@ -22,6 +23,9 @@ from binlake.txn import UNFINISHED, Transaction, TransactionGrouper
 class MergeOrderError(BinlogError):
     """The merged stream would go back in vtso order, or one vtso mixes transactions: a bug or input
     that breaks the TSO assumptions (global-binlog.md §1, caveat)."""
+
+
+TSO_MEMORY = 100_000  # TSO transactions remembered for the uniqueness checks
 
 
 @dataclass
@@ -44,6 +48,10 @@ class GlobalMerger:
     sorters: list[NodeSorter]
     heap: list[tuple[Vtso, str, str, int, Piece]] = field(default_factory=list)
     last: Vtso = ""
+    # the commit TSOs of the latest TSO transactions -> their transaction id: a TSO names ONE
+    # transaction, and one transaction has ONE commit TSO on every node (global-binlog.md §5.7.6)
+    recent_tsos: dict[int, int | None] = field(default_factory=dict)
+    recent_txns: dict[int, int] = field(default_factory=dict)
     _n: int = 0
 
     @classmethod
@@ -85,12 +93,42 @@ class GlobalMerger:
         self.last = vtso
         first = pieces[0]
         if len(pieces) > 1 and (
-            any(p.kind not in (TSO_XA, "HEARTBEAT") for p in pieces) or len({p.txn_id for p in pieces}) > 1
+            any(p.kind not in (TSO_XA, HEARTBEAT) for p in pieces) or len({p.txn_id for p in pieces}) > 1
         ):
             raise MergeOrderError(
                 f"vtso {vtso} is shared by different transactions: {[p.key for p in pieces]}"
             )
-        return GlobalTxn(vtso, first.kind, first.cts, first.txn_id, pieces)
+        # a heartbeat only when no branch holds anything else: one node's branch may touch only the
+        # heartbeat table while another's holds user rows
+        kind = first.kind
+        if kind == HEARTBEAT and any(p.kind != HEARTBEAT for p in pieces):
+            kind = TSO_XA
+        if first.cts is not None:
+            self._check_tso(first.cts, first.txn_id, pieces)
+        return GlobalTxn(vtso, kind, first.cts, first.txn_id, pieces)
+
+    def _check_tso(self, cts: int, txn_id: int | None, pieces: list[Piece]) -> None:
+        """Fail on a commit TSO given to two transactions (their order would be the transaction
+        ids', not the commits') or on one transaction's branches with different commit TSOs (they
+        would come out as two transactions). Remembers the last ``TSO_MEMORY`` TSO transactions."""
+        where = ", ".join(f"{p.node} {p.key}" for p in pieces)
+        other = self.recent_tsos.get(cts, txn_id)
+        if other != txn_id:
+            raise MergeOrderError(
+                f"commit TSO {cts} is given to two transactions ({other} and {txn_id}, at {where}): "
+                "TSOs must be unique"
+            )
+        if txn_id is not None and self.recent_txns.get(txn_id, cts) != cts:
+            raise MergeOrderError(
+                f"transaction {txn_id} committed with two commit TSOs ({self.recent_txns[txn_id]} and "
+                f"{cts}, at {where}): its branches disagree"
+            )
+        self.recent_tsos[cts] = txn_id
+        if txn_id is not None:
+            self.recent_txns[txn_id] = cts
+        for memory in (self.recent_tsos, self.recent_txns):
+            while len(memory) > TSO_MEMORY:
+                del memory[next(iter(memory))]
 
     @property
     def pending(self) -> list[Piece]:
@@ -103,7 +141,14 @@ def node_transactions(
 ) -> Iterator[Transaction]:
     """A node's complete transactions in binlog order, from ``start`` (file index, offset: where a
     checkpoint stopped). The last file may end inside an event (the node is still writing it): what
-    is complete before that comes out, the rest waits."""
+    is complete before that comes out, the rest waits — also when it is not even 4 bytes long yet."""
+    files = list(files)
+    if files:
+        check_magic_of(files[-1], active=True)  # garbage is refused, a prefix of the magic waits
+        if files[-1].stat().st_size < len(BINLOG_MAGIC):
+            files.pop()
+    if not files:
+        return
     series = BinlogSeries.open(*files)
     g = TransactionGrouper(keep_events=True)
     at = Position(start[0], str(series.files[start[0]]), start[1]) if start else None

@@ -1,0 +1,66 @@
+"""What the merge refuses or keeps at the edges (issue #17, items 4 and 7): a TSO given to two
+transactions, one transaction's branches with different commit TSOs, a distributed transaction whose
+branch on one node touches only the heartbeat table, a node file just created."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from binlake.errors import BadMagicError
+from binlake.globalbinlog.merge import GlobalMerger, MergeOrderError, node_transactions
+from binlake.globalbinlog.sorter import HEARTBEAT, TSO_XA, Piece
+from binlake.globalbinlog.vtso import TSO_NODE, make
+from binlake.statements import XaId
+
+SEQ = "mariadb-server-10.3/std_data/rpl/master-bin-seq_10.3.36.000001"
+
+
+def piece(node: int, kind: str, cts: int, txn_id: int) -> Piece:
+    xid = XaId(1, b"g%d" % txn_id, b"b%d" % node)
+    vtso = make(cts, txn_id, 0, TSO_NODE)
+    return Piece(f"dn{node}", f"{node:06d}", xid, kind, (1, 4), [], xid, txn_id, cts, vtso, "committed")
+
+
+def merged(merger: GlobalMerger, *pieces: Piece):  # type: ignore[no-untyped-def]
+    assert pieces[0].vtso is not None
+    return merger.merged(pieces[0].vtso, list(pieces))
+
+
+def test_a_transaction_with_user_rows_on_one_node_is_not_a_heartbeat() -> None:
+    m = GlobalMerger.for_nodes(["dn1", "dn2"])
+    g = merged(m, piece(1, HEARTBEAT, 100, 7), piece(2, TSO_XA, 100, 7))
+    assert g.kind == TSO_XA  # before: the first piece's label, and output and change log dropped it
+    assert merged(m, piece(1, HEARTBEAT, 200, 8), piece(2, HEARTBEAT, 200, 8)).kind == HEARTBEAT
+
+
+def test_a_commit_tso_given_to_two_transactions_is_refused() -> None:
+    m = GlobalMerger.for_nodes(["dn1", "dn2"])
+    merged(m, piece(1, TSO_XA, 100, 7))
+    with pytest.raises(MergeOrderError, match="commit TSO 100 is given to two transactions"):
+        merged(m, piece(2, TSO_XA, 100, 9))
+
+
+def test_branches_of_one_transaction_with_different_commit_tsos_are_refused() -> None:
+    m = GlobalMerger.for_nodes(["dn1", "dn2"])
+    merged(m, piece(1, TSO_XA, 100, 7))
+    with pytest.raises(MergeOrderError, match="transaction 7 committed with two commit TSOs"):
+        merged(m, piece(2, TSO_XA, 105, 7))
+
+
+@pytest.mark.parametrize("head", [b"", b"\xfe", b"\xfebi"])
+def test_a_node_file_just_created_is_waited_for(corpus: Path, tmp_path: Path, head: bytes) -> None:
+    """A live merge reads a node whose newest file has 0-3 bytes: what comes before is read, the new
+    file waits (before: 'not a binlog file' ended the merge)."""
+    node = tmp_path / "dn1"
+    node.mkdir()
+    shutil.copy(corpus / SEQ, node / "bin.000001")
+    whole = len(list(node_transactions([node / "bin.000001"])))
+    (node / "bin.000002").write_bytes(head)
+    assert whole > 0
+    assert len(list(node_transactions(sorted(node.iterdir())))) == whole
+    shutil.copy(corpus / SEQ, node / "bin.000003")  # now the short file is not the newest: damage
+    with pytest.raises(BadMagicError, match="bin.000002.*not a binlog file"):
+        list(node_transactions(sorted(node.iterdir())))
