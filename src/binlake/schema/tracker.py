@@ -133,9 +133,7 @@ def named_view(tm: TableMap, t: TableDef) -> TableMap:
         primary_key = [t.index(k) for k in t.primary_key]
         for i in primary_key:
             columns[i].in_primary_key = True
-    return dataclasses.replace(
-        tm, columns=columns, primary_key=primary_key, _decoders=None, _signature=None, _encoders=None
-    )
+    return tm.replaced(columns=columns, primary_key=primary_key)
 
 
 _NUMERIC = {

@@ -83,7 +83,7 @@ def _inline_char(col: ColumnDef, v: str, env: dict[str, Any]) -> list[str] | Non
     return _text_lines(v, 1 if max_len < 256 else 2, codec, max_len if codec is None else None)
 
 
-_BLOB_WIDTH = {
+_BLOB_WIDTH: dict[int, int] = {
     ColumnType.BLOB: 0,
     ColumnType.TINY_BLOB: 1,
     ColumnType.MEDIUM_BLOB: 3,
