@@ -89,6 +89,14 @@ class EventDecoder:
     def decode(self, raw: bytes, offset: int, header: EventHeader | None = None) -> Iterator[Event]:
         """The event in ``raw`` (exactly one event's bytes), then any events packed inside it.
         ``header``: its header, when the caller has parsed it already."""
+        event = self.decode_event(raw, offset, header)
+        yield event
+        if isinstance(event.body, TransactionPayload):
+            yield from self.inner_events(event)
+
+    def decode_event(self, raw: bytes, offset: int, header: EventHeader | None = None) -> Event:
+        """The event in ``raw`` alone, without a generator per event (the file reader's path): the
+        events inside a TRANSACTION_PAYLOAD then come from ``inner_events``."""
         if self.encrypted_from is not None:
             raise EncryptedBinlogError(
                 f"events from offset {self.encrypted_from} on are encrypted; decryption is out of scope",
@@ -97,10 +105,7 @@ class EventDecoder:
             )
         if header is None:
             header = self.parse_header(raw, offset)
-        event = self._decode_one(raw, header, offset)
-        yield event
-        if isinstance(event.body, TransactionPayload):
-            yield from self._inner_events(event, offset)
+        return self._decode_one(raw, header, offset)
 
     def skipped(self, head: bytes, offset: int) -> Event:
         """An event known by its header only (its body was not read)."""
@@ -205,8 +210,10 @@ class EventDecoder:
             )
         return stored
 
-    def _inner_events(self, outer: Event, offset: int) -> Iterator[Event]:
+    def inner_events(self, outer: Event) -> Iterator[Event]:
+        """The events packed in a TRANSACTION_PAYLOAD event (``outer``), each decoded in turn."""
         payload: TransactionPayload = outer.body
+        offset = outer.offset
         try:
             data = memoryview(payload.uncompressed(self.state.max_payload))
         except BinlogError as e:

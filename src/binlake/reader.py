@@ -22,6 +22,7 @@ from binlake.errors import (
     SizeLimitError,
 )
 from binlake.events.base import Event
+from binlake.events.payload import TransactionPayload
 from binlake.events.types import EventType
 from binlake.sizes import MAX_PAYLOAD_ENV
 
@@ -166,7 +167,10 @@ class BinlogReader:
             if len(raw) < size:
                 yield self.decoder.skipped(raw, pos)
             else:
-                yield from self.decoder.decode(raw, pos)
+                event = self.decoder.decode_event(raw, pos)
+                yield event
+                if type(event.body) is TransactionPayload:
+                    yield from self.decoder.inner_events(event)
             pos += size
             self.position = pos
             if first and self.start_position is not None and self.start_position > pos:
