@@ -1,9 +1,13 @@
 """Full decoding speed: binlake vs python-mysql-replication (PyPI ``mysql-replication``) on the same
-event bytes, one core, in the same run; ``mariadb-binlog -vv`` (C) as a reference.
+event bytes, one core, in the same run; ``mariadb-binlog -vv`` (C) as a reference. Then plain
+decoding of a generated MySQL 8 series (``binlake generate``: every column type, full metadata,
+JSON, DDL), alone and with a schema history attached.
 
-    python benchmarks/decode.py [--size-mb 100]
+    python benchmarks/decode.py [--size-mb 100] [--mysql8-mb 100] [--repeat 3]
 
 Prints MB/s and rows/s per core for each decoder and the ratio binlake / python-mysql-replication.
+``--size-mb 0`` or ``--mysql8-mb 0`` leaves that part out; ``--repeat`` takes the best of N runs
+(the machine may be shared).
 """
 
 from __future__ import annotations
@@ -14,13 +18,17 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_binlog import ensure_binlog  # noqa: E402
 from binlake.events.rows import Rows  # noqa: E402
+from binlake.generate import generate  # noqa: E402
 from binlake.reader import BinlogReader  # noqa: E402
+from binlake.schema import SchemaHistory, SchemaTracker  # noqa: E402
 
 
 def raw_events(path: Path):
@@ -33,14 +41,41 @@ def raw_events(path: Path):
         pos += size
 
 
-def bench_binlake(files: list[Path]) -> tuple[float, int]:
+def bench_binlake(files: list[Path], observers: Callable[[], list[Any]] | None = None) -> tuple[float, int]:
+    """CPU seconds to decode every event, row and value of ``files`` (one reader per file, as the
+    series reader does), and the rows decoded."""
     rows = 0
+    attached = observers() if observers else None
     t0 = time.process_time()
     for f in files:
-        for ev in BinlogReader(f):
+        for ev in BinlogReader(f, observers=attached):
             if isinstance(ev.body, Rows):
                 rows += len(ev.body.rows)
     return time.process_time() - t0, rows
+
+
+def best(repeat: int, run: Callable[[], tuple[float, int]]) -> tuple[float, int]:
+    return min(run() for _ in range(max(repeat, 1)))
+
+
+def mysql8_series(size_mb: int) -> list[Path]:
+    """A generated MySQL 8 series of ``size_mb`` MB in one file, cached under out/bench."""
+    out = Path("out/bench") / f"mysql8-{size_mb}mb"
+    if not (out / "binlog.index").exists():
+        shutil.rmtree(out, ignore_errors=True)
+        generate(out, flavor="mysql80", target_bytes=size_mb * 1_000_000, max_file_size=None)
+    return sorted(out.glob("binlog.0*"))
+
+
+def bench_mysql8(size_mb: int, repeat: int) -> None:
+    files = mysql8_series(size_mb)
+    mb = sum(f.stat().st_size for f in files) / 1e6
+    print(f"generated MySQL 8 series: {len(files)} file(s), {mb:.1f} MB")
+    line = "{:<28} {:>9.1f} s {:>9.1f} MB/s {:>12,.0f} rows/s"
+    t, rows = best(repeat, lambda: bench_binlake(files))
+    print(line.format("binlake, plain decoding", t, mb / t, rows / t))
+    t, rows = best(repeat, lambda: bench_binlake(files, lambda: [SchemaTracker(SchemaHistory())]))
+    print(line.format("binlake + schema history", t, mb / t, rows / t))
 
 
 class _Ctl:
@@ -122,12 +157,21 @@ def bench_mariadb_binlog(files: list[Path]) -> float | None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--size-mb", type=int, default=100)
+    ap.add_argument("--size-mb", type=int, default=100, help="MariaDB binlog size (0: skip)")
+    ap.add_argument("--mysql8-mb", type=int, default=100, help="generated MySQL 8 series size (0: skip)")
+    ap.add_argument("--repeat", type=int, default=1, help="best of N runs of binlake")
     args = ap.parse_args()
-    files = ensure_binlog(args.size_mb)
+    if args.size_mb:
+        bench_mariadb(args.size_mb, args.repeat)
+    if args.mysql8_mb:
+        bench_mysql8(args.mysql8_mb, args.repeat)
+
+
+def bench_mariadb(size_mb: int, repeat: int) -> None:
+    files = ensure_binlog(size_mb)
     mb = sum(f.stat().st_size for f in files) / 1e6
     print(f"binlog: {len(files)} file(s), {mb:.1f} MB")
-    t_ours, rows_ours = bench_binlake(files)
+    t_ours, rows_ours = best(repeat, lambda: bench_binlake(files))
     t_pmr, rows_pmr = bench_pmr(files)
     t_c = bench_mariadb_binlog(files)
     line = "{:<28} {:>9.1f} s {:>9.1f} MB/s {:>12,.0f} rows/s"

@@ -197,3 +197,49 @@ def test_create_table_with_versioned_partitioning_or_data_directory_is_applied()
     assert t1 is not None and t2 is not None
     assert ([c.name for c in t1.columns], t1.primary_key) == (["a", "pk"], ["pk"])
     assert ([c.type_name for c in t2.columns], t2.primary_key) == (["INT", "BLOB"], ["id"])
+
+
+def _named_rows(files: list[Path], tracker: SchemaTracker) -> list[tuple]:
+    out = []
+    for f in files:
+        for ev in BinlogReader(f, observers=[tracker]):
+            b = ev.body
+            if isinstance(b, Rows) and b.table is not None:
+                names = tuple(c.name for c in b.table.columns)
+                out.append((b.table.table, names, tuple(b.table.primary_key), b.operation, b.rows))
+    return out
+
+
+def test_table_map_cache_stays_on_with_a_history(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a schema tracker attached the decoder still reuses decoded table maps, the tracker names
+    columns in copies (never in the shared maps), and every row and name is as when each map is
+    decoded afresh — across ADD / DROP / RENAME COLUMN and RENAME TABLE, where the bytes of a map
+    stay the same and only the history says the names changed."""
+    from binlake.decoder import EventDecoder
+    from binlake.events import BODY_DECODERS
+    from binlake.events.types import EventType
+    from binlake.generate import generate
+
+    files = generate(
+        tmp_path / "s", flavor="mysql57", target_bytes=1_500_000, max_file_size=600_000, ddl_every=40
+    ).files
+    decoded = []
+    real = BODY_DECODERS[EventType.TABLE_MAP]
+
+    def counting(buf, state, header):  # type: ignore[no-untyped-def]
+        decoded.append(real(buf, state, header))
+        return decoded[-1]
+
+    monkeypatch.setitem(BODY_DECODERS, EventType.TABLE_MAP, counting)
+    cached_tracker = SchemaTracker(SchemaHistory())
+    got = _named_rows(files, cached_tracker)
+    maps_decoded = len(decoded)
+    assert all(c.name is None for tm in decoded for c in tm.columns)  # the shared maps untouched
+    monkeypatch.setattr(EventDecoder, "_table_map", lambda self, body, header: real(body, self.state, header))
+    fresh_tracker = SchemaTracker(SchemaHistory())
+    want = _named_rows(files, fresh_tracker)
+    assert got == want and len(got) > 1000
+    assert {n for *_, names, _, _, _ in got for n in names} >= {"id", "balance", "meta", "extra1"}
+    assert any(n.endswith("_r") for _, names, *_ in got for n in names)  # a renamed column named anew
+    assert cached_tracker.completed == fresh_tracker.completed > 0
+    assert maps_decoded * 20 < cached_tracker.completed  # maps decoded once per layout, not per transaction

@@ -89,6 +89,14 @@ class EventDecoder:
     def decode(self, raw: bytes, offset: int, header: EventHeader | None = None) -> Iterator[Event]:
         """The event in ``raw`` (exactly one event's bytes), then any events packed inside it.
         ``header``: its header, when the caller has parsed it already."""
+        event = self.decode_event(raw, offset, header)
+        yield event
+        if isinstance(event.body, TransactionPayload):
+            yield from self.inner_events(event)
+
+    def decode_event(self, raw: bytes, offset: int, header: EventHeader | None = None) -> Event:
+        """The event in ``raw`` alone, without a generator per event (the file reader's path): the
+        events inside a TRANSACTION_PAYLOAD then come from ``inner_events``."""
         if self.encrypted_from is not None:
             raise EncryptedBinlogError(
                 f"events from offset {self.encrypted_from} on are encrypted; decryption is out of scope",
@@ -97,10 +105,7 @@ class EventDecoder:
             )
         if header is None:
             header = self.parse_header(raw, offset)
-        event = self._decode_one(raw, header, offset)
-        yield event
-        if isinstance(event.body, TransactionPayload):
-            yield from self._inner_events(event, offset)
+        return self._decode_one(raw, header, offset)
 
     def skipped(self, head: bytes, offset: int) -> Event:
         """An event known by its header only (its body was not read)."""
@@ -147,7 +152,7 @@ class EventDecoder:
                         )
             body_bytes = raw[hlen : len(raw) - csize]
             decoder = BODY_DECODERS.get(code)
-            if code == EventType.TABLE_MAP and not self.state.observers:
+            if code == EventType.TABLE_MAP:
                 body = self._table_map(body_bytes, seen)
             else:
                 body = UnknownEvent(body_bytes) if decoder is None else decoder(body_bytes, self.state, seen)
@@ -161,20 +166,22 @@ class EventDecoder:
                 source=self.source,
                 offset=offset,
             ) from None
-        if isinstance(body, TableMap):
-            self.state.table_maps[body.table_id] = body
-        elif isinstance(body, StartV3):
+        if isinstance(body, StartV3):
             self.state.fde = v3_format(body.binlog_version, body.server_version, body.create_timestamp)
         elif code in ENCRYPTION_STARTS:
             self.encrypted_from = offset + header.event_size
         event = Event(header, body, self.source, offset, checksum, inner, code)
         for observe in self.state.observers:
             observe(event)
+        if code == EventType.TABLE_MAP and isinstance(event.body, TableMap):
+            # an observer (the schema tracker) may have put a named view of the map in its place
+            self.state.table_maps[event.body.table_id] = event.body
         return event
 
     def _table_map(self, body_bytes: bytes, header: EventHeader) -> TableMap:
         """The TABLE_MAP body, reused when the table id was last mapped with the very same bytes.
-        Only without observers: a schema tracker completes maps in place, per position."""
+        The map is shared by every event that reuses it: nothing may mutate it (the schema tracker
+        names columns in a copy of its own, see ``SchemaTracker``)."""
         table_id = int.from_bytes(body_bytes[:6], "little")  # the id's width does not matter for a key
         cached = self.state.table_map_bytes.get(table_id)
         if cached is not None and cached[0] == body_bytes:
@@ -203,8 +210,10 @@ class EventDecoder:
             )
         return stored
 
-    def _inner_events(self, outer: Event, offset: int) -> Iterator[Event]:
+    def inner_events(self, outer: Event) -> Iterator[Event]:
+        """The events packed in a TRANSACTION_PAYLOAD event (``outer``), each decoded in turn."""
         payload: TransactionPayload = outer.body
+        offset = outer.offset
         try:
             data = memoryview(payload.uncompressed(self.state.max_payload))
         except BinlogError as e:

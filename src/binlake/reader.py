@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, NoReturn
 
 from binlake.decoder import EventDecoder
 from binlake.errors import (
@@ -22,6 +22,7 @@ from binlake.errors import (
     SizeLimitError,
 )
 from binlake.events.base import Event
+from binlake.events.payload import TransactionPayload
 from binlake.events.types import EventType
 from binlake.sizes import MAX_PAYLOAD_ENV
 
@@ -84,6 +85,7 @@ class BinlogReader:
         if observers:
             self.decoder.state.observers.extend(observers)
         self.position = FIRST_EVENT  # where the next event starts
+        self._file_size = 0  # the file's size when last looked up
 
     def __iter__(self) -> Iterator[Event]:
         with open(self.path, "rb", buffering=READ_BUFFER) as f:
@@ -111,14 +113,11 @@ class BinlogReader:
                 offset=pos,
             )
         # Never ask for more than the file holds (or the ceiling): a damaged length must not make us
-        # allocate it.
-        available = os.fstat(f.fileno()).st_size - pos
-        if size > available:
-            raise IncompleteTailError(
-                f"incomplete tail at offset {pos}: event of {size} bytes, file ends after {max(available, hlen)}",
-                source=self.path,
-                offset=pos,
-            )
+        # allocate it. The size is looked up again only when an event seems to pass it (it grows).
+        if size > self._file_size - pos:
+            self._file_size = os.fstat(f.fileno()).st_size
+            if size > self._file_size - pos:
+                self._incomplete(pos, size, max(self._file_size - pos, hlen))
         if (
             self.skip
             and self.decoder.fde is not None
@@ -135,7 +134,17 @@ class BinlogReader:
                 source=self.path,
                 offset=pos,
             )
-        return head + f.read(size - hlen), size
+        body = f.read(size - hlen)
+        if len(body) < size - hlen:  # the file was cut while we read it
+            self._incomplete(pos, size, hlen + len(body))
+        return head + body, size
+
+    def _incomplete(self, pos: int, size: int, available: int) -> NoReturn:
+        raise IncompleteTailError(
+            f"incomplete tail at offset {pos}: event of {size} bytes, file ends after {available}",
+            source=self.path,
+            offset=pos,
+        )
 
     def _events(self, f: BinaryIO) -> Iterator[Event]:
         pos = FIRST_EVENT
@@ -158,7 +167,10 @@ class BinlogReader:
             if len(raw) < size:
                 yield self.decoder.skipped(raw, pos)
             else:
-                yield from self.decoder.decode(raw, pos)
+                event = self.decoder.decode_event(raw, pos)
+                yield event
+                if type(event.body) is TransactionPayload:
+                    yield from self.decoder.inner_events(event)
             pos += size
             self.position = pos
             if first and self.start_position is not None and self.start_position > pos:

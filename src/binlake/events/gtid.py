@@ -14,8 +14,16 @@ from binlake.wire import Cursor, ShortRead
 UNDEFINED_SERVER_VERSION = 999999
 
 
+_UUID_TEXT: dict[bytes, str] = {}  # a server writes the same source id in every GTID event
+
+
 def format_uuid(raw: bytes) -> str:
-    return str(uuid.UUID(bytes=raw))
+    text = _UUID_TEXT.get(raw)
+    if text is None:
+        if len(_UUID_TEXT) >= 1024:
+            _UUID_TEXT.clear()
+        text = _UUID_TEXT[raw] = str(uuid.UUID(bytes=raw))
+    return text
 
 
 @dataclass(slots=True)

@@ -11,11 +11,11 @@ from typing import Any
 
 from binlake.events.base import DecodeState, EventHeader
 from binlake.events.query import compress_mariadb, uncompress_mariadb
-from binlake.events.table_map import TableMap, read_table_id
+from binlake.events.table_map import TableMap
 from binlake.events.types import ROWS_EVENT_KINDS, EventType
 from binlake.values.json_binary import decode_json_binary
 from binlake.values.plan import PLANS
-from binlake.wire import Cursor, bits_set, encode_lenenc
+from binlake.wire import Cursor, ShortRead, bits_set, encode_lenenc
 
 
 class _Absent:
@@ -127,39 +127,102 @@ def decode_image(
     return row, pos
 
 
-def decode_rows_data(ev: Rows, buf: bytes, tm: TableMap, is_partial: bool) -> None:
-    if len(tm.columns) != ev.column_count:
-        raise ValueError(f"rows event has {ev.column_count} columns, its table map {len(tm.columns)}")
-    before = tuple(bits_set(ev.columns_before, ev.column_count))
-    after = tuple(bits_set(ev.columns_after, ev.column_count))
-    pos, end = 0, len(buf)
-    op = ev.operation
-    first = before if op != "insert" else after
-    if buf and len(first) % 8:
-        ev.null_padding = bool(buf[(len(first) - 1) >> 3] >> (len(first) % 8))
-    if not is_partial:
-        decode_all = PLANS.get(
+def _row_plan(ev: Rows, tm: TableMap) -> tuple[int, Any]:
+    """(columns in the first image, generated decoder of every row) for this event's images,
+    memoised on the table map: the same map is reused by every transaction of the table."""
+    key = (ev.operation, ev.columns_before, ev.columns_after)
+    plans = tm.row_plans
+    plan = plans.get(key)
+    if plan is None:
+        n, op = ev.column_count, ev.operation
+        before = tuple(bits_set(ev.columns_before, n))
+        after = tuple(bits_set(ev.columns_after, n))
+        fn = PLANS.get(
             tm.signature,
             tm.columns,
             before if op != "insert" else None,
             after if op != "delete" else None,
             ABSENT,
         )
+        if len(plans) >= 64:
+            plans.clear()
+        plan = plans[key] = (len(before if op != "insert" else after), fn)
+    return plan
+
+
+def decode_rows_data(ev: Rows, buf: bytes, tm: TableMap, is_partial: bool) -> None:
+    if len(tm.columns) != ev.column_count:
+        raise ValueError(f"rows event has {ev.column_count} columns, its table map {len(tm.columns)}")
+    end = len(buf)
+    if not is_partial:
+        nfirst, decode_all = _row_plan(ev, tm)
+        if buf and nfirst % 8:
+            ev.null_padding = bool(buf[(nfirst - 1) >> 3] >> (nfirst % 8))
         ev.rows, pos = decode_all(buf, 0, end)
     else:
         # PARTIAL_UPDATE_ROWS: value options and partial-JSON bits sit between the two images
+        before = bits_set(ev.columns_before, ev.column_count)
+        after = bits_set(ev.columns_after, ev.column_count)
+        if buf and len(before) % 8:
+            ev.null_padding = bool(buf[(len(before) - 1) >> 3] >> (len(before) % 8))
         json_cols = tm.json_columns
+        pos = 0
         while pos < end:
-            b, pos = decode_image(buf, pos, list(before), tm)
+            b, pos = decode_image(buf, pos, before, tm)
             c = Cursor(buf, pos)
             partial: frozenset[int] = frozenset()
             if (c.lenenc() or 0) & 1:
                 bits = c.bitmap(len(json_cols))
                 partial = frozenset(col for k, col in enumerate(json_cols) if bits >> k & 1)
-            a, pos = decode_image(buf, c.pos, list(after), tm, partial)
+            a, pos = decode_image(buf, c.pos, after, tm, partial)
             ev.rows.append((b, a))
     if pos != end:
         raise ValueError(f"row data overran the event by {pos - end} bytes")
+
+
+def _header(buf: bytes, post: int, version: int, op: str) -> tuple[int, int, bytes, int, int, int, int]:
+    """(table id, flags, extra data, column count, before bitmap, after bitmap, where the rows start).
+    Bitmaps are kept as written (servers set the padding bits); readers look at the first ncols."""
+    size = len(buf)
+    p = 4 if post == 6 else 6
+    if size < p + 3:
+        raise ShortRead(f"rows event body of {size} bytes ends inside its header")
+    table_id = int.from_bytes(buf[:p], "little")
+    flags = buf[p] | buf[p + 1] << 8
+    p += 2
+    extra = b""
+    if version == 2 and post >= 10:
+        extra_len = buf[p] | buf[p + 1] << 8 if p + 2 <= size else -1
+        if extra_len < 0:
+            raise ShortRead("rows event ends inside its extra data length")
+        if extra_len < 2:
+            raise ValueError(f"extra data length {extra_len} is below 2")
+        if p + extra_len > size:
+            raise ShortRead(f"extra data of {extra_len - 2} bytes runs past the event")
+        extra = buf[p + 2 : p + extra_len]
+        p += extra_len
+    if p < size and buf[p] < 0xFB:  # the column count, almost always one byte
+        ncols = buf[p]
+        p += 1
+    else:
+        c = Cursor(buf, p)
+        ncols = c.lenenc() or 0
+        p = c.pos
+    nb = (ncols + 7) >> 3
+    cols_before = cols_after = 0
+    if op != "insert":
+        if p + nb > size:
+            raise ShortRead("rows event ends inside its column bitmap")
+        cols_before = int.from_bytes(buf[p : p + nb], "little")
+        p += nb
+    if op == "insert" or (op == "update" and version > 0):
+        if p + nb > size:
+            raise ShortRead("rows event ends inside its column bitmap")
+        cols_after = int.from_bytes(buf[p : p + nb], "little")
+        p += nb
+    elif op == "update":
+        cols_after = cols_before
+    return table_id, flags, extra, ncols, cols_before, cols_after, p
 
 
 def decode_rows(buf: bytes, state: DecodeState, header: EventHeader) -> Rows:
@@ -167,30 +230,13 @@ def decode_rows(buf: bytes, state: DecodeState, header: EventHeader) -> Rows:
     fde = state.fde
     default_post = 10 if version == 2 else 8
     post = fde.post_header_len(header.type_code, default_post) if fde else default_post
-    c = Cursor(buf)
-    table_id = read_table_id(c, post)
-    flags = c.u16()
-    extra = b""
+    table_id, flags, extra, ncols, cols_before, cols_after, start = _header(buf, post, version, op)
     partition_id = source_partition_id = None
-    if version == 2 and post >= 10:
-        extra_len = c.u16()
-        if extra_len < 2:
-            raise ValueError(f"extra data length {extra_len} is below 2")
-        extra = c.take(extra_len - 2)
-        if extra[:1] == b"\x01" and len(extra) >= 3:  # partition info
-            partition_id = int.from_bytes(extra[1:3], "little")
-            if op == "update" and len(extra) >= 5:
-                source_partition_id = int.from_bytes(extra[3:5], "little")
-    ncols = c.lenenc() or 0
-    cols_before = cols_after = 0
-    # bitmaps are kept as written (servers set the padding bits); readers look at the first ncols bits
-    if op in ("delete", "update"):
-        cols_before = c.bitmap(ncols)
-    if op == "insert" or (op == "update" and version > 0):
-        cols_after = c.bitmap(ncols)
-    elif op == "update":
-        cols_after = cols_before
-    data = c.rest()
+    if extra[:1] == b"\x01" and len(extra) >= 3:  # partition info
+        partition_id = int.from_bytes(extra[1:3], "little")
+        if op == "update" and len(extra) >= 5:
+            source_partition_id = int.from_bytes(extra[3:5], "little")
+    data = buf[start:]
     if compressed:
         data = uncompress_mariadb(data, state.max_payload)
     ev = Rows(

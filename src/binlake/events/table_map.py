@@ -3,6 +3,7 @@ optional metadata (names, signedness, charsets, ENUM/SET values, geometry types,
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,6 +50,20 @@ class TableMap:
     _decoders: list[Any] | None = field(default=None, repr=False, compare=False)
     _signature: tuple[Any, ...] | None = field(default=None, repr=False, compare=False)
     _encoders: list[Any] | None = field(default=None, repr=False, compare=False)
+    _row_plans: dict[tuple[Any, ...], Any] | None = field(default=None, repr=False, compare=False)
+
+    def replaced(self, **changes: Any) -> TableMap:
+        """A copy with ``changes`` and none of the per-map caches (they follow from the columns)."""
+        return dataclasses.replace(
+            self, **changes, _decoders=None, _signature=None, _encoders=None, _row_plans=None
+        )
+
+    @property
+    def row_plans(self) -> dict[tuple[Any, ...], Any]:
+        """Generated row decoders by image layout (filled by the rows decoder)."""
+        if self._row_plans is None:
+            self._row_plans = {}
+        return self._row_plans
 
     @property
     def decoders(self) -> list[Callable[[bytes, int], tuple[Any, int]]]:

@@ -7,6 +7,7 @@ next TABLE_MAP is completed and before any row of that table is decoded.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass, field
 
@@ -34,10 +35,22 @@ class Mismatch:
 
 @dataclass
 class SchemaTracker:
+    """Replays DDL into ``history`` and names the columns of TABLE_MAPs that carry no names.
+
+    Decoded table maps are shared (the decoder reuses one map for every transaction that maps the
+    table with the same bytes), so they are never changed here: a map the history completes is
+    replaced in its event by a named copy, made once per map and schema state and reused after.
+    """
+
     history: SchemaHistory
     on_mismatch: str = "error"  # "error" | "positional" (leave @N names, keep going)
     mismatches: list[Mismatch] = field(default_factory=list)
     completed: int = 0
+    # table id -> (map as decoded, schema generation, table definition, named copy or problem)
+    _views: dict[int, tuple[TableMap, int, TableDef | None, TableMap | str | None]] = field(
+        default_factory=dict, repr=False
+    )
+    _generation: int = field(default=0, repr=False)  # bumped by every DDL applied
 
     def __call__(self, ev: Event) -> None:
         body = ev.body
@@ -48,8 +61,9 @@ class SchemaTracker:
                 (os.path.basename(ev.source), ev.offset),
                 body.status.get("charset_database"),
             )
+            self._generation += 1
         elif isinstance(body, TableMap):
-            self._complete(ev, body)
+            ev.body = self._complete(ev, body)
 
     def _mismatch(self, ev: Event, tm: TableMap, detail: str) -> None:
         m = Mismatch(ev.source, ev.offset, f"{tm.database}.{tm.table}", detail)
@@ -61,41 +75,65 @@ class SchemaTracker:
                 offset=ev.offset,
             )
 
-    def _complete(self, ev: Event, tm: TableMap) -> None:
+    def _view(self, tm: TableMap) -> tuple[TableDef | None, TableMap | str | None]:
+        """The history's table and what it makes of ``tm``: a named copy, a problem, or None."""
+        cached = self._views.get(tm.table_id)
+        if cached is not None and cached[0] is tm and cached[1] == self._generation:
+            return cached[2], cached[3]
         t = self.history.table(tm.database, tm.table)
-        if t is None:
-            return
-        problem = _compare(t, tm)
-        if any(c.name is not None for c in tm.columns):  # the binlog's own metadata wins; check it
-            names = [c.name for c in tm.columns]
-            if problem or [c.name.lower() for c in t.columns] != [n.lower() for n in names if n]:
-                self.mismatches.append(
-                    Mismatch(
-                        ev.source,
-                        ev.offset,
-                        f"{tm.database}.{tm.table}",
-                        problem or f"binlog names {names}, history {[c.name for c in t.columns]}",
-                    )
-                )
-            return
-        if problem:
-            self._mismatch(ev, tm, problem)
-            return
-        for col, spec in zip(tm.columns, t.columns, strict=True):
-            col.name = spec.name
-            if col.unsigned is None and col.real_type in _NUMERIC:
-                col.unsigned = spec.unsigned
-            if col.collation is None:
-                col.collation = spec.collation
-            if col.real_type == ColumnType.ENUM and col.enum_values is None:
-                col.enum_values = spec.enum_values
-            if col.real_type == ColumnType.SET and col.set_values is None:
-                col.set_values = spec.set_values
-        if not tm.primary_key and t.primary_key:
-            tm.primary_key = [t.index(k) for k in t.primary_key]
-            for i in tm.primary_key:
-                tm.columns[i].in_primary_key = True
-        self.completed += 1
+        outcome: TableMap | str | None = None
+        if t is not None:
+            problem = _compare(t, tm)
+            if any(c.name is not None for c in tm.columns):  # the binlog's own metadata wins; check it
+                names = [c.name for c in tm.columns]
+                if problem or [c.name.lower() for c in t.columns] != [n.lower() for n in names if n]:
+                    outcome = problem or f"binlog names {names}, history {[c.name for c in t.columns]}"
+            else:
+                outcome = problem or named_view(tm, t)
+        if len(self._views) >= 4096:
+            self._views.clear()
+        self._views[tm.table_id] = (tm, self._generation, t, outcome)
+        return t, outcome
+
+    def _complete(self, ev: Event, tm: TableMap) -> TableMap:
+        t, outcome = self._view(tm)
+        if t is None or outcome is None:
+            return tm
+        if isinstance(outcome, TableMap):
+            self.completed += 1
+            return outcome
+        if any(c.name is not None for c in tm.columns):
+            self.mismatches.append(Mismatch(ev.source, ev.offset, f"{tm.database}.{tm.table}", outcome))
+        else:
+            self._mismatch(ev, tm, outcome)
+        return tm
+
+
+def named_view(tm: TableMap, t: TableDef) -> TableMap:
+    """A copy of ``tm`` with what the history knows and the binlog did not say (``tm`` untouched)."""
+    columns = []
+    for col, spec in zip(tm.columns, t.columns, strict=True):
+        rt = col.real_type
+        columns.append(
+            dataclasses.replace(
+                col,
+                name=spec.name,
+                unsigned=spec.unsigned if col.unsigned is None and rt in _NUMERIC else col.unsigned,
+                collation=spec.collation if col.collation is None else col.collation,
+                enum_values=spec.enum_values
+                if rt == ColumnType.ENUM and col.enum_values is None
+                else col.enum_values,
+                set_values=spec.set_values
+                if rt == ColumnType.SET and col.set_values is None
+                else col.set_values,
+            )
+        )
+    primary_key = list(tm.primary_key)
+    if not primary_key and t.primary_key:
+        primary_key = [t.index(k) for k in t.primary_key]
+        for i in primary_key:
+            columns[i].in_primary_key = True
+    return tm.replaced(columns=columns, primary_key=primary_key)
 
 
 _NUMERIC = {

@@ -155,7 +155,14 @@ def _scalar(t: int, buf: bytes, pos: int, end: int, budget: list[int]) -> Any:
     raise JsonError(f"unknown JSON type 0x{t:02x}")
 
 
+_HEAD = (struct.Struct("<HH"), struct.Struct("<II"))  # element count, byte size
+_KEY_ENTRY = (struct.Struct("<HH"), struct.Struct("<IH"))  # key offset, key length
+
+
 def _read_container(t: int, buf: bytes, base: int, end: int, depth: int, budget: list[int]) -> Any:
+    """An object or array. The common entries (literals, small integers, strings with a one-byte
+    length, nested containers) are read here; every other value goes through ``_scalar``, in the
+    same order and with the same checks."""
     if depth > 150:
         raise JsonError("nesting deeper than 150")
     large = t in (LARGE_OBJECT, LARGE_ARRAY)
@@ -163,9 +170,8 @@ def _read_container(t: int, buf: bytes, base: int, end: int, depth: int, budget:
     rd = _U32.unpack_from if large else _U16.unpack_from
     if base + 2 * osz > end:
         raise JsonError("truncated container header")
-    count = rd(buf, base)[0]
+    count, size = _HEAD[large].unpack_from(buf, base)
     _spend(budget, count)
-    size = rd(buf, base + osz)[0]
     if base + size > end:
         raise JsonError(f"container size {size} runs past the value")
     cend = base + size
@@ -175,9 +181,9 @@ def _read_container(t: int, buf: bytes, base: int, end: int, depth: int, budget:
     if is_object:
         if p + count * (osz + 2) > cend:
             raise JsonError("key entries run past the container")
+        key_entry = _KEY_ENTRY[large].unpack_from
         for _ in range(count):
-            koff = rd(buf, p)[0]
-            klen = _U16.unpack_from(buf, p + osz)[0]
+            koff, klen = key_entry(buf, p)
             p += osz + 2
             if base + koff + klen > cend:
                 raise JsonError("key runs past the container")
@@ -185,16 +191,28 @@ def _read_container(t: int, buf: bytes, base: int, end: int, depth: int, budget:
     entry = 1 + osz
     if p + count * entry > cend:
         raise JsonError("value entries run past the container")
-    values = []
+    values: list[Any] = []
+    append = values.append
     for _ in range(count):
         vt = buf[p]
-        if vt in (LITERAL, INT16, UINT16) or (large and vt in (INT32, UINT32)):
-            values.append(_scalar(vt, buf, p + 1, cend, budget))
+        if vt == LITERAL and buf[p + 1] <= 1:
+            append(True if buf[p + 1] else None)
+        elif vt in (LITERAL, INT16, UINT16) or (large and vt in (INT32, UINT32)):
+            append(_scalar(vt, buf, p + 1, cend, budget))
         else:
-            voff = rd(buf, p + 1)[0]
-            if base + voff >= cend:
+            q = base + rd(buf, p + 1)[0]
+            if q >= cend:
                 raise JsonError("value offset past the container")
-            values.append(_value(vt, buf, base + voff, cend, depth + 1, budget))
+            if vt == STRING and buf[q] < 0x80:  # a string of fewer than 128 bytes
+                n = buf[q]
+                if q + 1 + n > cend:
+                    raise JsonError("string runs past the value")
+                _spend(budget, n)
+                append(buf[q + 1 : q + 1 + n].decode("utf-8", "surrogateescape"))
+            elif vt <= LARGE_ARRAY:
+                append(_read_container(vt, buf, q, cend, depth + 1, budget))
+            else:
+                append(_scalar(vt, buf, q, cend, budget))
         p += entry
     return dict(zip(keys, values, strict=True)) if is_object else values
 

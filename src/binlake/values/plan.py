@@ -17,6 +17,7 @@ from typing import Any
 
 from binlake.values.charsets import codec_for
 from binlake.values.columns import ColumnDef, column_decoder
+from binlake.values.json_binary import Json, decode_json_binary
 from binlake.values.numeric import DECIMAL_CONTEXT, decimal_segments
 from binlake.values.temporal import MysqlDate, MysqlDateTime
 from binlake.values.types import ColumnType, string_max_length
@@ -46,36 +47,100 @@ def _inline_float(col: ColumnDef, v: str, env: dict[str, Any]) -> list[str] | No
     return [f"{v} = {name}(buf, p)[0]", f"p += {4 if col.real_type == ColumnType.FLOAT else 8}"]
 
 
-def _text_lines(v: str, width: int) -> list[str]:
+def _text_lines(v: str, width: int, codec: str | None = "utf-8", pad_to: int | None = None) -> list[str]:
+    """A length-prefixed string: bytes when binary (``codec`` None, BINARY(n) zero-padded to
+    ``pad_to``), else text by the codec, the bytes when they do not decode (as ``decode_text``)."""
     length = {1: "buf[p]", 2: "(buf[p] | buf[p + 1] << 8)"}.get(
         width, f"int.from_bytes(buf[p:p + {width}], 'little')"
     )
-    return [
+    lines = [
         f"e = p + {width} + {length}",
         "if e > L: raise ValueError('string runs past the row image')",
-        "try:",
-        f"    {v} = buf[p + {width}:e].decode('utf-8')",
-        "except UnicodeDecodeError:",
-        f"    {v} = buf[p + {width}:e]",
-        "p = e",
     ]
-
-
-def _utf8(col: ColumnDef) -> bool:
-    return codec_for(col.collation) in ("utf-8", "?")
+    if codec is None:
+        lines.append(f"{v} = buf[p + {width}:e]")
+        if pad_to is not None:
+            lines.append(f"if e - p - {width} < {pad_to}: {v} += bytes({pad_to} - (e - p - {width}))")
+    else:
+        lines += [
+            "try:",
+            f"    {v} = buf[p + {width}:e].decode({'utf-8' if codec == '?' else codec!r})",
+            "except UnicodeDecodeError:",
+            f"    {v} = buf[p + {width}:e]",
+        ]
+    return [*lines, "p = e"]
 
 
 def _inline_varchar(col: ColumnDef, v: str, env: dict[str, Any]) -> list[str] | None:
-    """VARCHAR in UTF-8 (or of unknown charset, read as UTF-8 when valid): the hot path of most tables."""
-    return _text_lines(v, 1 if col.meta < 256 else 2) if _utf8(col) else None
+    """VARCHAR / VARBINARY: the hot path of most tables."""
+    return _text_lines(v, 1 if col.meta < 256 else 2, codec_for(col.collation))
 
 
 def _inline_char(col: ColumnDef, v: str, env: dict[str, Any]) -> list[str] | None:
-    return _text_lines(v, 1 if string_max_length(col.meta) < 256 else 2) if _utf8(col) else None
+    """CHAR / BINARY: BINARY(n) gets back the trailing zeros the server strips."""
+    max_len = string_max_length(col.meta)
+    codec = codec_for(col.collation)
+    return _text_lines(v, 1 if max_len < 256 else 2, codec, max_len if codec is None else None)
+
+
+_BLOB_WIDTH: dict[int, int] = {
+    ColumnType.BLOB: 0,
+    ColumnType.TINY_BLOB: 1,
+    ColumnType.MEDIUM_BLOB: 3,
+    ColumnType.LONG_BLOB: 4,
+    ColumnType.GEOMETRY: 0,
+}
 
 
 def _inline_text(col: ColumnDef, v: str, env: dict[str, Any]) -> list[str] | None:
-    return _text_lines(v, col.meta) if _utf8(col) and 1 <= col.meta <= 4 else None
+    """TEXT / BLOB (and GEOMETRY, a binary BLOB): a 1-4 byte length from the metadata."""
+    width = col.meta or _BLOB_WIDTH[col.real_type]
+    codec = None if col.real_type == ColumnType.GEOMETRY else codec_for(col.collation)
+    return _text_lines(v, width, codec) if 1 <= width <= 4 else None
+
+
+def _inline_json(col: ColumnDef, v: str, env: dict[str, Any]) -> list[str] | None:
+    if not 1 <= col.meta <= 4:
+        return None
+    env["_Json"], env["_json_binary"] = Json, decode_json_binary
+    return [
+        *_text_lines("x", col.meta, None),
+        f"{v} = _Json(_json_binary(x)) if x else _Json(None, empty=True)",
+    ]
+
+
+def _inline_int24(col: ColumnDef, v: str, env: dict[str, Any]) -> list[str] | None:
+    lines = [f"{v} = buf[p] | buf[p + 1] << 8 | buf[p + 2] << 16", "p += 3"]
+    return lines if col.unsigned else [*lines, f"if {v} & 0x800000: {v} -= 0x1000000"]
+
+
+def _inline_time2(col: ColumnDef, v: str, env: dict[str, Any]) -> list[str] | None:
+    """TIME2 as ``time2_packed`` + ``time_from_packed``: the packed integer, then one timedelta."""
+    env["_timedelta"] = dt.timedelta
+    fsp = col.meta
+    if fsp >= 5:
+        read = ["x = int.from_bytes(buf[p:p + 6], 'big') - 0x800000000000", "p += 6"]
+    elif fsp == 0:
+        read = ["x = ((buf[p] << 16 | buf[p + 1] << 8 | buf[p + 2]) - 0x800000) << 24", "p += 3"]
+    else:
+        short = fsp <= 2
+        frac = "buf[p + 3]" if short else "(buf[p + 3] << 8 | buf[p + 4])"
+        read = [
+            "x = (buf[p] << 16 | buf[p + 1] << 8 | buf[p + 2]) - 0x800000",
+            f"f = {frac}",
+            f"if x < 0 and f: x += 1; f -= {0x100 if short else 0x10000}",
+            f"x = (x << 24) + f * {10000 if short else 100}",
+            f"p += {4 if short else 5}",
+        ]
+    return [
+        *read,
+        "if x < 0:",
+        "    x = -x; hms = x >> 24",
+        f"    {v} = -_timedelta(0, ((hms >> 12) & 0x3FF) * 3600 + ((hms >> 6) & 63) * 60 + (hms & 63), x & 0xFFFFFF)",
+        "else:",
+        "    hms = x >> 24",
+        f"    {v} = _timedelta(0, ((hms >> 12) & 0x3FF) * 3600 + ((hms >> 6) & 63) * 60 + (hms & 63), x & 0xFFFFFF)",
+    ]
 
 
 def _inline_date(col: ColumnDef, v: str, env: dict[str, Any]) -> list[str] | None:
@@ -129,10 +194,14 @@ def _inline_timestamp2(col: ColumnDef, v: str, env: dict[str, Any]) -> list[str]
         dt.timezone.utc,
         MysqlDateTime(0, 0, 0),
     )
+    env["_EPOCH"], env["_timedelta"] = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc), dt.timedelta
     read, size = _temporal_read(col, env, "I", "x0")
     return [
         *read,
-        f"{v} = (_fromts(x, _UTC).replace(microsecond=us) if us else _fromts(x, _UTC)) if x or us else _ZERO_TS",
+        "if us >= 1000000:  # a fraction no server writes: carried into the seconds, as timestamp_from does",
+        f"    {v} = _EPOCH + _timedelta(0, x, us)",
+        "else:",
+        f"    {v} = (_fromts(x, _UTC).replace(microsecond=us) if us else _fromts(x, _UTC)) if x or us else _ZERO_TS",
         f"p += {size}",
     ]
 
@@ -140,8 +209,10 @@ def _inline_timestamp2(col: ColumnDef, v: str, env: dict[str, Any]) -> list[str]
 def _inline_set(col: ColumnDef, v: str, env: dict[str, Any]) -> list[str] | None:
     """One-byte SETs: all 256 values precomputed."""
     names = col.set_values
-    if names is None or col.meta & 0xFF != 1:
+    if col.meta & 0xFF != 1:
         return None
+    if names is None:  # no names known: the bit mask
+        return [f"{v} = buf[p]", "p += 1"]
     table = [
         m if m >> len(names) else tuple(n for k, n in enumerate(names) if m >> k & 1) for m in range(256)
     ]
@@ -198,8 +269,10 @@ def _inline_year(col: ColumnDef, v: str, env: dict[str, Any]) -> list[str] | Non
 
 
 def _inline_enum(col: ColumnDef, v: str, env: dict[str, Any]) -> list[str] | None:
-    if col.enum_values is None or col.meta & 0xFF != 1:
+    if col.meta & 0xFF != 1:
         return None
+    if col.enum_values is None:  # no names known: the index
+        return [f"{v} = buf[p]", "p += 1"]
     name = f"_n{col.index}"
     known = ["", *col.enum_values]
     env[name] = [known[i] if i < len(known) else i for i in range(256)]  # unknown indexes stay ints
@@ -212,11 +285,19 @@ INLINE: dict[int, Callable[[ColumnDef, str, dict[str, Any]], list[str] | None]] 
     ColumnType.SHORT: _inline_int,
     ColumnType.LONG: _inline_int,
     ColumnType.LONGLONG: _inline_int,
+    ColumnType.INT24: _inline_int24,
     ColumnType.FLOAT: _inline_float,
     ColumnType.DOUBLE: _inline_float,
     ColumnType.VARCHAR: _inline_varchar,
     ColumnType.STRING: _inline_char,
+    ColumnType.VAR_STRING: _inline_char,
     ColumnType.BLOB: _inline_text,
+    ColumnType.TINY_BLOB: _inline_text,
+    ColumnType.MEDIUM_BLOB: _inline_text,
+    ColumnType.LONG_BLOB: _inline_text,
+    ColumnType.GEOMETRY: _inline_text,
+    ColumnType.JSON: _inline_json,
+    ColumnType.TIME2: _inline_time2,
     ColumnType.YEAR: _inline_year,
     ColumnType.BIT: _inline_bit,
     ColumnType.ENUM: _inline_enum,
