@@ -58,6 +58,16 @@ class TableMap:
             self, **changes, _decoders=None, _signature=None, _encoders=None, _row_plans=None
         )
 
+    def __getstate__(self) -> tuple[Any, ...]:
+        """Pickled without the caches: generated decoders cannot be pickled (a checkpoint of the
+        global merge and Spark's workers pickle table maps); they are rebuilt on first use."""
+        caches = {"_decoders", "_signature", "_encoders", "_row_plans"}
+        return tuple(None if f.name in caches else getattr(self, f.name) for f in dataclasses.fields(self))
+
+    def __setstate__(self, state: tuple[Any, ...]) -> None:
+        for f, value in zip(dataclasses.fields(self), state, strict=True):
+            object.__setattr__(self, f.name, value)
+
     @property
     def row_plans(self) -> dict[tuple[Any, ...], Any]:
         """Generated row decoders by image layout (filled by the rows decoder)."""
