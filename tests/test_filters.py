@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from binlake.cli import build_parser, selected_events
+from binlake.cli import build_parser
+from binlake.cli.reading import selected_events
 from binlake.events.query import Query
 from binlake.events.rows import Rows
 from binlake.series import BinlogSeries

@@ -39,7 +39,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_merge(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     m = sub.add_parser(
         "merge", help="merge the binlogs of sharded data nodes into one global binlog by commit TSO"
     )

@@ -180,7 +180,7 @@ def cmd_tail(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_mirror(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     m = sub.add_parser(
         "mirror",
         help="copy a server's binlogs into a directory byte for byte, as a replica, and keep following",
@@ -188,6 +188,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     add_server_options(m)
     m.add_argument("--to", required=True, help="directory of the mirror (continued if it exists)")
     m.set_defaults(func=cmd_mirror)
+
+
+def add_tail(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     t = sub.add_parser("tail", help="print a server's binlog events live, as a replica")
     add_server_options(t)
     t.add_argument("--format", choices=("text", "json"), default="text")
