@@ -6,12 +6,11 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from binlake import __version__
-from binlake.cli import generate, position, reading, replication, sync
-from binlake.cli import merge as merge_command
-from binlake.cli.common import OneLineParser, UsageError, engine_error, engine_error_line
-from binlake.errors import BinlogError
+from binlake.cli import generate, merge, position, reading, replication, sync
+from binlake.cli.common import Command, OneLineParser, UsageError, engine_error_line, run
 
 # The commands in the order ``binlake --help`` lists them.
 COMMANDS = (
@@ -22,13 +21,13 @@ COMMANDS = (
     generate.add_generate,
     generate.add_simulate,
     sync.add_sync,
-    sync._add_offsets,
+    sync.add_offsets,
     sync.add_export,
     position.add_schema,
     position.add_find_position,
     replication.add_mirror,
     replication.add_tail,
-    merge_command.add_merge,
+    merge.add_merge,
     generate.add_demo,
 )
 
@@ -42,28 +41,19 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def parse(argv: Sequence[str] | None = None) -> tuple[Command[Any], Any]:
+    """The command ``argv`` names and its frozen options (usage mistakes exit 2, in one line)."""
+    args = build_parser().parse_args(argv)
+    command: Command[Any] = args.handler
+    return command, command.options(args)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """``binlake ARGV``: the exit status (errors are one line on stderr, see ``common.run``)."""
     if hasattr(sys.stdout, "reconfigure"):
         sys.stdout.reconfigure(errors="surrogateescape")  # string values print as their stored bytes
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    try:
-        return int(args.func(args))
-    except (BinlogError, UsageError) as e:
-        sys.stdout.flush()
-        print(f"binlake: error: {e}", file=sys.stderr)
-        return 2
-    except BrokenPipeError:
-        return 0
-    except OSError as e:
-        sys.stdout.flush()
-        print(f"binlake: error: {e.filename or ''}: {e.strerror or e}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        return 130
-    except Exception as e:
-        if not engine_error(e):
-            raise
-        sys.stdout.flush()
-        print(f"binlake: error: {engine_error_line(e)}", file=sys.stderr)
-        return 2
+    args = build_parser().parse_args(argv)
+    return run(args.handler, args)
+
+
+__all__ = ["COMMANDS", "Command", "UsageError", "build_parser", "engine_error_line", "main", "parse"]

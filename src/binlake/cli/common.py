@@ -1,15 +1,28 @@
-"""What every command shares: the one-line usage errors (``OneLineParser``, ``UsageError``), the
-argument types, the selection and schema-history options, and the engine errors said in one line."""
+"""What every command shares: the one-line usage errors (``OneLineParser``, ``UsageError``), a
+command as a parser of frozen options plus the function that runs them (``Command``), the argument
+types, the selection and schema-history options, and every error said in one line (``run``)."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import datetime as dt
 import re
 import sys
-from typing import NoReturn
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeVar
 
+from binlake.errors import BinlogError
 from binlake.filters import OPERATIONS, Selection, parse_datetime
 from binlake.gtid import AnyGtidSet, GtidSet, GtidSetError, MariaGtidPos
+from binlake.sizes import parse_size
+
+if TYPE_CHECKING:
+    from binlake.schema import SchemaHistory, SchemaTracker
+
+Opts = TypeVar("Opts")
+T = TypeVar("T")
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -24,6 +37,26 @@ class UsageError(Exception):
     """Options that cannot work together, said in one line (exit 2, as for bad input)."""
 
 
+@dataclass(frozen=True)
+class Command(Generic[Opts]):
+    """A command past argparse: ``options`` turns the parsed arguments into the command's frozen
+    options (the only place a Namespace is read), ``run`` does the work on them."""
+
+    options: Callable[[argparse.Namespace], Opts]
+    run: Callable[[Opts], int]
+
+
+def options_from(cls: type[T], args: argparse.Namespace, **given: Any) -> T:
+    """``cls`` (a frozen dataclass) with each field from ``given``, else the argument of that name
+    (lists as tuples), else the field's default: options one command's parser does not define."""
+    values = dict(given)
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        if f.name not in values and hasattr(args, f.name):
+            value = getattr(args, f.name)
+            values[f.name] = tuple(value) if isinstance(value, list) else value
+    return cls(**values)
+
+
 def selection_from(args: argparse.Namespace) -> Selection:
     return Selection(
         start_time=args.start_datetime,
@@ -36,14 +69,50 @@ def selection_from(args: argparse.Namespace) -> Selection:
     )
 
 
-def _position(text: str) -> int:
+@dataclass(frozen=True)
+class SchemaOptions:
+    """``--schema``, ``--schema-mismatch``, ``--save-schema``: the schema history a run keeps."""
+
+    seed: str | None = None
+    mismatch: str | None = None
+    save: str | None = None
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> SchemaOptions:
+        return cls(args.schema, args.schema_mismatch, args.save_schema)
+
+    def tracker(self) -> SchemaTracker:
+        """The schema history the run keeps: from the seed (a DDL script or a saved history), else
+        empty; DDL in the binlog updates it either way. Without a seed a mismatch falls back to @N."""
+        from binlake.schema import SchemaHistory, SchemaTracker
+
+        history = open_seed(self.seed) if self.seed else SchemaHistory()
+        return SchemaTracker(history, on_mismatch=self.mismatch or ("error" if self.seed else "positional"))
+
+
+def open_seed(seed: str) -> SchemaHistory:
+    """The ``--schema`` seed, refused when a statement of it is not understood: the table it
+    defines would be missing, and rows of it read as @N (or stop the run) far from the cause."""
+    from binlake.schema import SchemaHistory
+
+    history = SchemaHistory.open(seed)
+    bad = [n for n in history.not_understood if n.position[0] == "<seed>"]
+    if bad:
+        first = " ".join(bad[0].sql.split())[:100]
+        raise UsageError(
+            f"--schema {seed}: {len(bad)} statement(s) not understood; first: {bad[0].reason}: {first}"
+        )
+    return history
+
+
+def position_arg(text: str) -> int:
     """A byte offset in a binlog file (argparse type)."""
     if not text.isdigit():
         raise argparse.ArgumentTypeError(f"{text!r} is not a byte offset (a whole number)")
     return int(text)
 
 
-def _datetime(text: str) -> object:
+def datetime_arg(text: str) -> dt.datetime:
     try:
         return parse_datetime(text)
     except ValueError:
@@ -52,21 +121,29 @@ def _datetime(text: str) -> object:
         ) from None
 
 
-def _gtid_set(text: str) -> AnyGtidSet:
+def gtid_set_arg(text: str) -> AnyGtidSet:
     try:
         return AnyGtidSet.parse(text)
     except GtidSetError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
-def _gtid_any(text: str) -> GtidSet | MariaGtidPos:
+def gtid_any_arg(text: str) -> GtidSet | MariaGtidPos:
     try:
         return MariaGtidPos.parse(text) if text.strip() and ":" not in text else GtidSet.parse(text)
     except GtidSetError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
-def _add_schema(p: argparse.ArgumentParser) -> None:
+def size_arg(text: str) -> int:
+    """``parse_size`` as an argparse type: a bad size is a usage error that says what a size is."""
+    try:
+        return parse_size(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def add_schema_history(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("schema history (column names and types for binlogs without metadata)")
     g.add_argument(
         "--schema",
@@ -80,21 +157,21 @@ def _add_schema(p: argparse.ArgumentParser) -> None:
     g.add_argument("--save-schema", help="write the history, with the DDL met, to this .json at the end")
 
 
-def _add_selection(p: argparse.ArgumentParser) -> None:
+def add_selection(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("selection (by commit time, GTID, schema, table, operation)")
     g.add_argument(
         "--start-datetime",
-        type=_datetime,
+        type=datetime_arg,
         help="transactions committed at or after this time (UTC unless an offset is given)",
     )
-    g.add_argument("--stop-datetime", type=_datetime, help="transactions committed before this time")
+    g.add_argument("--stop-datetime", type=datetime_arg, help="transactions committed before this time")
     g.add_argument(
         "--include-gtids",
-        type=_gtid_set,
+        type=gtid_set_arg,
         help="only these GTIDs: a MySQL GTID set (uuid:1-5:7) and/or MariaDB GTIDs (0-1-595) "
         "and ranges (domain-server-lo-hi: 0-1-590-595), comma-separated",
     )
-    g.add_argument("--exclude-gtids", type=_gtid_set, help="not these GTIDs (as --include-gtids)")
+    g.add_argument("--exclude-gtids", type=gtid_set_arg, help="not these GTIDs (as --include-gtids)")
     g.add_argument("--database", action="append", help="only this schema (glob; repeatable)")
     g.add_argument("--table", action="append", help="only this table, 'tbl' or 'db.tbl' (glob; repeatable)")
     g.add_argument("--type", action="append", choices=OPERATIONS, help="only these changes (repeatable)")
@@ -123,3 +200,28 @@ def engine_error_line(e: BaseException) -> str:
         return message if name.startswith("binlake.") else f"{name.rsplit('.', 1)[-1]}: {message}"
     first = next((line.strip() for line in text.splitlines() if line.strip()), type(e).__name__)
     return f"{type(e).__name__}: {first}"
+
+
+def run(command: Command[Any], args: argparse.Namespace) -> int:
+    """The command on its options, every error it can meet said in one line on stderr: exit 2 for a
+    usage mistake or bad input, 0 when the reader of the output went away, 130 on Ctrl-C."""
+    try:
+        return int(command.run(command.options(args)))
+    except (BinlogError, UsageError) as e:
+        sys.stdout.flush()
+        print(f"binlake: error: {e}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+    except OSError as e:
+        sys.stdout.flush()
+        print(f"binlake: error: {e.filename or ''}: {e.strerror or e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except Exception as e:
+        if not engine_error(e):
+            raise
+        sys.stdout.flush()
+        print(f"binlake: error: {engine_error_line(e)}", file=sys.stderr)
+        return 2

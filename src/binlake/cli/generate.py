@@ -3,13 +3,28 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from typing import Any
 
+from binlake.cli.common import Command, options_from, size_arg
 from binlake.console import ByteProgress
-from binlake.sizes import size_arg as _size
 
 
-def cmd_generate(args: argparse.Namespace) -> int:
+@dataclass(frozen=True)
+class GenerateOptions:
+    out: str
+    size: int = 10**7
+    flavor: str = "mysql80"
+    seed: int = 1
+    max_file_size: int = 256 * 10**6
+    json_as_text: bool = False
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> GenerateOptions:
+        return options_from(cls, args)
+
+
+def cmd_generate(args: GenerateOptions) -> int:
     from binlake.generate import GenConfig, Generator
 
     cfg = GenConfig(
@@ -30,7 +45,22 @@ def cmd_generate(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_simulate(args: argparse.Namespace) -> int:
+@dataclass(frozen=True)
+class SimulateOptions:
+    out: str
+    nodes: int = 4
+    transactions: int = 1000
+    carrier: str = "sequence80"
+    heartbeat_every: int = 25
+    max_file_size: int = 10**6
+    seed: int = 1
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> SimulateOptions:
+        return options_from(cls, args)
+
+
+def cmd_simulate(args: SimulateOptions) -> int:
     from binlake.shardsim import ShardSimulator, SimConfig
 
     cfg = SimConfig(
@@ -53,7 +83,16 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_demo(args: argparse.Namespace) -> int:
+@dataclass(frozen=True)
+class DemoOptions:
+    workdir: str = "out/demo"
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> DemoOptions:
+        return options_from(cls, args)
+
+
+def cmd_demo(args: DemoOptions) -> int:
     from binlake.demo import run_demo
 
     return run_demo(args.workdir)
@@ -62,16 +101,20 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def add_generate(sub: Any) -> None:
     gen = sub.add_parser("generate", help="write a deterministic workload as binlogs, with its truth")
     gen.add_argument("out", help="output directory (binlogs, index file, truth/)")
-    gen.add_argument("--size", type=_size, default=10**7, help="total binlog size to write (e.g. 500MB, 1GB)")
+    gen.add_argument(
+        "--size", type=size_arg, default=10**7, help="total binlog size to write (e.g. 500MB, 1GB)"
+    )
     gen.add_argument("--flavor", choices=("mysql57", "mysql80", "mariadb"), default="mysql80")
     gen.add_argument("--seed", type=int, default=1)
-    gen.add_argument("--max-file-size", type=_size, default=256 * 10**6, help="rotate files past this size")
+    gen.add_argument(
+        "--max-file-size", type=size_arg, default=256 * 10**6, help="rotate files past this size"
+    )
     gen.add_argument(
         "--json-as-text",
         action="store_true",
         help="JSON documents in a LONGTEXT column (for tools without binary JSON)",
     )
-    gen.set_defaults(func=cmd_generate)
+    gen.set_defaults(handler=Command(GenerateOptions.from_args, cmd_generate))
 
 
 def add_simulate(sub: Any) -> None:
@@ -90,9 +133,9 @@ def add_simulate(sub: Any) -> None:
     sim.add_argument(
         "--heartbeat-every", type=int, default=25, help="ticks between heartbeat transactions (0: none)"
     )
-    sim.add_argument("--max-file-size", type=_size, default=10**6)
+    sim.add_argument("--max-file-size", type=size_arg, default=10**6)
     sim.add_argument("--seed", type=int, default=1)
-    sim.set_defaults(func=cmd_simulate)
+    sim.set_defaults(handler=Command(SimulateOptions.from_args, cmd_simulate))
 
 
 def add_demo(sub: Any) -> None:
@@ -106,4 +149,4 @@ def add_demo(sub: Any) -> None:
     m.add_argument(
         "--workdir", default="out/demo", help="where the binlogs and the Delta tables go (emptied first)"
     )
-    m.set_defaults(func=cmd_demo)
+    m.set_defaults(handler=Command(DemoOptions.from_args, cmd_demo))

@@ -5,15 +5,29 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
-from binlake.globalbinlog.merge import merge_nodes
-from binlake.globalbinlog.output import write_binlog, write_jsonl
+from binlake.cli.common import Command, options_from, size_arg
 from binlake.series import BinlogSeries
-from binlake.sizes import size_arg
 
 
-def cmd_merge(args: argparse.Namespace) -> int:
+@dataclass(frozen=True)
+class MergeOptions:
+    node: tuple[str, ...]
+    output: str
+    jsonl: str | None = None
+    max_file_size: int = 256 * 10**6
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> MergeOptions:
+        return options_from(cls, args)
+
+
+def cmd_merge(args: MergeOptions) -> int:
+    from binlake.globalbinlog.merge import merge_nodes
+    from binlake.globalbinlog.output import write_binlog, write_jsonl
+
     nodes = [BinlogSeries.open(d).files for d in args.node]
     out, merger = merge_nodes(nodes, [Path(d).name for d in args.node])
     files = write_binlog(out, args.output, max_file_size=args.max_file_size)
@@ -47,4 +61,4 @@ def add_merge(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg
     m.add_argument("-o", "--output", required=True, help="directory of the global binlog series")
     m.add_argument("--jsonl", help="also write one JSON line per merged transaction here")
     m.add_argument("--max-file-size", type=size_arg, default="256MB", help="rotate output files at this size")
-    m.set_defaults(func=cmd_merge)
+    m.set_defaults(handler=Command(MergeOptions.from_args, cmd_merge))

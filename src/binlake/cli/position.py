@@ -4,22 +4,44 @@ position."""
 from __future__ import annotations
 
 import argparse
+import datetime as dt
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from binlake.cli.common import UsageError, _add_schema, _datetime, _gtid_any
-from binlake.cli.reading import _file_events, schema_tracker
+from binlake.cli.common import (
+    Command,
+    SchemaOptions,
+    UsageError,
+    add_schema_history,
+    datetime_arg,
+    gtid_any_arg,
+    options_from,
+)
+from binlake.cli.reading import ReadOptions, file_events
 from binlake.console import output_console
+from binlake.gtid import GtidSet, MariaGtidPos
 
 
-def cmd_index(args: argparse.Namespace) -> int:
+@dataclass(frozen=True)
+class SeriesOptions:
+    """``index``: a binlog directory, an index file, or files in order."""
+
+    source: tuple[str, ...]
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> SeriesOptions:
+        return options_from(cls, args)
+
+
+def cmd_index(o: SeriesOptions) -> int:
     from rich.table import Table
 
     from binlake.position import index_file
     from binlake.series import BinlogSeries
     from binlake.stats import _ts
 
-    series = BinlogSeries.open(*args.source)
+    series = BinlogSeries.open(*o.source)
     table = Table(title=f"{len(series.files)} binlog file(s) (header-only scan)")
     for c in ("file", "size", "events", "transactions", "first commit", "last commit", "previous GTIDs"):
         table.add_column(c)
@@ -39,17 +61,34 @@ def cmd_index(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_find_position(args: argparse.Namespace) -> int:
+@dataclass(frozen=True)
+class FindPositionOptions:
+    """``find-position``: a series, and a time or a GTID set (exactly one of them)."""
+
+    source: tuple[str, ...]
+    datetime: dt.datetime | None = None
+    gtid_set: GtidSet | MariaGtidPos | None = None
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> FindPositionOptions:
+        return options_from(cls, args)
+
+
+def cmd_find_position(o: FindPositionOptions) -> int:
     from binlake.position import find_by_gtid_set, find_by_time
     from binlake.series import BinlogSeries
 
-    series = BinlogSeries.open(*args.source)
-    found = find_by_time(series, args.datetime) if args.datetime else find_by_gtid_set(series, args.gtid_set)
+    series = BinlogSeries.open(*o.source)
+    if o.datetime is not None:
+        found = find_by_time(series, o.datetime)
+    else:
+        assert o.gtid_set is not None  # argparse requires one of the two
+        found = find_by_gtid_set(series, o.gtid_set)
     print(found.describe())
     return 0
 
 
-def schema_position(at: str | None, files: list[str]) -> tuple[str, int] | None:
+def schema_position(at: str | None, files: list[str] | tuple[str, ...]) -> tuple[str, int] | None:
     """``--at FILE:POSITION`` as a position of one of ``files`` (None: the end). A file outside the
     series or a position past its end is refused: the history would silently show the end."""
     if not at:
@@ -66,19 +105,32 @@ def schema_position(at: str | None, files: list[str]) -> tuple[str, int] | None:
     return base, position
 
 
-def cmd_schema(args: argparse.Namespace) -> int:
+@dataclass(frozen=True)
+class SchemaCommandOptions:
+    """``schema``: a series, the position (``--at``), the databases shown, the history's seed."""
+
+    source: tuple[str, ...]
+    at: str | None = None
+    database: tuple[str, ...] | None = None
+    schema: SchemaOptions = SchemaOptions()
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> SchemaCommandOptions:
+        return options_from(cls, args, schema=SchemaOptions.from_args(args))
+
+
+def cmd_schema(o: SchemaCommandOptions) -> int:
     from binlake.series import BinlogSeries
 
-    args.files = [str(f) for f in BinlogSeries.open(*args.source).files]
-    args.verify_checksum, args.require_fde, args.start_position = True, True, None
-    args.stop_position = None
-    at = schema_position(args.at, args.files)
-    for _ in _file_events(args):
+    read = ReadOptions(tuple(str(f) for f in BinlogSeries.open(*o.source).files), schema=o.schema)
+    at = schema_position(o.at, read.files)
+    tracker = o.schema.tracker()
+    for _ in file_events(read, tracker):
         pass
-    history = schema_tracker(args).history
+    history = tracker.history
     catalog = history.at(at) if at else history.catalog
     for (db, _table), t in sorted(catalog.items()):
-        if args.database and db not in args.database:
+        if o.database and db not in o.database:
             continue
         print(t.ddl() + ";\n")
     print(f"-- {len(history.changes)} DDL statements applied, {len(history.not_understood)} not understood")
@@ -90,7 +142,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
 def add_index(sub: Any) -> None:
     ix = sub.add_parser("index", help="per-file summary of a series from a header-only scan")
     ix.add_argument("source", nargs="+", help="a binlog directory, an index file, or files in order")
-    ix.set_defaults(func=cmd_index)
+    ix.set_defaults(handler=Command(SeriesOptions.from_args, cmd_index))
 
 
 def add_schema(sub: Any) -> None:
@@ -105,8 +157,8 @@ def add_schema(sub: Any) -> None:
         "--at", metavar="FILE:POSITION", help="as of this byte of a file of the series (default: the end)"
     )
     sc.add_argument("--database", action="append", help="only this schema (repeatable)")
-    _add_schema(sc)
-    sc.set_defaults(func=cmd_schema)
+    add_schema_history(sc)
+    sc.set_defaults(handler=Command(SchemaCommandOptions.from_args, cmd_schema))
 
 
 def add_find_position(sub: Any) -> None:
@@ -115,10 +167,10 @@ def add_find_position(sub: Any) -> None:
     what = f.add_mutually_exclusive_group(required=True)
     what.add_argument(
         "--datetime",
-        type=_datetime,
+        type=datetime_arg,
         help="first position of transactions committed at or after this time (UTC unless an offset is given)",
     )
     what.add_argument(
-        "--gtid-set", type=_gtid_any, help="a MySQL GTID set or a MariaDB GTID position already executed"
+        "--gtid-set", type=gtid_any_arg, help="a MySQL GTID set or a MariaDB GTID position already executed"
     )
-    f.set_defaults(func=cmd_find_position)
+    f.set_defaults(handler=Command(FindPositionOptions.from_args, cmd_find_position))

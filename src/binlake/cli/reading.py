@@ -5,10 +5,19 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from binlake.cli.common import UsageError, _add_schema, _add_selection, _position, selection_from
+from binlake.cli.common import (
+    Command,
+    SchemaOptions,
+    add_schema_history,
+    add_selection,
+    options_from,
+    position_arg,
+    selection_from,
+)
 from binlake.console import ByteProgress
 from binlake.errors import BinlogError
 from binlake.events.base import Event
@@ -17,64 +26,54 @@ from binlake.reader import BinlogReader
 from binlake.txn import CONTROL_EVENTS, Transaction, TransactionGrouper
 
 if TYPE_CHECKING:
-    from binlake.schema import SchemaHistory, SchemaTracker
+    from binlake.schema import SchemaTracker
 
 
-def schema_tracker(args: argparse.Namespace) -> SchemaTracker:
-    """The schema history the run keeps: from --schema (a DDL script or a saved history), else empty;
-    DDL in the binlog updates it either way. Without --schema a mismatch falls back to @N."""
-    from binlake.schema import SchemaHistory, SchemaTracker
+@dataclass(frozen=True)
+class ReadOptions:
+    """Which files, which part of them, how strictly, which selection and which schema history:
+    what dump, sql and stats read alike."""
 
-    if getattr(args, "_tracker", None) is None:
-        seed = getattr(args, "schema", None)
-        history = open_seed(seed) if seed else SchemaHistory()
-        mode = getattr(args, "schema_mismatch", None) or ("error" if seed else "positional")
-        args._tracker = SchemaTracker(history, on_mismatch=mode)
-    return args._tracker  # type: ignore[no-any-return]
+    files: tuple[str, ...]
+    start_position: int | None = None
+    stop_position: int | None = None
+    verify_checksum: bool = True
+    require_fde: bool = True
+    selection: Selection = field(default_factory=Selection)
+    schema: SchemaOptions = SchemaOptions()
 
-
-def open_seed(seed: str) -> SchemaHistory:
-    """The ``--schema`` seed, refused when a statement of it is not understood: the table it
-    defines would be missing, and rows of it read as @N (or stop the run) far from the cause."""
-    from binlake.schema import SchemaHistory
-
-    history = SchemaHistory.open(seed)
-    bad = [n for n in history.not_understood if n.position[0] == "<seed>"]
-    if bad:
-        first = " ".join(bad[0].sql.split())[:100]
-        raise UsageError(
-            f"--schema {seed}: {len(bad)} statement(s) not understood; first: {bad[0].reason}: {first}"
-        )
-    return history
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> ReadOptions:
+        return options_from(cls, args, selection=selection_from(args), schema=SchemaOptions.from_args(args))
 
 
-def _file_events(args: argparse.Namespace) -> Iterator[tuple[int, Event]]:
+def file_events(
+    read: ReadOptions, tracker: SchemaTracker | None = None, *, streams_output: bool = False
+) -> Iterator[tuple[int, Event]]:
     """Events of the files in the order given: --start-position applies to the first file and
-    --stop-position to the last, as with mysqlbinlog."""
-    last = len(args.files) - 1
-    tracker = schema_tracker(args)
-    sizes = [Path(f).stat().st_size for f in args.files]
-    streams = getattr(args, "func", None) in (
-        cmd_dump,
-        cmd_sql,
-    )  # output lines as it goes (stats prints at the end)
-    with ByteProgress(sum(sizes), f"reading {len(sizes)} file(s)", streams_output=streams) as progress:
-        for seq, path in enumerate(args.files):
-            if seq == 0 and args.start_position is not None:
-                check_start(path, args.start_position)
+    --stop-position to the last, as with mysqlbinlog. ``tracker`` (default: the one of
+    ``read.schema``) follows their DDL; ``streams_output``: the command prints lines as it goes."""
+    last = len(read.files) - 1
+    tracker = tracker or read.schema.tracker()
+    sizes = [Path(f).stat().st_size for f in read.files]
+    label = f"reading {len(sizes)} file(s)"
+    with ByteProgress(sum(sizes), label, streams_output=streams_output) as progress:
+        for seq, path in enumerate(read.files):
+            if seq == 0 and read.start_position is not None:
+                check_start(path, read.start_position)
             reader = BinlogReader(
                 path,
-                verify_checksum=args.verify_checksum,
-                start_position=args.start_position if seq == 0 else None,
-                stop_position=args.stop_position if seq == last else None,
-                require_fde=args.require_fde,
+                verify_checksum=read.verify_checksum,
+                start_position=read.start_position if seq == 0 else None,
+                stop_position=read.stop_position if seq == last else None,
+                require_fde=read.require_fde,
                 observers=[tracker],
             )
             for ev in reader:
                 progress.advance_to(sum(sizes[:seq]) + ev.offset)
                 yield seq, ev
-    if getattr(args, "save_schema", None):
-        tracker.history.save(args.save_schema)
+    if read.schema.save:
+        tracker.history.save(read.schema.save)
 
 
 def check_start(path: str, start: int) -> None:
@@ -87,14 +86,14 @@ def check_start(path: str, start: int) -> None:
         )
 
 
-def selected_events(args: argparse.Namespace) -> Iterator[Event]:
+def selected_events(read: ReadOptions) -> Iterator[Event]:
     """The events ``dump`` prints: everything, or the selected transactions' selected events."""
-    sel = selection_from(args)
+    sel = read.selection
     if sel == Selection():
-        yield from (ev for _, ev in _file_events(args))
+        yield from (ev for _, ev in file_events(read, streams_output=True))
         return
     grouper = TransactionGrouper(keep_events=True)
-    for seq, ev in _file_events(args):
+    for seq, ev in file_events(read, streams_output=True):
         if ev.type_code in CONTROL_EVENTS:
             yield ev
             continue
@@ -106,15 +105,27 @@ def selected_events(args: argparse.Namespace) -> Iterator[Event]:
             yield from (e for e in t.events if sel.keeps_event(t, e))
 
 
-def cmd_dump(args: argparse.Namespace) -> int:
+@dataclass(frozen=True)
+class DumpOptions:
+    read: ReadOptions
+    format: str = "text"
+    verbose: int = 2
+    positional: bool = False
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> DumpOptions:
+        return options_from(cls, args, read=ReadOptions.from_args(args))
+
+
+def cmd_dump(o: DumpOptions) -> int:
     from binlake.render.jsonl import render_jsonl
     from binlake.render.text import render_text
 
-    events = selected_events(args)
+    events = selected_events(o.read)
     lines = (
         render_jsonl(events)
-        if args.format == "json"
-        else render_text(events, verbosity=args.verbose, positional=args.positional)
+        if o.format == "json"
+        else render_text(events, verbosity=o.verbose, positional=o.positional)
     )
     out = sys.stdout
     for line in lines:
@@ -123,35 +134,57 @@ def cmd_dump(args: argparse.Namespace) -> int:
     return 0
 
 
-def selected_transactions(args: argparse.Namespace) -> Iterator[Transaction]:
+def selected_transactions(read: ReadOptions, *, streams_output: bool) -> Iterator[Transaction]:
     """Finished transactions that pass the selection, with only their selected events."""
-    sel = selection_from(args)
+    sel = read.selection
     grouper = TransactionGrouper(keep_events=True)
-    for seq, ev in _file_events(args):
+    for seq, ev in file_events(read, streams_output=streams_output):
         for t in grouper.feed(seq, ev):
             if sel.keeps(t):
                 t.events = [e for e in t.events if sel.keeps_event(t, e)]
                 yield t
 
 
-def cmd_sql(args: argparse.Namespace) -> int:
+@dataclass(frozen=True)
+class SqlOptions:
+    read: ReadOptions
+    flashback: bool = False
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> SqlOptions:
+        return options_from(cls, args, read=ReadOptions.from_args(args))
+
+
+def cmd_sql(o: SqlOptions) -> int:
     from binlake.render.sql import render_sql
 
     out = sys.stdout
-    for line in render_sql(selected_transactions(args), flashback=args.flashback):
+    transactions = selected_transactions(o.read, streams_output=True)
+    for line in render_sql(transactions, flashback=o.flashback):
         out.write(line)
         out.write("\n")
     return 0
 
 
-def cmd_stats(args: argparse.Namespace) -> int:
+@dataclass(frozen=True)
+class StatsOptions:
+    read: ReadOptions
+    plot: str | None = None
+    top: int = 5
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> StatsOptions:
+        return options_from(cls, args, read=ReadOptions.from_args(args))
+
+
+def cmd_stats(o: StatsOptions) -> int:
     from binlake.stats import collect, print_stats, write_plot
 
-    stats = collect(selected_transactions(args), top=args.top)
+    stats = collect(selected_transactions(o.read, streams_output=False), top=o.top)  # prints at the end
     print_stats(stats)
-    if args.plot:
-        write_plot(stats, args.plot)
-        print(f"charts written to {args.plot}")
+    if o.plot:
+        write_plot(stats, o.plot)
+        print(f"charts written to {o.plot}")
     return 0
 
 
@@ -161,12 +194,12 @@ def add_dump(sub: Any) -> None:
     d.add_argument("--format", choices=("text", "json"), default="text")
     d.add_argument(
         "--start-position",
-        type=_position,
+        type=position_arg,
         help="first event offset in the first file (its format event is always read)",
     )
     d.add_argument(
         "--stop-position",
-        type=_position,
+        type=position_arg,
         help="stop before the event at or after this offset of the last file",
     )
     d.add_argument(
@@ -197,9 +230,9 @@ def add_dump(sub: Any) -> None:
         choices=(1, 2),
         help="2 (default) adds the /* TYPE meta nullable is_null */ comments of mysqlbinlog -vv",
     )
-    _add_selection(d)
-    _add_schema(d)
-    d.set_defaults(func=cmd_dump)
+    add_selection(d)
+    add_schema_history(d)
+    d.set_defaults(handler=Command(DumpOptions.from_args, cmd_dump))
 
 
 def add_sql(sub: Any) -> None:
@@ -208,13 +241,13 @@ def add_sql(sub: Any) -> None:
     q.add_argument(
         "--flashback", action="store_true", help="undo: newest first, INSERT<->DELETE, UPDATE images swapped"
     )
-    q.add_argument("--start-position", type=_position, help="first event offset in the first file")
-    q.add_argument("--stop-position", type=_position, help="stop before this offset of the last file")
+    q.add_argument("--start-position", type=position_arg, help="first event offset in the first file")
+    q.add_argument("--stop-position", type=position_arg, help="stop before this offset of the last file")
     q.add_argument("--no-verify-checksum", dest="verify_checksum", action="store_false", default=True)
     q.set_defaults(require_fde=True)
-    _add_selection(q)
-    _add_schema(q)
-    q.set_defaults(func=cmd_sql)
+    add_selection(q)
+    add_schema_history(q)
+    q.set_defaults(handler=Command(SqlOptions.from_args, cmd_sql))
 
 
 def add_stats(sub: Any) -> None:
@@ -226,9 +259,9 @@ def add_stats(sub: Any) -> None:
         "--plot", help="also write charts to FILE.html (self-contained) or FILE.png (needs matplotlib)"
     )
     st.add_argument("--top", type=int, default=5, help="how many largest / longest transactions to list")
-    st.add_argument("--start-position", type=_position)
-    st.add_argument("--stop-position", type=_position)
+    st.add_argument("--start-position", type=position_arg)
+    st.add_argument("--stop-position", type=position_arg)
     st.add_argument("--no-verify-checksum", dest="verify_checksum", action="store_false", default=True)
-    st.set_defaults(require_fde=True, func=cmd_stats)
-    _add_selection(st)
-    _add_schema(st)
+    st.set_defaults(require_fde=True, handler=Command(StatsOptions.from_args, cmd_stats))
+    add_selection(st)
+    add_schema_history(st)

@@ -6,7 +6,9 @@ import argparse
 import signal
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 
+from binlake.cli.common import Command, options_from
 from binlake.credentials import ASK, CredentialsError, client_options, resolve_password
 from binlake.events.base import Event
 from binlake.replication.client import (
@@ -78,7 +80,37 @@ def add_server_options(p: argparse.ArgumentParser) -> None:
     )
 
 
-def server_from(args: argparse.Namespace) -> ServerAddress:
+@dataclass(frozen=True)
+class ServerOptions:
+    """The server, the password's sources, TLS, and where to start: what mirror and tail share.
+    ``command`` names the command in the error lines."""
+
+    command: str
+    host: str | None = None
+    port: int | None = None
+    user: str | None = None
+    socket: str | None = None
+    password: str | None = None  # ASK: prompt
+    defaults_file: str | None = None
+    no_defaults: bool = False
+    ssl_mode: str | None = None
+    ssl_ca: str | None = None
+    ssl_cert: str | None = None
+    ssl_key: str | None = None
+    no_ssl: bool = False
+    server_id: int | None = None
+    heartbeat: float = 5.0
+    start_file: str | None = None
+    start_position: int = 4
+    gtid: str | None = None
+    blocking: bool = True
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> ServerOptions:
+        return options_from(cls, args)
+
+
+def server_from(args: ServerOptions) -> ServerAddress:
     """The address from the command line over the option file (``binlake.credentials`` says which
     file and the password's precedence). A --host or --port on the command line means TCP: an
     option file's socket is then not used."""
@@ -111,7 +143,7 @@ def server_from(args: argparse.Namespace) -> ServerAddress:
         raise SystemExit(f"binlake {args.command}: {e}") from None
 
 
-def start_from(args: argparse.Namespace, default: str) -> Start:
+def start_from(args: ServerOptions, default: str) -> Start:
     if args.gtid:
         return GtidStart(args.gtid)
     if args.start_file:
@@ -119,9 +151,11 @@ def start_from(args: argparse.Namespace, default: str) -> Start:
     return default
 
 
-def client_from(args: argparse.Namespace, start: Start) -> ReplicaClient:
-    kw = {"server_id": args.server_id} if args.server_id else {}
-    return ReplicaClient(server_from(args), start, heartbeat=args.heartbeat, blocking=args.blocking, **kw)
+def client_from(args: ServerOptions, start: Start) -> ReplicaClient:
+    client = ReplicaClient(server_from(args), start, heartbeat=args.heartbeat, blocking=args.blocking)
+    if args.server_id:
+        client.server_id = args.server_id
+    return client
 
 
 def _note(msg: str) -> None:
@@ -129,18 +163,28 @@ def _note(msg: str) -> None:
     print(f"binlake: {msg}", file=sys.stderr, flush=True)
 
 
-def cmd_mirror(args: argparse.Namespace) -> int:
-    mirror = Mirror(args.to)
+@dataclass(frozen=True)
+class MirrorOptions:
+    server: ServerOptions
+    to: str
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> MirrorOptions:
+        return options_from(cls, args, server=ServerOptions.from_args(args))
+
+
+def cmd_mirror(o: MirrorOptions) -> int:
+    mirror = Mirror(o.to)
     resume = mirror.resume_point()
-    if resume is not None and (args.start_file or args.gtid):
-        _note(f"{args.to} already holds a mirror: continuing it at {resume.file}:{resume.position}")
-    start: Start = resume if resume is not None else start_from(args, "oldest")
+    if resume is not None and (o.server.start_file or o.server.gtid):
+        _note(f"{o.to} already holds a mirror: continuing it at {resume.file}:{resume.position}")
+    start: Start = resume if resume is not None else start_from(o.server, "oldest")
     if isinstance(start, GtidStart):
         raise SystemExit("binlake mirror: --gtid cannot mirror byte for byte; give --start-file")
     if isinstance(start, FilePosition) and resume is None and start.position != 4:
         _note(f"a mirror copies whole files: starting at the beginning of {start.file}")
         start = FilePosition(start.file, 4)
-    client = client_from(args, start)
+    client = client_from(o.server, start)
     events = 0
     stopped = False
     try:
@@ -155,7 +199,7 @@ def cmd_mirror(args: argparse.Namespace) -> int:
     finally:
         mirror.close()
     how = " (stopped)" if stopped else ""
-    _note(f"mirrored {events} events, {mirror.bytes_written} bytes into {args.to}{how}")
+    _note(f"mirrored {events} events, {mirror.bytes_written} bytes into {o.to}{how}")
     return 0
 
 
@@ -167,13 +211,23 @@ def _tail_events(client: ReplicaClient) -> Iterator[Event]:
             yield from item.events
 
 
-def cmd_tail(args: argparse.Namespace) -> int:
+@dataclass(frozen=True)
+class TailOptions:
+    server: ServerOptions
+    format: str = "text"
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> TailOptions:
+        return options_from(cls, args, server=ServerOptions.from_args(args))
+
+
+def cmd_tail(o: TailOptions) -> int:
     from binlake.render.jsonl import render_jsonl
     from binlake.render.text import render_text
 
-    client = client_from(args, start_from(args, "current"))
+    client = client_from(o.server, start_from(o.server, "current"))
     events = _tail_events(client)
-    lines = render_jsonl(events) if args.format == "json" else render_text(events, verbosity=2)
+    lines = render_jsonl(events) if o.format == "json" else render_text(events, verbosity=2)
     for line in lines:
         sys.stdout.write(line + "\n")
         sys.stdout.flush()
@@ -187,11 +241,11 @@ def add_mirror(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     )
     add_server_options(m)
     m.add_argument("--to", required=True, help="directory of the mirror (continued if it exists)")
-    m.set_defaults(func=cmd_mirror)
+    m.set_defaults(handler=Command(MirrorOptions.from_args, cmd_mirror))
 
 
 def add_tail(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     t = sub.add_parser("tail", help="print a server's binlog events live, as a replica")
     add_server_options(t)
     t.add_argument("--format", choices=("text", "json"), default="text")
-    t.set_defaults(func=cmd_tail)
+    t.set_defaults(handler=Command(TailOptions.from_args, cmd_tail))

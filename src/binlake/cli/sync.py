@@ -4,17 +4,47 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from binlake.cli.common import UsageError, _add_selection, selection_from
-from binlake.cli.reading import open_seed
+from binlake.cli.common import Command, UsageError, add_selection, open_seed, options_from, selection_from
 from binlake.console import output_console
 from binlake.credentials import redacted_url
+from binlake.filters import Selection
 
 
-def check_sync_inputs(args: argparse.Namespace, target_dir: str | None) -> None:
+@dataclass(frozen=True)
+class TargetOptions:
+    """``--to`` and where a JDBC target's password comes from (sync, offsets)."""
+
+    to: str
+    to_password_env: str | None = None
+    to_password_file: str | None = None
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> TargetOptions:
+        return options_from(cls, args)
+
+
+@dataclass(frozen=True)
+class SyncOptions:
+    source: str
+    target: TargetOptions
+    master: str = "local[*]"
+    schema: str | None = None
+    stream: bool = False
+    available_now: bool = False
+    interval: str = "2 seconds"
+    checkpoint: str | None = None
+    selection: Selection = field(default_factory=Selection)
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> SyncOptions:
+        return options_from(cls, args, target=TargetOptions.from_args(args), selection=selection_from(args))
+
+
+def check_sync_inputs(args: SyncOptions, target_dir: str | None) -> None:
     """What can be told of sync's source, schema and target before Spark starts (seconds): a mistake
     is one error line at once, not a Spark stack after the wait. A stream's source may hold no
     binlog yet, but must exist."""
@@ -48,7 +78,7 @@ class Sink:
     password: str | None = None
 
 
-def sink_from(args: argparse.Namespace) -> Sink:
+def sink_from(args: TargetOptions) -> Sink:
     """The ``--to`` target of ``sync`` and ``offsets``, with the JDBC password from outside the URL."""
     kind, _, where = args.to.partition(":")
     if kind not in ("delta", "jdbc", "parquet") or not where:
@@ -79,24 +109,27 @@ def sink_from(args: argparse.Namespace) -> Sink:
     return sink
 
 
-def cmd_sync(args: argparse.Namespace) -> int:
+def cmd_sync(args: SyncOptions) -> int:
     from rich.table import Table
 
     from binlake.spark.session import spark_session
 
-    sink = sink_from(args)
+    sink = sink_from(args.target)
     kind, where, snapshots, password, shown = sink.kind, sink.where, sink.snapshots, sink.password, sink.shown
     if kind == "jdbc" and args.stream and not args.checkpoint:
         raise UsageError("--stream into jdbc needs --checkpoint DIR")
     from binlake.spark.source import absolute
 
     # executors run in another directory (on a cluster, on another host): every path absolute here
-    args.source = absolute(args.source)
-    args.schema = args.schema and absolute(args.schema)
-    args.checkpoint = args.checkpoint and absolute(args.checkpoint)
+    args = replace(
+        args,
+        source=absolute(args.source),
+        schema=args.schema and absolute(args.schema),
+        checkpoint=args.checkpoint and absolute(args.checkpoint),
+    )
     check_sync_inputs(args, None if kind == "jdbc" else (snapshots or where))
     try:
-        options = selection_from(args).to_options()
+        options = args.selection.to_options()
     except ValueError as e:
         raise UsageError(str(e)) from None
     if args.schema:
@@ -109,7 +142,7 @@ def cmd_sync(args: argparse.Namespace) -> int:
             from binlake.spark.jdbc import apply_changes_jdbc
 
             return apply_changes_jdbc(
-                spark, df, args.to, source=args.source, on_phase=on_phase, password=password
+                spark, df, args.target.to, source=args.source, on_phase=on_phase, password=password
             )
         from binlake.spark.apply import apply_changes, export_parquet
 
@@ -168,7 +201,22 @@ def cmd_sync(args: argparse.Namespace) -> int:
     return 0
 
 
-def _target_offsets(args: argparse.Namespace, sink: Sink) -> list[Any]:
+@dataclass(frozen=True)
+class OffsetsOptions:
+    """``offsets show`` or ``offsets reset`` (of one ``source``, or all)."""
+
+    action: str
+    target: TargetOptions
+    master: str = "local[*]"
+    source: str | None = None
+    empty_change_tables: bool = False
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> OffsetsOptions:
+        return options_from(cls, args, target=TargetOptions.from_args(args))
+
+
+def _target_offsets(args: OffsetsOptions, sink: Sink) -> list[Any]:
     """``offsets show`` or ``reset`` on the target: the offsets shown or reset."""
     from binlake.spark import offsets
 
@@ -189,12 +237,12 @@ def _target_offsets(args: argparse.Namespace, sink: Sink) -> list[Any]:
         db.close()
 
 
-def cmd_offsets(args: argparse.Namespace) -> int:
+def cmd_offsets(args: OffsetsOptions) -> int:
     from rich.table import Table
 
     from binlake.spark.offsets import OffsetsError
 
-    sink = sink_from(args)
+    sink = sink_from(args.target)
     try:
         found = _target_offsets(args, sink)
     except OffsetsError as e:
@@ -217,7 +265,19 @@ def cmd_offsets(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_export(args: argparse.Namespace) -> int:
+@dataclass(frozen=True)
+class ExportOptions:
+    """``export --from delta:PATH --to parquet:PATH``."""
+
+    source: str
+    to: str
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> ExportOptions:
+        return options_from(cls, args)
+
+
+def cmd_export(args: ExportOptions) -> int:
     from binlake.spark.apply import export_parquet
 
     src_kind, _, src = args.source.partition(":")
@@ -251,7 +311,7 @@ def _add_target(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_offsets(sub: Any) -> None:
+def add_offsets(sub: Any) -> None:
     o = sub.add_parser(
         "offsets",
         help="show or reset the positions a sync target recorded",
@@ -274,7 +334,7 @@ def _add_offsets(sub: Any) -> None:
     for a in (show, reset):
         _add_target(a)
         a.add_argument("--master", default="local[*]", help="jdbc: the Spark master that runs the driver")
-        a.set_defaults(func=cmd_offsets)
+        a.set_defaults(handler=Command(OffsetsOptions.from_args, cmd_offsets))
 
 
 def add_sync(sub: Any) -> None:
@@ -306,12 +366,12 @@ def add_sync(sub: Any) -> None:
     sy.add_argument(
         "--checkpoint", help="with --stream: Spark checkpoint directory (default PATH/_binlake_checkpoint)"
     )
-    _add_selection(sy)
-    sy.set_defaults(func=cmd_sync)
+    add_selection(sy)
+    sy.set_defaults(handler=Command(SyncOptions.from_args, cmd_sync))
 
 
 def add_export(sub: Any) -> None:
     ex = sub.add_parser("export", help="a Parquet snapshot of synced Delta tables")
     ex.add_argument("--from", dest="source", required=True, help="delta:PATH written by binlake sync")
     ex.add_argument("--to", required=True, help="parquet:PATH (one file per table)")
-    ex.set_defaults(func=cmd_export)
+    ex.set_defaults(handler=Command(ExportOptions.from_args, cmd_export))
