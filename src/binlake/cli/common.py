@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeVar
 
 from binlake.errors import BinlogError
 from binlake.filters import OPERATIONS, Selection, parse_datetime
-from binlake.gtid import AnyGtidSet, GtidSet, GtidSetError, MariaGtidPos
+from binlake.gtid import AnyGtidSet, GtidSet, GtidSetError, MariaGtidPos, parse_executed
 from binlake.sizes import parse_size
 
 if TYPE_CHECKING:
@@ -130,7 +130,7 @@ def gtid_set_arg(text: str) -> AnyGtidSet:
 
 def gtid_any_arg(text: str) -> GtidSet | MariaGtidPos:
     try:
-        return MariaGtidPos.parse(text) if text.strip() and ":" not in text else GtidSet.parse(text)
+        return parse_executed(text)
     except GtidSetError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
 
