@@ -45,7 +45,7 @@ def parse(argv: Sequence[str] | None = None) -> tuple[Command[Any], Any]:
     """The command ``argv`` names and its frozen options (usage mistakes exit 2, in one line)."""
     args = build_parser().parse_args(argv)
     command: Command[Any] = args.handler
-    return command, command.options(args)
+    return command, command.options.from_args(args)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

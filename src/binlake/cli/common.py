@@ -9,9 +9,10 @@ import dataclasses
 import datetime as dt
 import re
 import sys
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, NoReturn, Self, TypeVar
 
 from binlake.errors import BinlogError
 from binlake.filters import OPERATIONS, Selection, parse_datetime
@@ -21,8 +22,7 @@ from binlake.sizes import parse_size
 if TYPE_CHECKING:
     from binlake.schema import SchemaHistory, SchemaTracker
 
-Opts = TypeVar("Opts")
-T = TypeVar("T")
+Opts = TypeVar("Opts", bound="Options")
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -37,24 +37,34 @@ class UsageError(Exception):
     """Options that cannot work together, said in one line (exit 2, as for bad input)."""
 
 
+class Options:
+    """Base of a command's frozen options (a frozen dataclass). ``from_args`` is the boundary: each
+    field comes from the parsed argument of its name (lists as tuples), a field typed as options (or
+    a ``Selection``) from the same arguments, a field the command's parser lacks from its default."""
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> Self:
+        types = typing.get_type_hints(cls)
+        values: dict[str, Any] = {}
+        for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+            kind = types[f.name]
+            if kind is Selection:
+                values[f.name] = selection_from(args)
+            elif isinstance(kind, type) and issubclass(kind, Options):
+                values[f.name] = kind.from_args(args)
+            elif hasattr(args, f.name):
+                value = getattr(args, f.name)
+                values[f.name] = tuple(value) if isinstance(value, list) else value
+        return cls(**values)
+
+
 @dataclass(frozen=True)
 class Command(Generic[Opts]):
-    """A command past argparse: ``options`` turns the parsed arguments into the command's frozen
-    options (the only place a Namespace is read), ``run`` does the work on them."""
+    """A command past argparse: its frozen ``options`` (built from the parsed arguments, the only
+    place a Namespace is read) and ``run``, which does the work on them."""
 
-    options: Callable[[argparse.Namespace], Opts]
+    options: type[Opts]
     run: Callable[[Opts], int]
-
-
-def options_from(cls: type[T], args: argparse.Namespace, **given: Any) -> T:
-    """``cls`` (a frozen dataclass) with each field from ``given``, else the argument of that name
-    (lists as tuples), else the field's default: options one command's parser does not define."""
-    values = dict(given)
-    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
-        if f.name not in values and hasattr(args, f.name):
-            value = getattr(args, f.name)
-            values[f.name] = tuple(value) if isinstance(value, list) else value
-    return cls(**values)
 
 
 def selection_from(args: argparse.Namespace) -> Selection:
@@ -70,7 +80,7 @@ def selection_from(args: argparse.Namespace) -> Selection:
 
 
 @dataclass(frozen=True)
-class SchemaOptions:
+class SchemaOptions(Options):
     """``--schema``, ``--schema-mismatch``, ``--save-schema``: the schema history a run keeps."""
 
     seed: str | None = None
@@ -206,22 +216,23 @@ def run(command: Command[Any], args: argparse.Namespace) -> int:
     """The command on its options, every error it can meet said in one line on stderr: exit 2 for a
     usage mistake or bad input, 0 when the reader of the output went away, 130 on Ctrl-C."""
     try:
-        return int(command.run(command.options(args)))
+        return int(command.run(command.options.from_args(args)))
     except (BinlogError, UsageError) as e:
-        sys.stdout.flush()
-        print(f"binlake: error: {e}", file=sys.stderr)
-        return 2
+        return error_line(str(e))
     except BrokenPipeError:
         return 0
     except OSError as e:
-        sys.stdout.flush()
-        print(f"binlake: error: {e.filename or ''}: {e.strerror or e}", file=sys.stderr)
-        return 2
+        return error_line(f"{e.filename or ''}: {e.strerror or e}")
     except KeyboardInterrupt:
         return 130
     except Exception as e:
         if not engine_error(e):
             raise
-        sys.stdout.flush()
-        print(f"binlake: error: {engine_error_line(e)}", file=sys.stderr)
-        return 2
+        return error_line(engine_error_line(e))
+
+
+def error_line(message: str) -> int:
+    """``binlake: error: MESSAGE`` on stderr, after what the command printed so far; exit status 2."""
+    sys.stdout.flush()
+    print(f"binlake: error: {message}", file=sys.stderr)
+    return 2

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass
 from typing import Any
 
-from binlake.cli.common import Command, options_from, size_arg
+from binlake.cli.common import Command, Options, size_arg
 from binlake.console import ByteProgress
 
 
 @dataclass(frozen=True)
-class GenerateOptions:
+class GenerateOptions(Options):
     out: str
     size: int = 10**7
     flavor: str = "mysql80"
@@ -19,34 +18,30 @@ class GenerateOptions:
     max_file_size: int = 256 * 10**6
     json_as_text: bool = False
 
-    @classmethod
-    def from_args(cls, args: argparse.Namespace) -> GenerateOptions:
-        return options_from(cls, args)
 
-
-def cmd_generate(args: GenerateOptions) -> int:
+def cmd_generate(o: GenerateOptions) -> int:
     from binlake.generate import GenConfig, Generator
 
     cfg = GenConfig(
-        seed=args.seed,
-        flavor=args.flavor,
-        target_bytes=args.size,
-        max_file_size=args.max_file_size,
-        json_type=not args.json_as_text,
+        seed=o.seed,
+        flavor=o.flavor,
+        target_bytes=o.size,
+        max_file_size=o.max_file_size,
+        json_type=not o.json_as_text,
         keep_transactions=False,  # the truth goes to truth/transactions.jsonl: memory stays bounded
     )
-    with ByteProgress(args.size, "generating", streams_output=False) as progress:
-        result = Generator(cfg).run(args.out, on_progress=progress.advance_to)
+    with ByteProgress(o.size, "generating", streams_output=False) as progress:
+        result = Generator(cfg).run(o.out, on_progress=progress.advance_to)
     total = sum(f.stat().st_size for f in result.files)
     with open(result.truth_dir / "transactions.jsonl") as f:
         count = sum(1 for _ in f)
-    print(f"{len(result.files)} binlog file(s), {total:,} bytes, {count:,} transactions in {args.out}")
+    print(f"{len(result.files)} binlog file(s), {total:,} bytes, {count:,} transactions in {o.out}")
     print(f"truth (final tables, every committed transaction): {result.truth_dir}")
     return 0
 
 
 @dataclass(frozen=True)
-class SimulateOptions:
+class SimulateOptions(Options):
     out: str
     nodes: int = 4
     transactions: int = 1000
@@ -55,47 +50,36 @@ class SimulateOptions:
     max_file_size: int = 10**6
     seed: int = 1
 
-    @classmethod
-    def from_args(cls, args: argparse.Namespace) -> SimulateOptions:
-        return options_from(cls, args)
 
-
-def cmd_simulate(args: SimulateOptions) -> int:
+def cmd_simulate(o: SimulateOptions) -> int:
     from binlake.shardsim import ShardSimulator, SimConfig
 
     cfg = SimConfig(
-        seed=args.seed,
-        nodes=args.nodes,
-        transactions=args.transactions,
-        carrier=args.carrier,
-        heartbeat_every=args.heartbeat_every,
-        max_file_size=args.max_file_size,
+        seed=o.seed,
+        nodes=o.nodes,
+        transactions=o.transactions,
+        carrier=o.carrier,
+        heartbeat_every=o.heartbeat_every,
+        max_file_size=o.max_file_size,
     )
-    result = ShardSimulator(cfg).run(args.out)
+    result = ShardSimulator(cfg).run(o.out)
     kinds: dict[str, int] = {}
     for t in result.transactions:
         kinds[f"{t.kind} {t.outcome}"] = kinds.get(f"{t.kind} {t.outcome}", 0) + 1
-    print(
-        f"{args.nodes} data nodes in {args.out}/dn*: "
-        + ", ".join(f"{k}: {n}" for k, n in sorted(kinds.items()))
-    )
-    print(f"truth: {args.out}/truth.jsonl; conserved total {result.total}")
+    print(f"{o.nodes} data nodes in {o.out}/dn*: " + ", ".join(f"{k}: {n}" for k, n in sorted(kinds.items())))
+    print(f"truth: {o.out}/truth.jsonl; conserved total {result.total}")
     return 0
 
 
 @dataclass(frozen=True)
-class DemoOptions:
+class DemoOptions(Options):
     workdir: str = "out/demo"
 
-    @classmethod
-    def from_args(cls, args: argparse.Namespace) -> DemoOptions:
-        return options_from(cls, args)
 
-
-def cmd_demo(args: DemoOptions) -> int:
+def cmd_demo(o: DemoOptions) -> int:
     from binlake.demo import run_demo
 
-    return run_demo(args.workdir)
+    return run_demo(o.workdir)
 
 
 def add_generate(sub: Any) -> None:
@@ -114,7 +98,7 @@ def add_generate(sub: Any) -> None:
         action="store_true",
         help="JSON documents in a LONGTEXT column (for tools without binary JSON)",
     )
-    gen.set_defaults(handler=Command(GenerateOptions.from_args, cmd_generate))
+    gen.set_defaults(handler=Command(GenerateOptions, cmd_generate))
 
 
 def add_simulate(sub: Any) -> None:
@@ -135,7 +119,7 @@ def add_simulate(sub: Any) -> None:
     )
     sim.add_argument("--max-file-size", type=size_arg, default=10**6)
     sim.add_argument("--seed", type=int, default=1)
-    sim.set_defaults(handler=Command(SimulateOptions.from_args, cmd_simulate))
+    sim.set_defaults(handler=Command(SimulateOptions, cmd_simulate))
 
 
 def add_demo(sub: Any) -> None:
@@ -149,4 +133,4 @@ def add_demo(sub: Any) -> None:
     m.add_argument(
         "--workdir", default="out/demo", help="where the binlogs and the Delta tables go (emptied first)"
     )
-    m.set_defaults(handler=Command(DemoOptions.from_args, cmd_demo))
+    m.set_defaults(handler=Command(DemoOptions, cmd_demo))

@@ -3,7 +3,6 @@ position."""
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,12 +10,12 @@ from typing import Any
 
 from binlake.cli.common import (
     Command,
+    Options,
     SchemaOptions,
     UsageError,
     add_schema_history,
     datetime_arg,
     gtid_any_arg,
-    options_from,
 )
 from binlake.cli.reading import ReadOptions, file_events
 from binlake.console import output_console
@@ -24,14 +23,10 @@ from binlake.gtid import GtidSet, MariaGtidPos
 
 
 @dataclass(frozen=True)
-class SeriesOptions:
+class SeriesOptions(Options):
     """``index``: a binlog directory, an index file, or files in order."""
 
     source: tuple[str, ...]
-
-    @classmethod
-    def from_args(cls, args: argparse.Namespace) -> SeriesOptions:
-        return options_from(cls, args)
 
 
 def cmd_index(o: SeriesOptions) -> int:
@@ -62,16 +57,12 @@ def cmd_index(o: SeriesOptions) -> int:
 
 
 @dataclass(frozen=True)
-class FindPositionOptions:
+class FindPositionOptions(Options):
     """``find-position``: a series, and a time or a GTID set (exactly one of them)."""
 
     source: tuple[str, ...]
     datetime: dt.datetime | None = None
     gtid_set: GtidSet | MariaGtidPos | None = None
-
-    @classmethod
-    def from_args(cls, args: argparse.Namespace) -> FindPositionOptions:
-        return options_from(cls, args)
 
 
 def cmd_find_position(o: FindPositionOptions) -> int:
@@ -106,17 +97,13 @@ def schema_position(at: str | None, files: list[str] | tuple[str, ...]) -> tuple
 
 
 @dataclass(frozen=True)
-class SchemaCommandOptions:
+class SchemaCommandOptions(Options):
     """``schema``: a series, the position (``--at``), the databases shown, the history's seed."""
 
     source: tuple[str, ...]
     at: str | None = None
     database: tuple[str, ...] | None = None
     schema: SchemaOptions = SchemaOptions()
-
-    @classmethod
-    def from_args(cls, args: argparse.Namespace) -> SchemaCommandOptions:
-        return options_from(cls, args, schema=SchemaOptions.from_args(args))
 
 
 def cmd_schema(o: SchemaCommandOptions) -> int:
@@ -142,7 +129,7 @@ def cmd_schema(o: SchemaCommandOptions) -> int:
 def add_index(sub: Any) -> None:
     ix = sub.add_parser("index", help="per-file summary of a series from a header-only scan")
     ix.add_argument("source", nargs="+", help="a binlog directory, an index file, or files in order")
-    ix.set_defaults(handler=Command(SeriesOptions.from_args, cmd_index))
+    ix.set_defaults(handler=Command(SeriesOptions, cmd_index))
 
 
 def add_schema(sub: Any) -> None:
@@ -158,7 +145,7 @@ def add_schema(sub: Any) -> None:
     )
     sc.add_argument("--database", action="append", help="only this schema (repeatable)")
     add_schema_history(sc)
-    sc.set_defaults(handler=Command(SchemaCommandOptions.from_args, cmd_schema))
+    sc.set_defaults(handler=Command(SchemaCommandOptions, cmd_schema))
 
 
 def add_find_position(sub: Any) -> None:
@@ -173,4 +160,4 @@ def add_find_position(sub: Any) -> None:
     what.add_argument(
         "--gtid-set", type=gtid_any_arg, help="a MySQL GTID set or a MariaDB GTID position already executed"
     )
-    f.set_defaults(handler=Command(FindPositionOptions.from_args, cmd_find_position))
+    f.set_defaults(handler=Command(FindPositionOptions, cmd_find_position))

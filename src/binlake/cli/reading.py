@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -11,12 +10,11 @@ from typing import TYPE_CHECKING, Any
 
 from binlake.cli.common import (
     Command,
+    Options,
     SchemaOptions,
     add_schema_history,
     add_selection,
-    options_from,
     position_arg,
-    selection_from,
 )
 from binlake.console import ByteProgress
 from binlake.errors import BinlogError
@@ -30,7 +28,7 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class ReadOptions:
+class ReadOptions(Options):
     """Which files, which part of them, how strictly, which selection and which schema history:
     what dump, sql and stats read alike."""
 
@@ -41,10 +39,6 @@ class ReadOptions:
     require_fde: bool = True
     selection: Selection = field(default_factory=Selection)
     schema: SchemaOptions = SchemaOptions()
-
-    @classmethod
-    def from_args(cls, args: argparse.Namespace) -> ReadOptions:
-        return options_from(cls, args, selection=selection_from(args), schema=SchemaOptions.from_args(args))
 
 
 def file_events(
@@ -106,15 +100,11 @@ def selected_events(read: ReadOptions) -> Iterator[Event]:
 
 
 @dataclass(frozen=True)
-class DumpOptions:
+class DumpOptions(Options):
     read: ReadOptions
     format: str = "text"
     verbose: int = 2
     positional: bool = False
-
-    @classmethod
-    def from_args(cls, args: argparse.Namespace) -> DumpOptions:
-        return options_from(cls, args, read=ReadOptions.from_args(args))
 
 
 def cmd_dump(o: DumpOptions) -> int:
@@ -146,13 +136,9 @@ def selected_transactions(read: ReadOptions, *, streams_output: bool) -> Iterato
 
 
 @dataclass(frozen=True)
-class SqlOptions:
+class SqlOptions(Options):
     read: ReadOptions
     flashback: bool = False
-
-    @classmethod
-    def from_args(cls, args: argparse.Namespace) -> SqlOptions:
-        return options_from(cls, args, read=ReadOptions.from_args(args))
 
 
 def cmd_sql(o: SqlOptions) -> int:
@@ -167,14 +153,10 @@ def cmd_sql(o: SqlOptions) -> int:
 
 
 @dataclass(frozen=True)
-class StatsOptions:
+class StatsOptions(Options):
     read: ReadOptions
     plot: str | None = None
     top: int = 5
-
-    @classmethod
-    def from_args(cls, args: argparse.Namespace) -> StatsOptions:
-        return options_from(cls, args, read=ReadOptions.from_args(args))
 
 
 def cmd_stats(o: StatsOptions) -> int:
@@ -232,7 +214,7 @@ def add_dump(sub: Any) -> None:
     )
     add_selection(d)
     add_schema_history(d)
-    d.set_defaults(handler=Command(DumpOptions.from_args, cmd_dump))
+    d.set_defaults(handler=Command(DumpOptions, cmd_dump))
 
 
 def add_sql(sub: Any) -> None:
@@ -247,7 +229,7 @@ def add_sql(sub: Any) -> None:
     q.set_defaults(require_fde=True)
     add_selection(q)
     add_schema_history(q)
-    q.set_defaults(handler=Command(SqlOptions.from_args, cmd_sql))
+    q.set_defaults(handler=Command(SqlOptions, cmd_sql))
 
 
 def add_stats(sub: Any) -> None:
@@ -262,6 +244,6 @@ def add_stats(sub: Any) -> None:
     st.add_argument("--start-position", type=position_arg)
     st.add_argument("--stop-position", type=position_arg)
     st.add_argument("--no-verify-checksum", dest="verify_checksum", action="store_false", default=True)
-    st.set_defaults(require_fde=True, handler=Command(StatsOptions.from_args, cmd_stats))
+    st.set_defaults(require_fde=True, handler=Command(StatsOptions, cmd_stats))
     add_selection(st)
     add_schema_history(st)

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from binlake.cli.common import Command, options_from
+from binlake.cli.common import Command, Options
 from binlake.credentials import ASK, CredentialsError, client_options, resolve_password
 from binlake.events.base import Event
 from binlake.replication.client import (
@@ -81,7 +81,7 @@ def add_server_options(p: argparse.ArgumentParser) -> None:
 
 
 @dataclass(frozen=True)
-class ServerOptions:
+class ServerOptions(Options):
     """The server, the password's sources, TLS, and where to start: what mirror and tail share.
     ``command`` names the command in the error lines."""
 
@@ -105,56 +105,52 @@ class ServerOptions:
     gtid: str | None = None
     blocking: bool = True
 
-    @classmethod
-    def from_args(cls, args: argparse.Namespace) -> ServerOptions:
-        return options_from(cls, args)
 
-
-def server_from(args: ServerOptions) -> ServerAddress:
+def server_from(o: ServerOptions) -> ServerAddress:
     """The address from the command line over the option file (``binlake.credentials`` says which
     file and the password's precedence). A --host or --port on the command line means TCP: an
     option file's socket is then not used."""
     try:
-        opts = client_options(args.defaults_file, no_defaults=args.no_defaults)
-        if args.password not in (None, ASK):
+        opts = client_options(o.defaults_file, no_defaults=o.no_defaults)
+        if o.password not in (None, ASK):
             _note(
                 "a password on the command line is seen by other users (ps): use -p, an option file or $MYSQL_PWD"
             )
-        password = resolve_password(args.password, options=opts)
+        password = resolve_password(o.password, options=opts)
     except CredentialsError as e:
-        raise SystemExit(f"binlake {args.command}: {e}") from None
-    tcp = args.host is not None or args.port is not None
-    mode = "DISABLED" if args.no_ssl else args.ssl_mode or opts.get("ssl-mode")
-    if args.no_ssl and args.ssl_mode not in (None, "DISABLED"):
-        raise SystemExit(f"binlake {args.command}: --no-ssl contradicts --ssl-mode {args.ssl_mode}")
+        raise SystemExit(f"binlake {o.command}: {e}") from None
+    tcp = o.host is not None or o.port is not None
+    mode = "DISABLED" if o.no_ssl else o.ssl_mode or opts.get("ssl-mode")
+    if o.no_ssl and o.ssl_mode not in (None, "DISABLED"):
+        raise SystemExit(f"binlake {o.command}: --no-ssl contradicts --ssl-mode {o.ssl_mode}")
     try:
         return ServerAddress(
-            host=args.host or opts.get("host") or "127.0.0.1",
-            port=int(args.port or opts.get("port") or 3306),
-            user=args.user or opts.get("user") or "root",
+            host=o.host or opts.get("host") or "127.0.0.1",
+            port=int(o.port or opts.get("port") or 3306),
+            user=o.user or opts.get("user") or "root",
             password=password,
-            unix_socket=args.socket or (None if tcp else opts.get("socket")),
-            ssl_ca=args.ssl_ca or opts.get("ssl-ca"),
-            ssl_cert=args.ssl_cert or opts.get("ssl-cert"),
-            ssl_key=args.ssl_key or opts.get("ssl-key"),
+            unix_socket=o.socket or (None if tcp else opts.get("socket")),
+            ssl_ca=o.ssl_ca or opts.get("ssl-ca"),
+            ssl_cert=o.ssl_cert or opts.get("ssl-cert"),
+            ssl_key=o.ssl_key or opts.get("ssl-key"),
             ssl_mode=mode,
         )
     except ValueError as e:  # an unknown ssl-mode or port in the option file
-        raise SystemExit(f"binlake {args.command}: {e}") from None
+        raise SystemExit(f"binlake {o.command}: {e}") from None
 
 
-def start_from(args: ServerOptions, default: str) -> Start:
-    if args.gtid:
-        return GtidStart(args.gtid)
-    if args.start_file:
-        return FilePosition(args.start_file, args.start_position)
+def start_from(o: ServerOptions, default: str) -> Start:
+    if o.gtid:
+        return GtidStart(o.gtid)
+    if o.start_file:
+        return FilePosition(o.start_file, o.start_position)
     return default
 
 
-def client_from(args: ServerOptions, start: Start) -> ReplicaClient:
-    client = ReplicaClient(server_from(args), start, heartbeat=args.heartbeat, blocking=args.blocking)
-    if args.server_id:
-        client.server_id = args.server_id
+def client_from(o: ServerOptions, start: Start) -> ReplicaClient:
+    client = ReplicaClient(server_from(o), start, heartbeat=o.heartbeat, blocking=o.blocking)
+    if o.server_id:
+        client.server_id = o.server_id
     return client
 
 
@@ -164,13 +160,9 @@ def _note(msg: str) -> None:
 
 
 @dataclass(frozen=True)
-class MirrorOptions:
+class MirrorOptions(Options):
     server: ServerOptions
     to: str
-
-    @classmethod
-    def from_args(cls, args: argparse.Namespace) -> MirrorOptions:
-        return options_from(cls, args, server=ServerOptions.from_args(args))
 
 
 def cmd_mirror(o: MirrorOptions) -> int:
@@ -212,13 +204,9 @@ def _tail_events(client: ReplicaClient) -> Iterator[Event]:
 
 
 @dataclass(frozen=True)
-class TailOptions:
+class TailOptions(Options):
     server: ServerOptions
     format: str = "text"
-
-    @classmethod
-    def from_args(cls, args: argparse.Namespace) -> TailOptions:
-        return options_from(cls, args, server=ServerOptions.from_args(args))
 
 
 def cmd_tail(o: TailOptions) -> int:
@@ -241,11 +229,11 @@ def add_mirror(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     )
     add_server_options(m)
     m.add_argument("--to", required=True, help="directory of the mirror (continued if it exists)")
-    m.set_defaults(handler=Command(MirrorOptions.from_args, cmd_mirror))
+    m.set_defaults(handler=Command(MirrorOptions, cmd_mirror))
 
 
 def add_tail(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     t = sub.add_parser("tail", help="print a server's binlog events live, as a replica")
     add_server_options(t)
     t.add_argument("--format", choices=("text", "json"), default="text")
-    t.set_defaults(handler=Command(TailOptions.from_args, cmd_tail))
+    t.set_defaults(handler=Command(TailOptions, cmd_tail))

@@ -8,27 +8,23 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from binlake.cli.common import Command, UsageError, add_selection, open_seed, options_from, selection_from
+from binlake.cli.common import Command, Options, UsageError, add_selection, open_seed
 from binlake.console import output_console
 from binlake.credentials import redacted_url
 from binlake.filters import Selection
 
 
 @dataclass(frozen=True)
-class TargetOptions:
+class TargetOptions(Options):
     """``--to`` and where a JDBC target's password comes from (sync, offsets)."""
 
     to: str
     to_password_env: str | None = None
     to_password_file: str | None = None
 
-    @classmethod
-    def from_args(cls, args: argparse.Namespace) -> TargetOptions:
-        return options_from(cls, args)
-
 
 @dataclass(frozen=True)
-class SyncOptions:
+class SyncOptions(Options):
     source: str
     target: TargetOptions
     master: str = "local[*]"
@@ -38,10 +34,6 @@ class SyncOptions:
     interval: str = "2 seconds"
     checkpoint: str | None = None
     selection: Selection = field(default_factory=Selection)
-
-    @classmethod
-    def from_args(cls, args: argparse.Namespace) -> SyncOptions:
-        return options_from(cls, args, target=TargetOptions.from_args(args), selection=selection_from(args))
 
 
 def check_sync_inputs(args: SyncOptions, target_dir: str | None) -> None:
@@ -202,7 +194,7 @@ def cmd_sync(args: SyncOptions) -> int:
 
 
 @dataclass(frozen=True)
-class OffsetsOptions:
+class OffsetsOptions(Options):
     """``offsets show`` or ``offsets reset`` (of one ``source``, or all)."""
 
     action: str
@@ -210,10 +202,6 @@ class OffsetsOptions:
     master: str = "local[*]"
     source: str | None = None
     empty_change_tables: bool = False
-
-    @classmethod
-    def from_args(cls, args: argparse.Namespace) -> OffsetsOptions:
-        return options_from(cls, args, target=TargetOptions.from_args(args))
 
 
 def _target_offsets(args: OffsetsOptions, sink: Sink) -> list[Any]:
@@ -266,15 +254,11 @@ def cmd_offsets(args: OffsetsOptions) -> int:
 
 
 @dataclass(frozen=True)
-class ExportOptions:
+class ExportOptions(Options):
     """``export --from delta:PATH --to parquet:PATH``."""
 
     source: str
     to: str
-
-    @classmethod
-    def from_args(cls, args: argparse.Namespace) -> ExportOptions:
-        return options_from(cls, args)
 
 
 def cmd_export(args: ExportOptions) -> int:
@@ -334,7 +318,7 @@ def add_offsets(sub: Any) -> None:
     for a in (show, reset):
         _add_target(a)
         a.add_argument("--master", default="local[*]", help="jdbc: the Spark master that runs the driver")
-        a.set_defaults(handler=Command(OffsetsOptions.from_args, cmd_offsets))
+        a.set_defaults(handler=Command(OffsetsOptions, cmd_offsets))
 
 
 def add_sync(sub: Any) -> None:
@@ -367,11 +351,11 @@ def add_sync(sub: Any) -> None:
         "--checkpoint", help="with --stream: Spark checkpoint directory (default PATH/_binlake_checkpoint)"
     )
     add_selection(sy)
-    sy.set_defaults(handler=Command(SyncOptions.from_args, cmd_sync))
+    sy.set_defaults(handler=Command(SyncOptions, cmd_sync))
 
 
 def add_export(sub: Any) -> None:
     ex = sub.add_parser("export", help="a Parquet snapshot of synced Delta tables")
     ex.add_argument("--from", dest="source", required=True, help="delta:PATH written by binlake sync")
     ex.add_argument("--to", required=True, help="parquet:PATH (one file per table)")
-    ex.set_defaults(handler=Command(ExportOptions.from_args, cmd_export))
+    ex.set_defaults(handler=Command(ExportOptions, cmd_export))
