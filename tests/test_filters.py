@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from binlake.cli import build_parser, selected_events
+from binlake.cli import parse
+from binlake.cli.reading import selected_events
 from binlake.events.query import Query
 from binlake.events.rows import Rows
 from binlake.series import BinlogSeries
@@ -17,8 +18,8 @@ SERIES = [
 
 
 def select(corpus: Path, *options: str, files: list[str] = SERIES) -> list:
-    args = build_parser().parse_args(["dump", *options, *(str(corpus / f) for f in files)])
-    return list(selected_events(args))
+    _, dump = parse(["dump", *options, *(str(corpus / f) for f in files)])
+    return list(selected_events(dump.read))
 
 
 def gtids_of(events: list) -> list[str]:

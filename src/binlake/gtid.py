@@ -339,3 +339,9 @@ class AnyGtidSet:
             sid, tag, gno = parse_gtid(gtid)
             return self.mysql.contains(sid, gno, tag)
         return self.maria.contains(*parse_maria_gtid(gtid))
+
+
+def parse_executed(text: str) -> GtidSet | MariaGtidPos:
+    """The GTIDs a server has executed, as a position search takes them: a MySQL GTID set
+    (``uuid:1-5``) or a MariaDB GTID position (``0-1-595``, one GTID per domain)."""
+    return MariaGtidPos.parse(text) if text.strip() and ":" not in text else GtidSet.parse(text)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 
@@ -14,14 +13,6 @@ def parse_size(text: str) -> int:
     if not m:
         raise ValueError(f"{text!r} is not a size (e.g. 500MB, 1GB)")
     return int(float(m.group(1)) * UNITS[m.group(2)])
-
-
-def size_arg(text: str) -> int:
-    """``parse_size`` as an argparse type: a bad size is a usage error that says what a size is."""
-    try:
-        return parse_size(text)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 # The ceiling on the bytes one event may make us hold: its size as read, or what it uncompresses to

@@ -210,7 +210,7 @@ def test_the_shipped_zip_is_the_package_the_driver_imported() -> None:
     with zipfile.ZipFile(session.package_zip()) as zf:
         names = set(zf.namelist())
         assert zf.read("binlake/spark/source.py") == (package / "spark" / "source.py").read_bytes()
-    assert {"binlake/__init__.py", "binlake/cli.py", "binlake/spark/stream.py"} <= names
+    assert {"binlake/__init__.py", "binlake/cli/__init__.py", "binlake/spark/stream.py"} <= names
     assert not any("__pycache__" in n or n.endswith(".pyc") for n in names)
     expected = {
         f.relative_to(package.parent).as_posix()

@@ -6,7 +6,9 @@ import argparse
 import signal
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 
+from binlake.cli.common import Command, Options
 from binlake.credentials import ASK, CredentialsError, client_options, resolve_password
 from binlake.events.base import Event
 from binlake.replication.client import (
@@ -78,50 +80,78 @@ def add_server_options(p: argparse.ArgumentParser) -> None:
     )
 
 
-def server_from(args: argparse.Namespace) -> ServerAddress:
+@dataclass(frozen=True)
+class ServerOptions(Options):
+    """The server, the password's sources, TLS, and where to start: what mirror and tail share.
+    ``command`` names the command in the error lines."""
+
+    command: str
+    host: str | None = None
+    port: int | None = None
+    user: str | None = None
+    socket: str | None = None
+    password: str | None = None  # ASK: prompt
+    defaults_file: str | None = None
+    no_defaults: bool = False
+    ssl_mode: str | None = None
+    ssl_ca: str | None = None
+    ssl_cert: str | None = None
+    ssl_key: str | None = None
+    no_ssl: bool = False
+    server_id: int | None = None
+    heartbeat: float = 5.0
+    start_file: str | None = None
+    start_position: int = 4
+    gtid: str | None = None
+    blocking: bool = True
+
+
+def server_from(o: ServerOptions) -> ServerAddress:
     """The address from the command line over the option file (``binlake.credentials`` says which
     file and the password's precedence). A --host or --port on the command line means TCP: an
     option file's socket is then not used."""
     try:
-        opts = client_options(args.defaults_file, no_defaults=args.no_defaults)
-        if args.password not in (None, ASK):
+        opts = client_options(o.defaults_file, no_defaults=o.no_defaults)
+        if o.password not in (None, ASK):
             _note(
                 "a password on the command line is seen by other users (ps): use -p, an option file or $MYSQL_PWD"
             )
-        password = resolve_password(args.password, options=opts)
+        password = resolve_password(o.password, options=opts)
     except CredentialsError as e:
-        raise SystemExit(f"binlake {args.command}: {e}") from None
-    tcp = args.host is not None or args.port is not None
-    mode = "DISABLED" if args.no_ssl else args.ssl_mode or opts.get("ssl-mode")
-    if args.no_ssl and args.ssl_mode not in (None, "DISABLED"):
-        raise SystemExit(f"binlake {args.command}: --no-ssl contradicts --ssl-mode {args.ssl_mode}")
+        raise SystemExit(f"binlake {o.command}: {e}") from None
+    tcp = o.host is not None or o.port is not None
+    mode = "DISABLED" if o.no_ssl else o.ssl_mode or opts.get("ssl-mode")
+    if o.no_ssl and o.ssl_mode not in (None, "DISABLED"):
+        raise SystemExit(f"binlake {o.command}: --no-ssl contradicts --ssl-mode {o.ssl_mode}")
     try:
         return ServerAddress(
-            host=args.host or opts.get("host") or "127.0.0.1",
-            port=int(args.port or opts.get("port") or 3306),
-            user=args.user or opts.get("user") or "root",
+            host=o.host or opts.get("host") or "127.0.0.1",
+            port=int(o.port or opts.get("port") or 3306),
+            user=o.user or opts.get("user") or "root",
             password=password,
-            unix_socket=args.socket or (None if tcp else opts.get("socket")),
-            ssl_ca=args.ssl_ca or opts.get("ssl-ca"),
-            ssl_cert=args.ssl_cert or opts.get("ssl-cert"),
-            ssl_key=args.ssl_key or opts.get("ssl-key"),
+            unix_socket=o.socket or (None if tcp else opts.get("socket")),
+            ssl_ca=o.ssl_ca or opts.get("ssl-ca"),
+            ssl_cert=o.ssl_cert or opts.get("ssl-cert"),
+            ssl_key=o.ssl_key or opts.get("ssl-key"),
             ssl_mode=mode,
         )
     except ValueError as e:  # an unknown ssl-mode or port in the option file
-        raise SystemExit(f"binlake {args.command}: {e}") from None
+        raise SystemExit(f"binlake {o.command}: {e}") from None
 
 
-def start_from(args: argparse.Namespace, default: str) -> Start:
-    if args.gtid:
-        return GtidStart(args.gtid)
-    if args.start_file:
-        return FilePosition(args.start_file, args.start_position)
+def start_from(o: ServerOptions, default: str) -> Start:
+    if o.gtid:
+        return GtidStart(o.gtid)
+    if o.start_file:
+        return FilePosition(o.start_file, o.start_position)
     return default
 
 
-def client_from(args: argparse.Namespace, start: Start) -> ReplicaClient:
-    kw = {"server_id": args.server_id} if args.server_id else {}
-    return ReplicaClient(server_from(args), start, heartbeat=args.heartbeat, blocking=args.blocking, **kw)
+def client_from(o: ServerOptions, start: Start) -> ReplicaClient:
+    client = ReplicaClient(server_from(o), start, heartbeat=o.heartbeat, blocking=o.blocking)
+    if o.server_id:
+        client.server_id = o.server_id
+    return client
 
 
 def _note(msg: str) -> None:
@@ -129,18 +159,24 @@ def _note(msg: str) -> None:
     print(f"binlake: {msg}", file=sys.stderr, flush=True)
 
 
-def cmd_mirror(args: argparse.Namespace) -> int:
-    mirror = Mirror(args.to)
+@dataclass(frozen=True)
+class MirrorOptions(Options):
+    server: ServerOptions
+    to: str
+
+
+def cmd_mirror(o: MirrorOptions) -> int:
+    mirror = Mirror(o.to)
     resume = mirror.resume_point()
-    if resume is not None and (args.start_file or args.gtid):
-        _note(f"{args.to} already holds a mirror: continuing it at {resume.file}:{resume.position}")
-    start: Start = resume if resume is not None else start_from(args, "oldest")
+    if resume is not None and (o.server.start_file or o.server.gtid):
+        _note(f"{o.to} already holds a mirror: continuing it at {resume.file}:{resume.position}")
+    start: Start = resume if resume is not None else start_from(o.server, "oldest")
     if isinstance(start, GtidStart):
         raise SystemExit("binlake mirror: --gtid cannot mirror byte for byte; give --start-file")
     if isinstance(start, FilePosition) and resume is None and start.position != 4:
         _note(f"a mirror copies whole files: starting at the beginning of {start.file}")
         start = FilePosition(start.file, 4)
-    client = client_from(args, start)
+    client = client_from(o.server, start)
     events = 0
     stopped = False
     try:
@@ -155,7 +191,7 @@ def cmd_mirror(args: argparse.Namespace) -> int:
     finally:
         mirror.close()
     how = " (stopped)" if stopped else ""
-    _note(f"mirrored {events} events, {mirror.bytes_written} bytes into {args.to}{how}")
+    _note(f"mirrored {events} events, {mirror.bytes_written} bytes into {o.to}{how}")
     return 0
 
 
@@ -167,28 +203,37 @@ def _tail_events(client: ReplicaClient) -> Iterator[Event]:
             yield from item.events
 
 
-def cmd_tail(args: argparse.Namespace) -> int:
+@dataclass(frozen=True)
+class TailOptions(Options):
+    server: ServerOptions
+    format: str = "text"
+
+
+def cmd_tail(o: TailOptions) -> int:
     from binlake.render.jsonl import render_jsonl
     from binlake.render.text import render_text
 
-    client = client_from(args, start_from(args, "current"))
+    client = client_from(o.server, start_from(o.server, "current"))
     events = _tail_events(client)
-    lines = render_jsonl(events) if args.format == "json" else render_text(events, verbosity=2)
+    lines = render_jsonl(events) if o.format == "json" else render_text(events, verbosity=2)
     for line in lines:
         sys.stdout.write(line + "\n")
         sys.stdout.flush()
     return 0
 
 
-def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_mirror(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     m = sub.add_parser(
         "mirror",
         help="copy a server's binlogs into a directory byte for byte, as a replica, and keep following",
     )
     add_server_options(m)
     m.add_argument("--to", required=True, help="directory of the mirror (continued if it exists)")
-    m.set_defaults(func=cmd_mirror)
+    m.set_defaults(handler=Command(MirrorOptions, cmd_mirror))
+
+
+def add_tail(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     t = sub.add_parser("tail", help="print a server's binlog events live, as a replica")
     add_server_options(t)
     t.add_argument("--format", choices=("text", "json"), default="text")
-    t.set_defaults(func=cmd_tail)
+    t.set_defaults(handler=Command(TailOptions, cmd_tail))

@@ -5,24 +5,34 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
-from binlake.globalbinlog.merge import merge_nodes
-from binlake.globalbinlog.output import write_binlog, write_jsonl
+from binlake.cli.common import Command, Options, size_arg
 from binlake.series import BinlogSeries
-from binlake.sizes import size_arg
 
 
-def cmd_merge(args: argparse.Namespace) -> int:
-    nodes = [BinlogSeries.open(d).files for d in args.node]
-    out, merger = merge_nodes(nodes, [Path(d).name for d in args.node])
-    files = write_binlog(out, args.output, max_file_size=args.max_file_size)
-    if args.jsonl:
-        write_jsonl(out, args.jsonl)
+@dataclass(frozen=True)
+class MergeOptions(Options):
+    node: tuple[str, ...]
+    output: str
+    jsonl: str | None = None
+    max_file_size: int = 256 * 10**6
+
+
+def cmd_merge(o: MergeOptions) -> int:
+    from binlake.globalbinlog.merge import merge_nodes
+    from binlake.globalbinlog.output import write_binlog, write_jsonl
+
+    nodes = [BinlogSeries.open(d).files for d in o.node]
+    out, merger = merge_nodes(nodes, [Path(d).name for d in o.node])
+    files = write_binlog(out, o.output, max_file_size=o.max_file_size)
+    if o.jsonl:
+        write_jsonl(out, o.jsonl)
     kinds = Counter(g.kind for g in out)
     print(
         f"merged {len(out)} transactions ({', '.join(f'{k} {n}' for k, n in sorted(kinds.items()))}) "
-        f"from {len(nodes)} nodes into {len(files)} file(s) under {args.output}"
+        f"from {len(nodes)} nodes into {len(files)} file(s) under {o.output}"
     )
     if merger.pending:
         print(
@@ -31,7 +41,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
             + ", ".join(f"{p.node}@{p.start[1]} {p.branch}" for p in merger.pending[:5]),
             file=sys.stderr,
         )
-    orphans = [(s.name, o) for s in merger.sorters for o in s.orphans]
+    orphans = [(s.name, orphan) for s in merger.sorters for orphan in s.orphans]
     if orphans:
         print(
             f"skipped {len(orphans)} XA COMMIT/ROLLBACK without their prepare in the input", file=sys.stderr
@@ -39,7 +49,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_merge(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     m = sub.add_parser(
         "merge", help="merge the binlogs of sharded data nodes into one global binlog by commit TSO"
     )
@@ -47,4 +57,4 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     m.add_argument("-o", "--output", required=True, help="directory of the global binlog series")
     m.add_argument("--jsonl", help="also write one JSON line per merged transaction here")
     m.add_argument("--max-file-size", type=size_arg, default="256MB", help="rotate output files at this size")
-    m.set_defaults(func=cmd_merge)
+    m.set_defaults(handler=Command(MergeOptions, cmd_merge))

@@ -1,0 +1,249 @@
+"""``dump``, ``sql`` and ``stats``: the events, redo/flashback SQL and statistics of binlog files."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from binlake.cli.common import (
+    Command,
+    Options,
+    SchemaOptions,
+    add_schema_history,
+    add_selection,
+    position_arg,
+)
+from binlake.console import ByteProgress
+from binlake.errors import BinlogError
+from binlake.events.base import Event
+from binlake.filters import Selection
+from binlake.reader import BinlogReader
+from binlake.txn import CONTROL_EVENTS, Transaction, TransactionGrouper
+
+if TYPE_CHECKING:
+    from binlake.schema import SchemaTracker
+
+
+@dataclass(frozen=True)
+class ReadOptions(Options):
+    """Which files, which part of them, how strictly, which selection and which schema history:
+    what dump, sql and stats read alike."""
+
+    files: tuple[str, ...]
+    start_position: int | None = None
+    stop_position: int | None = None
+    verify_checksum: bool = True
+    require_fde: bool = True
+    selection: Selection = field(default_factory=Selection)
+    schema: SchemaOptions = SchemaOptions()
+
+
+def file_events(
+    read: ReadOptions, tracker: SchemaTracker | None = None, *, streams_output: bool = False
+) -> Iterator[tuple[int, Event]]:
+    """Events of the files in the order given: --start-position applies to the first file and
+    --stop-position to the last, as with mysqlbinlog. ``tracker`` (default: the one of
+    ``read.schema``) follows their DDL; ``streams_output``: the command prints lines as it goes."""
+    last = len(read.files) - 1
+    tracker = tracker or read.schema.tracker()
+    sizes = [Path(f).stat().st_size for f in read.files]
+    label = f"reading {len(sizes)} file(s)"
+    with ByteProgress(sum(sizes), label, streams_output=streams_output) as progress:
+        for seq, path in enumerate(read.files):
+            if seq == 0 and read.start_position is not None:
+                check_start(path, read.start_position)
+            reader = BinlogReader(
+                path,
+                verify_checksum=read.verify_checksum,
+                start_position=read.start_position if seq == 0 else None,
+                stop_position=read.stop_position if seq == last else None,
+                require_fde=read.require_fde,
+                observers=[tracker],
+            )
+            for ev in reader:
+                progress.advance_to(sum(sizes[:seq]) + ev.offset)
+                yield seq, ev
+    if read.schema.save:
+        tracker.history.save(read.schema.save)
+
+
+def check_start(path: str, start: int) -> None:
+    """A --start-position past the end of the file is a mistake (a position of another file?), not
+    an empty selection: say so instead of printing nothing."""
+    size = Path(path).stat().st_size
+    if start > size:
+        raise BinlogError(
+            f"--start-position {start} is past the end of the file ({size:,} bytes)", source=path
+        )
+
+
+def selected_events(read: ReadOptions) -> Iterator[Event]:
+    """The events ``dump`` prints: everything, or the selected transactions' selected events."""
+    sel = read.selection
+    if sel == Selection():
+        yield from (ev for _, ev in file_events(read, streams_output=True))
+        return
+    grouper = TransactionGrouper(keep_events=True)
+    for seq, ev in file_events(read, streams_output=True):
+        if ev.type_code in CONTROL_EVENTS:
+            yield ev
+            continue
+        for t in grouper.feed(seq, ev):
+            if sel.keeps(t):
+                yield from (e for e in t.events if sel.keeps_event(t, e))
+    for t in grouper.finish():
+        if sel.keeps(t):
+            yield from (e for e in t.events if sel.keeps_event(t, e))
+
+
+@dataclass(frozen=True)
+class DumpOptions(Options):
+    read: ReadOptions
+    format: str = "text"
+    verbose: int = 2
+    positional: bool = False
+
+
+def cmd_dump(o: DumpOptions) -> int:
+    from binlake.render.jsonl import render_jsonl
+    from binlake.render.text import render_text
+
+    events = selected_events(o.read)
+    lines = (
+        render_jsonl(events)
+        if o.format == "json"
+        else render_text(events, verbosity=o.verbose, positional=o.positional)
+    )
+    out = sys.stdout
+    for line in lines:
+        out.write(line)
+        out.write("\n")
+    return 0
+
+
+def selected_transactions(read: ReadOptions, *, streams_output: bool) -> Iterator[Transaction]:
+    """Finished transactions that pass the selection, with only their selected events."""
+    sel = read.selection
+    grouper = TransactionGrouper(keep_events=True)
+    for seq, ev in file_events(read, streams_output=streams_output):
+        for t in grouper.feed(seq, ev):
+            if sel.keeps(t):
+                t.events = [e for e in t.events if sel.keeps_event(t, e)]
+                yield t
+
+
+@dataclass(frozen=True)
+class SqlOptions(Options):
+    read: ReadOptions
+    flashback: bool = False
+
+
+def cmd_sql(o: SqlOptions) -> int:
+    from binlake.render.sql import render_sql
+
+    out = sys.stdout
+    transactions = selected_transactions(o.read, streams_output=True)
+    for line in render_sql(transactions, flashback=o.flashback):
+        out.write(line)
+        out.write("\n")
+    return 0
+
+
+@dataclass(frozen=True)
+class StatsOptions(Options):
+    read: ReadOptions
+    plot: str | None = None
+    top: int = 5
+
+
+def cmd_stats(o: StatsOptions) -> int:
+    from binlake.stats import collect, print_stats, write_plot
+
+    stats = collect(selected_transactions(o.read, streams_output=False), top=o.top)  # prints at the end
+    print_stats(stats)
+    if o.plot:
+        write_plot(stats, o.plot)
+        print(f"charts written to {o.plot}")
+    return 0
+
+
+def add_dump(sub: Any) -> None:
+    d = sub.add_parser("dump", help="decode binlog files to mysqlbinlog-style text or JSON lines")
+    d.add_argument("files", nargs="+", help="binlog or relay log files, in order")
+    d.add_argument("--format", choices=("text", "json"), default="text")
+    d.add_argument(
+        "--start-position",
+        type=position_arg,
+        help="first event offset in the first file (its format event is always read)",
+    )
+    d.add_argument(
+        "--stop-position",
+        type=position_arg,
+        help="stop before the event at or after this offset of the last file",
+    )
+    d.add_argument(
+        "--verify-checksum",
+        dest="verify_checksum",
+        action="store_true",
+        default=True,
+        help="verify every event's CRC32 (default)",
+    )
+    d.add_argument("--no-verify-checksum", dest="verify_checksum", action="store_false")
+    d.add_argument(
+        "--no-require-fde",
+        dest="require_fde",
+        action="store_false",
+        default=True,
+        help="read a fragment without a FORMAT_DESCRIPTION event as MySQL 5.x v4 events",
+    )
+    d.add_argument(
+        "--positional",
+        action="store_true",
+        help="name columns @1, @2… even when the binlog carries names (as mysqlbinlog does)",
+    )
+    d.add_argument(
+        "-v",
+        "--verbose",
+        type=int,
+        default=2,
+        choices=(1, 2),
+        help="2 (default) adds the /* TYPE meta nullable is_null */ comments of mysqlbinlog -vv",
+    )
+    add_selection(d)
+    add_schema_history(d)
+    d.set_defaults(handler=Command(DumpOptions, cmd_dump))
+
+
+def add_sql(sub: Any) -> None:
+    q = sub.add_parser("sql", help="redo SQL of the row changes, or --flashback SQL that undoes them")
+    q.add_argument("files", nargs="+", help="binlog files, in order")
+    q.add_argument(
+        "--flashback", action="store_true", help="undo: newest first, INSERT<->DELETE, UPDATE images swapped"
+    )
+    q.add_argument("--start-position", type=position_arg, help="first event offset in the first file")
+    q.add_argument("--stop-position", type=position_arg, help="stop before this offset of the last file")
+    q.add_argument("--no-verify-checksum", dest="verify_checksum", action="store_false", default=True)
+    q.set_defaults(require_fde=True)
+    add_selection(q)
+    add_schema_history(q)
+    q.set_defaults(handler=Command(SqlOptions, cmd_sql))
+
+
+def add_stats(sub: Any) -> None:
+    st = sub.add_parser(
+        "stats", help="activity, hot tables, big and long transactions, group commits, parallelism"
+    )
+    st.add_argument("files", nargs="+", help="binlog files, in order")
+    st.add_argument(
+        "--plot", help="also write charts to FILE.html (self-contained) or FILE.png (needs matplotlib)"
+    )
+    st.add_argument("--top", type=int, default=5, help="how many largest / longest transactions to list")
+    st.add_argument("--start-position", type=position_arg)
+    st.add_argument("--stop-position", type=position_arg)
+    st.add_argument("--no-verify-checksum", dest="verify_checksum", action="store_false", default=True)
+    st.set_defaults(require_fde=True, handler=Command(StatsOptions, cmd_stats))
+    add_selection(st)
+    add_schema_history(st)
