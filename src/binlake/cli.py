@@ -133,6 +133,7 @@ def selected_events(args: argparse.Namespace) -> Iterator[Event]:
 
 def cmd_dump(args: argparse.Namespace) -> int:
     from binlake.render.jsonl import render_jsonl
+    from binlake.render.output import write_lines_to
     from binlake.render.text import render_text
 
     events = selected_events(args)
@@ -141,10 +142,7 @@ def cmd_dump(args: argparse.Namespace) -> int:
         if args.format == "json"
         else render_text(events, verbosity=args.verbose, positional=args.positional)
     )
-    out = sys.stdout
-    for line in lines:
-        out.write(line)
-        out.write("\n")
+    write_lines_to(lines)
     return 0
 
 
@@ -160,12 +158,10 @@ def selected_transactions(args: argparse.Namespace) -> Iterator[Transaction]:
 
 
 def cmd_sql(args: argparse.Namespace) -> int:
+    from binlake.render.output import write_lines_to
     from binlake.render.sql import render_sql
 
-    out = sys.stdout
-    for line in render_sql(selected_transactions(args), flashback=args.flashback):
-        out.write(line)
-        out.write("\n")
+    write_lines_to(render_sql(selected_transactions(args), flashback=args.flashback))
     return 0
 
 
