@@ -16,6 +16,7 @@ from binlake.events.rows import ABSENT
 from binlake.render.values import text_value, type_comment
 from binlake.values.charsets import codec_for
 from binlake.values.columns import ColumnDef
+from binlake.values.plan import layout_signature
 from binlake.values.types import BLOB_TYPES, ColumnType
 
 ImageText = Callable[[list[Any], list[str]], None]
@@ -96,20 +97,8 @@ def compile_image_text(columns: list[ColumnDef], verbosity: int, positional: boo
 
 
 def _layout_key(columns: list[ColumnDef]) -> tuple[Any, ...]:
-    return tuple(
-        (
-            c.index,
-            c.type_code,
-            c.meta,
-            c.nullable,
-            c.name,
-            c.unsigned,
-            c.collation,
-            tuple(c.enum_values) if c.enum_values is not None else None,
-            tuple(c.set_values) if c.set_values is not None else None,
-        )
-        for c in columns
-    )
+    """The decoding layout plus what only the text shows: positions, names, nullability."""
+    return (layout_signature(columns), tuple((c.index, c.name, c.nullable) for c in columns))
 
 
 class ImageTextCache:
