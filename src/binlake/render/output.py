@@ -14,19 +14,22 @@ BATCH_LINES = 8192
 
 
 def write_lines(lines: Iterable[str], out: BinaryIO, batch: int = BATCH_LINES) -> None:
-    """Each line followed by a newline, encoded as UTF-8 with surrogate escapes, in batches."""
+    """Each line followed by a newline, encoded as UTF-8 with surrogate escapes, in batches; the
+    lines before an error are written too (a damaged file prints up to where it fails)."""
     pending: list[str] = []
     append = pending.append
-    for line in lines:
-        append(line)
-        if len(pending) >= batch:
-            pending.append("")
+    try:
+        for line in lines:
+            append(line)
+            if len(pending) >= batch:
+                append("")
+                out.write("\n".join(pending).encode("utf-8", "surrogateescape"))
+                pending.clear()
+    finally:
+        if pending:
+            append("")
             out.write("\n".join(pending).encode("utf-8", "surrogateescape"))
-            pending.clear()
-    if pending:
-        pending.append("")
-        out.write("\n".join(pending).encode("utf-8", "surrogateescape"))
-    out.flush()
+        out.flush()
 
 
 def write_lines_to(lines: Iterable[str], stream: TextIO | None = None) -> None:
