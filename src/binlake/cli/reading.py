@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -109,6 +108,7 @@ class DumpOptions(Options):
 
 def cmd_dump(o: DumpOptions) -> int:
     from binlake.render.jsonl import render_jsonl
+    from binlake.render.output import write_lines_to
     from binlake.render.text import render_text
 
     events = selected_events(o.read)
@@ -117,10 +117,7 @@ def cmd_dump(o: DumpOptions) -> int:
         if o.format == "json"
         else render_text(events, verbosity=o.verbose, positional=o.positional)
     )
-    out = sys.stdout
-    for line in lines:
-        out.write(line)
-        out.write("\n")
+    write_lines_to(lines)
     return 0
 
 
@@ -142,13 +139,11 @@ class SqlOptions(Options):
 
 
 def cmd_sql(o: SqlOptions) -> int:
+    from binlake.render.output import write_lines_to
     from binlake.render.sql import render_sql
 
-    out = sys.stdout
     transactions = selected_transactions(o.read, streams_output=True)
-    for line in render_sql(transactions, flashback=o.flashback):
-        out.write(line)
-        out.write("\n")
+    write_lines_to(render_sql(transactions, flashback=o.flashback))
     return 0
 
 

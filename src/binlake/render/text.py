@@ -6,18 +6,21 @@ Times print in UTC (mysqlbinlog uses the client's zone: run it with ``TZ=UTC`` t
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from binlake.events import control, gtid, payload, query, rows, table_map, vendor
 from binlake.events.base import Event, FormatDescription, UnknownEvent
 from binlake.events.types import EventType
+from binlake.render.rowtext import ImageTextCache
 from binlake.render.values import text_value, type_comment
 from binlake.values.columns import ColumnDef
 
 DELIM = "/*!*/;"
 
 
+@functools.lru_cache(maxsize=4096)
 def _stamp(ts: int) -> str:
     t = dt.datetime.fromtimestamp(ts, dt.timezone.utc)
     return f"{t:%y%m%d} {t.hour:2d}:{t:%M:%S}"
@@ -44,28 +47,72 @@ def _image_lines(image: list[Any], cols: list[ColumnDef], verbosity: int, positi
         yield line
 
 
-def rows_lines(body: rows.Rows, verbosity: int = 2, positional: bool = False) -> Iterator[str]:
+def reference_rows_lines(body: rows.Rows, verbosity: int = 2, positional: bool = False) -> Iterator[str]:
+    """The per-value path (one call per value): the reference the per-layout formatter equals."""
     tm = body.table
     if tm is None or body.undecoded_reason:
-        yield f"# rows not decoded: {body.undecoded_reason} ({len(body.raw_rows or b'')} bytes kept)"
+        yield _undecoded_line(body)
         return
-    name = f"`{tm.database}`.`{tm.table}`"
     cols = tm.columns
     for before, after in body.rows:
-        if body.operation == "insert":
-            yield f"### INSERT INTO {name}"
-            yield "### SET"
-            yield from _image_lines(after, cols, verbosity, positional)  # type: ignore[arg-type]
-        elif body.operation == "delete":
-            yield f"### DELETE FROM {name}"
-            yield "### WHERE"
-            yield from _image_lines(before, cols, verbosity, positional)  # type: ignore[arg-type]
-        else:
-            yield f"### UPDATE {name}"
-            yield "### WHERE"
-            yield from _image_lines(before, cols, verbosity, positional)  # type: ignore[arg-type]
-            yield "### SET"
-            yield from _image_lines(after, cols, verbosity, positional)  # type: ignore[arg-type]
+        heads = _heads(body.operation, f"`{tm.database}`.`{tm.table}`")
+        for head, image in zip(heads, _images(body.operation, before, after), strict=True):
+            yield from head
+            yield from _image_lines(image, cols, verbosity, positional)  # type: ignore[arg-type]
+
+
+_FORMATTERS = ImageTextCache()
+
+
+def rows_lines(body: rows.Rows, verbosity: int = 2, positional: bool = False) -> Iterator[str]:
+    """The row lines of a rows event, every image by its layout's generated formatter."""
+    tm = body.table
+    if tm is None or body.undecoded_reason:
+        yield _undecoded_line(body)
+        return
+    image_text = _FORMATTERS.get(tm, verbosity, positional)
+    out: list[str] = []
+    append = out.append
+    heads = _heads(body.operation, f"`{tm.database}`.`{tm.table}`")
+    if body.operation == "insert":
+        (h_after,) = heads
+        for _, after in body.rows:
+            out += h_after
+            image_text(after, out)  # type: ignore[arg-type]
+    elif body.operation == "delete":
+        (h_before,) = heads
+        for before, _ in body.rows:
+            out += h_before
+            image_text(before, out)  # type: ignore[arg-type]
+    else:
+        h_before, h_after = heads
+        for before, after in body.rows:
+            out += h_before
+            image_text(before, out)  # type: ignore[arg-type]
+            append(h_after[0])
+            image_text(after, out)  # type: ignore[arg-type]
+    yield from out
+
+
+def _undecoded_line(body: rows.Rows) -> str:
+    return f"# rows not decoded: {body.undecoded_reason} ({len(body.raw_rows or b'')} bytes kept)"
+
+
+def _heads(operation: str, name: str) -> tuple[tuple[str, ...], ...]:
+    """The lines before each image of a row: (before's, after's) for an update."""
+    if operation == "insert":
+        return ((f"### INSERT INTO {name}", "### SET"),)
+    if operation == "delete":
+        return ((f"### DELETE FROM {name}", "### WHERE"),)
+    return ((f"### UPDATE {name}", "### WHERE"), ("### SET",))
+
+
+def _images(operation: str, before: Any, after: Any) -> tuple[Any, ...]:
+    if operation == "insert":
+        return (after,)
+    if operation == "delete":
+        return (before,)
+    return (before, after)
 
 
 _MARIA_GTID_MARKS = (

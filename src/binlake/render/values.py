@@ -25,7 +25,7 @@ from binlake.values.types import BLOB_TYPES, ColumnType, string_max_length
 
 PARTIAL_JSON_KEY = "json_diff"  # a partial JSON update in the change log: {"json_diff": [edits]}
 
-_INT_NAMES = {
+_INT_NAMES: dict[int, str] = {
     ColumnType.TINY: "TINYINT",
     ColumnType.SHORT: "SHORTINT",
     ColumnType.INT24: "MEDIUMINT",
@@ -69,7 +69,9 @@ def stored_bytes(value: Any, col: ColumnDef) -> bytes:
     if isinstance(value, bytes):
         return value
     codec = codec_for(col.collation)
-    return value.encode("utf-8" if codec in (None, "?") else codec)
+    if codec in (None, "?", "utf-8"):  # invalid UTF-8 was decoded with surrogateescape: give it back
+        return value.encode("utf-8", "surrogateescape")
+    return value.encode(codec)
 
 
 def quote_bytes(raw: bytes) -> str:

@@ -1,0 +1,87 @@
+"""The CLI end to end, as a DBA runs it, in one run on the same files:
+
+- ``binlake dump --format text`` vs ``mariadb-binlog --base64-output=decode-rows -vv`` (TZ=UTC) on a
+  series written by a private MariaDB (benchmarks/bench_binlog.py, cached under out/bench);
+- ``binlake dump --format json``, ``sql``, ``sql --flashback`` and ``stats`` on a generated MySQL 8
+  series (``binlake generate``: every column type, full metadata, JSON, DDL).
+
+    python benchmarks/cli.py [--mariadb-mb 10] [--mysql8-mb 10] [--repeat 1]
+
+Each command runs as a subprocess writing to /dev/null; prints wall seconds, CPU seconds (user+sys
+of the child) and MB/s of binlog by CPU time (the machine may be shared: CPU is the steadier figure).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_binlog import ensure_binlog  # noqa: E402
+from decode import mysql8_series  # noqa: E402
+
+BINLAKE = [sys.executable, "-m", "binlake.cli"]
+
+
+def timed(cmd: list[str], repeat: int, env: dict[str, str] | None = None) -> tuple[float, float]:
+    """(wall, cpu) seconds of the best of ``repeat`` runs, output to /dev/null."""
+    best: tuple[float, float] | None = None
+    for _ in range(max(repeat, 1)):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        subprocess.run(cmd, stdout=subprocess.DEVNULL, check=True, env=env)
+        wall = time.perf_counter() - t0
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        best = (wall, cpu) if best is None or cpu < best[1] else best
+    assert best is not None
+    return best
+
+
+def report(name: str, mb: float, wall: float, cpu: float) -> None:
+    print(f"{name:<44} {wall:>7.2f} s wall {cpu:>7.2f} s cpu {mb / cpu:>7.1f} MB/s")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--mariadb-mb", type=int, default=10, help="MariaDB series size (0: skip)")
+    ap.add_argument("--mysql8-mb", type=int, default=10, help="generated MySQL 8 series size (0: skip)")
+    ap.add_argument("--repeat", type=int, default=1, help="best of N runs of each command")
+    args = ap.parse_args()
+    if args.mariadb_mb:
+        files = [str(f) for f in ensure_binlog(args.mariadb_mb)]
+        mb = sum(os.path.getsize(f) for f in files) / 1e6
+        print(f"MariaDB series: {len(files)} file(s), {mb:.1f} MB")
+        ours = timed([*BINLAKE, "dump", "--format", "text", *files], args.repeat)
+        report("binlake dump --format text", mb, *ours)
+        exe = shutil.which("mariadb-binlog")
+        if exe:
+            env = {**os.environ, "TZ": "UTC"}
+            theirs = timed([exe, "--base64-output=decode-rows", "-vv", *files], args.repeat, env)
+            report("mariadb-binlog --base64-output=decode-rows -vv", mb, *theirs)
+            print(
+                f"{'dump text / mariadb-binlog':<44} {ours[0] / theirs[0]:>7.1f}x wall {ours[1] / theirs[1]:>7.1f}x cpu"
+            )
+    if args.mysql8_mb:
+        files = [str(f) for f in mysql8_series(args.mysql8_mb)]
+        mb = sum(os.path.getsize(f) for f in files) / 1e6
+        print(f"generated MySQL 8 series: {len(files)} file(s), {mb:.1f} MB")
+        for name, extra in (
+            ("binlake dump --format json", ["dump", "--format", "json"]),
+            ("binlake dump --format text", ["dump", "--format", "text"]),
+            ("binlake sql", ["sql"]),
+            ("binlake sql --flashback", ["sql", "--flashback"]),
+            ("binlake stats", ["stats"]),
+        ):
+            report(name, mb, *timed([*BINLAKE, *extra, *files], args.repeat))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,44 @@
+"""Output lines through one large buffered binary write per batch, not one write per line.
+
+Lines are ``str`` whose undecodable stored bytes are surrogate escapes (``quote_bytes``): encoding
+with ``surrogateescape`` gives back the bytes as stored.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable
+from typing import BinaryIO, TextIO
+
+BATCH_LINES = 8192
+
+
+def write_lines(lines: Iterable[str], out: BinaryIO, batch: int = BATCH_LINES) -> None:
+    """Each line followed by a newline, encoded as UTF-8 with surrogate escapes, in batches; the
+    lines before an error are written too (a damaged file prints up to where it fails)."""
+    pending: list[str] = []
+    append = pending.append
+    try:
+        for line in lines:
+            append(line)
+            if len(pending) >= batch:
+                append("")
+                out.write("\n".join(pending).encode("utf-8", "surrogateescape"))
+                pending.clear()
+    finally:
+        if pending:
+            append("")
+            out.write("\n".join(pending).encode("utf-8", "surrogateescape"))
+        out.flush()
+
+
+def write_lines_to(lines: Iterable[str], stream: TextIO | None = None) -> None:
+    """To a text stream's binary buffer when it has one (flushing its text first), else as text."""
+    stream = stream if stream is not None else sys.stdout
+    buffer = getattr(stream, "buffer", None)
+    if buffer is None:
+        for line in lines:
+            stream.write(line + "\n")
+        return
+    stream.flush()
+    write_lines(lines, buffer)

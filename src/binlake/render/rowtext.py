@@ -1,0 +1,127 @@
+"""Row images as ``mysqlbinlog -vv`` text, by a formatter generated once per table layout.
+
+The per-value path (``render.values.text_value`` / ``type_comment``) is the reference; this module
+compiles, for each (columns, verbosity, labels) layout, one function that formats every column of
+a row in one step: labels and type comments are constants of the layout, the common types are
+formatted inline, the rest call the reference for their column. Tests hold the two equal.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from binlake.events.rows import ABSENT
+from binlake.render.values import text_value, type_comment
+from binlake.values.charsets import codec_for
+from binlake.values.columns import ColumnDef
+from binlake.values.plan import layout_signature
+from binlake.values.types import BLOB_TYPES, ColumnType
+
+ImageText = Callable[[list[Any], list[str]], None]
+"""Appends the lines of one row image to a list."""
+
+_STRING_TYPES = frozenset({ColumnType.VARCHAR, ColumnType.STRING, ColumnType.VAR_STRING, *BLOB_TYPES})
+_INT_BYTES: dict[int, int] = {
+    ColumnType.TINY: 1,
+    ColumnType.SHORT: 2,
+    ColumnType.INT24: 3,
+    ColumnType.LONG: 4,
+    ColumnType.LONGLONG: 8,
+}
+
+
+def _int_expr(col: ColumnDef) -> str:
+    """Unsigned as is; signed non-negative as is; the rest (negative: ``-1 (255)``) by the reference."""
+    if col.unsigned:
+        return "str(v)"
+    return f"(str(v) if 0 <= v < {1 << (8 * _INT_BYTES[col.real_type] - 1)} else R(v))"
+
+
+# inline expressions of a non-NULL value ``v`` by column type (``R(v)`` is the reference for the column)
+_INLINE: dict[int, Callable[[ColumnDef], str]] = {
+    ColumnType.FLOAT: lambda c: '"%-20g" % v',
+    ColumnType.DOUBLE: lambda c: '"%-.20g" % v',
+    ColumnType.NEWDECIMAL: lambda c: 'format(v, "f")',
+    **dict.fromkeys(_INT_BYTES, _int_expr),
+}
+
+_CTRL_STR = re.compile("[\x00-\x1f]").search
+_CTRL_BYTES = re.compile(b"[\x00-\x1f]").search
+
+
+def _string_expr(col: ColumnDef) -> str:
+    """Quoted text without a per-byte loop when no control byte needs escaping (the reference
+    encodes to the stored bytes and decodes them as UTF-8: the identity for UTF-8 text)."""
+    if codec_for(col.collation) in ("utf-8", "?"):
+        return '("\'" + v + "\'" if v.__class__ is str and CS(v) is None else R(v))'
+    return "(\"'\" + v.decode('utf-8', 'surrogateescape') + \"'\" if v.__class__ is bytes and CB(v) is None else R(v))"
+
+
+def _value_expr(col: ColumnDef) -> str:
+    t = col.real_type
+    if t in _STRING_TYPES:
+        return _string_expr(col)
+    build = _INLINE.get(t)
+    return build(col) if build else "R(v)"
+
+
+def _label(col: ColumnDef, positional: bool) -> str:
+    return f"@{col.index + 1}" if positional or col.name is None else f"`{col.name}`"
+
+
+def compile_image_text(columns: list[ColumnDef], verbosity: int, positional: bool) -> ImageText:
+    """One function appending the ``###   label=value /* type */`` lines of an image."""
+    env: dict[str, Any] = {"ABSENT": ABSENT, "CS": _CTRL_STR, "CB": _CTRL_BYTES}
+    lines = ["def image_text(image, out):", "    append = out.append"]
+    names = ", ".join(f"v{i}" for i in range(len(columns)))
+    lines.append(f"    ({names}{',' if len(columns) == 1 else ''}) = image" if columns else "    () = image")
+    for i, col in enumerate(columns):
+        env[f"R{i}"] = lambda v, col=col: text_value(v, col)
+        prefix = f"###   {_label(col, positional)}="
+        if verbosity >= 2:
+            tail = f" /* {type_comment(col)} meta={col.meta} nullable={int(col.nullable)} is_null="
+            null_text, value_tail = f"{prefix}NULL{tail}1 */", f"{tail}0 */"
+        else:
+            null_text, value_tail = f"{prefix}NULL", ""
+        env[f"N{i}"], env[f"P{i}"], env[f"T{i}"] = null_text, prefix, value_tail
+        expr = _value_expr(col).replace("R(v)", f"R{i}(v{i})")
+        expr = re.sub(r"\bv\b", f"v{i}", expr)
+        lines += [
+            f"    if v{i} is None: append(N{i})",
+            f"    elif v{i} is not ABSENT: append(P{i} + {expr} + T{i})",
+        ]
+    exec(compile("\n".join(lines), f"<row text of {len(columns)} columns>", "exec"), env)  # noqa: S102
+    return env["image_text"]  # type: ignore[no-any-return]
+
+
+def _layout_key(columns: list[ColumnDef]) -> tuple[Any, ...]:
+    """The decoding layout plus what only the text shows: positions, names, nullability."""
+    return (layout_signature(columns), tuple((c.index, c.name, c.nullable) for c in columns))
+
+
+class ImageTextCache:
+    """Formatters by table map object (the decoder reuses maps), then by layout (equal maps from
+    another transaction or another view of names share one)."""
+
+    def __init__(self, limit: int = 4096) -> None:
+        self.limit = limit
+        self._by_map: dict[tuple[int, bool, bool], tuple[Any, ImageText]] = {}
+        self._by_layout: dict[tuple[Any, ...], ImageText] = {}
+
+    def get(self, table: Any, verbosity: int, positional: bool) -> ImageText:
+        key = (id(table), verbosity >= 2, positional)
+        hit = self._by_map.get(key)
+        if hit is not None and hit[0] is table:
+            return hit[1]
+        layout = (_layout_key(table.columns), verbosity >= 2, positional)
+        fn = self._by_layout.get(layout)
+        if fn is None:
+            if len(self._by_layout) >= self.limit:
+                self._by_layout.clear()
+            fn = self._by_layout[layout] = compile_image_text(table.columns, verbosity, positional)
+        if len(self._by_map) >= self.limit:
+            self._by_map.clear()
+        self._by_map[key] = (table, fn)
+        return fn
