@@ -29,6 +29,7 @@ sub-order sinks need when an update changes a primary key (delete the old key, t
 
 from __future__ import annotations
 
+import functools
 import re
 import struct
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -93,7 +94,7 @@ class OrderKey(NamedTuple):
 
     def at(self, event: int, row: int) -> OrderKey:
         """The key of change ``row`` of event ``event`` in this key's transaction."""
-        return self._replace(event=event, row=row)
+        return _new_key(OrderKey, (self[0], self[1], self[2], self[3], event, row, CHANGE))
 
     def tombstone(self) -> OrderKey:
         """Sorts just before this change: the delete of the old key of a primary-key update."""
@@ -105,9 +106,11 @@ class OrderKey(NamedTuple):
         return cls(tso, txn_id, seq, node.rjust(6, "0").encode("ascii"), event, row)
 
 
+_new_key = tuple.__new__  # a key from its fields, without NamedTuple's keyword handling (hot path)
 _NUMBER = re.compile(r"\.(\d+)$")
 
 
+@functools.lru_cache(maxsize=1024)
 def file_number(path: str | Path) -> int:
     """The sequence number a binlog file's name ends with (``mysql-bin.000042`` -> 42; else 0)."""
     m = _NUMBER.search(str(path))
@@ -189,9 +192,9 @@ class Origin:
     commit_time_us: int | None  # None: unknown
 
 
-@dataclass(frozen=True, slots=True)
-class RowChange:
-    """One change. Row ops: ``before``/``after`` images (None where the op has none), ``key`` the
+class RowChange(NamedTuple):
+    """One change (a named tuple: immutable, and built four times faster than a frozen dataclass,
+    which counts at a few hundred thousand changes a second). Row ops: ``before``/``after`` images (None where the op has none), ``key`` the
     primary key values (of ``after``, else of ``before``; None without a key or when the image does
     not carry it), ``key_before`` an update's old key. Name ops: ``db``/``table`` the table named
     before the statement; ``before``/``after`` ``(db, table)`` for rename_table and drop_table (no
@@ -256,12 +259,11 @@ def event_changes(
     statement, whose renames and drops become name changes). ``keep``: events kept; ``keep_table``:
     a rename is kept when either name is; ``file``: the file name every change reports (else each
     event's own)."""
-    names: dict[str, str] = {}
     for ei, ev in enumerate(events):
         b = ev.body
         if ddl and isinstance(b, Query):
             if keep is None or keep(ev):
-                where = (file or _name(names, ev.source), ev.offset, ev.header.server_id)
+                where = (file or _file_name(ev.source), ev.offset, ev.header.server_id)
                 yield from _name_changes(b, origin, base, ei, where, keep_table)
             continue
         if not isinstance(b, Rows) or b.table is None or b.undecoded_reason:
@@ -272,7 +274,7 @@ def event_changes(
         layout = _layouts(tm)
         op = _OPS[b.operation]
         pk = tm.primary_key
-        fname = file or _name(names, ev.source)
+        fname = file or _file_name(ev.source)
         for ri, (before, after) in enumerate(b.rows):
             bt = tuple(before) if before is not None else None
             at = tuple(after) if after is not None else None
@@ -285,16 +287,17 @@ def event_changes(
             )  # fmt: skip
 
 
-def _name(cache: dict[str, str], source: str) -> str:
-    name = cache.get(source)
-    if name is None:
-        name = cache[source] = Path(source).name
-    return name
+@functools.lru_cache(maxsize=1024)
+def _file_name(source: str) -> str:
+    return Path(source).name
 
 
 def _key(pk: Sequence[int], image: tuple[Any, ...] | None) -> tuple[Any, ...] | None:
     if not pk or image is None:
         return None
+    if len(pk) == 1:  # the common case, without a generator
+        v = image[pk[0]]
+        return None if v is ABSENT else (v,)
     key = tuple(image[i] for i in pk)
     return None if any(v is ABSENT for v in key) else key
 

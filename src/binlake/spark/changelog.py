@@ -210,8 +210,9 @@ def file_changes(
     emitted: it is re-read once the server has finished it)."""
     g = TransactionGrouper(keep_events=True)
     reader = BinlogReader(path, observers=observers, start_position=start, stop_position=stop)
+    fno = file_number(str(path))
     for ev in reader:
-        for t in g.feed(file_number(path), ev):
+        for t in g.feed(fno, ev):
             if t.kind != UNFINISHED and (selection is None or selection.keeps_transaction(t)):
                 yield from transaction_rows(t, source, selection)
 
