@@ -169,7 +169,5 @@ def test_a_start_position_past_the_last_event_names_where_the_events_end(
     data = (corpus / MARIA).read_bytes()
     torn = tmp_path / "torn.000001"
     torn.write_bytes(data + b"\0" * 30)
-    with pytest.raises(
-        NotAnEventStartError, match=f"past the last event \\(the events end at {len(data)}\\)"
-    ):
+    with pytest.raises(NotAnEventStartError, match=f"past the last event \\(the events end at {len(data)}\\)"):
         list(BinlogReader(torn, start_position=len(data) + 20))

@@ -105,10 +105,7 @@ def test_failure_inside_the_apply_transaction_rolls_back_whole(
     schema, table = calls[0][1:3]
     assert postgres.psql(f'SELECT to_regclass(\'"{schema}"."{table}"\') IS NULL').strip() == "t"
     # and no staging table outlives the failed batch
-    assert (
-        postgres.psql("SELECT count(*) FROM pg_tables WHERE tablename LIKE '\\_binlake\\_stage%'").strip()
-        == "0"
-    )
+    assert postgres.psql("SELECT count(*) FROM pg_tables WHERE tablename LIKE '\\_binlake\\_stage%'").strip() == "0"
     monkeypatch.setattr(jdbc, "_apply_stage", real)
     jdbc.sync_to_jdbc(spark, source, postgres.url)
     expected = expected_tables(spark, workload)
