@@ -13,7 +13,7 @@ import base64
 import datetime as dt
 import struct
 from decimal import Decimal
-from typing import Any
+from typing import Any, Protocol
 
 from binlake.events.rows import PartialJson
 from binlake.values.charsets import codec_for
@@ -182,7 +182,17 @@ def _f32(v: float) -> str:
     return repr(v)
 
 
-def json_value(value: Any, col: ColumnDef) -> Any:
+class TypedColumn(Protocol):
+    """What value formatting needs of a column: a ``ColumnDef`` or a ``binlake.changes.Column``."""
+
+    @property
+    def real_type(self) -> int: ...
+
+    @property
+    def meta(self) -> int: ...
+
+
+def json_value(value: Any, col: TypedColumn) -> Any:
     """A value in the change log's JSON encoding (see the module docstring)."""
     if value is None or isinstance(value, bool):
         return value

@@ -15,25 +15,21 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
+from binlake.changes import NAME_OPS as _NAME_OPS
+from binlake.changes import NO_NODE, Column, Layout, Op, OrderKey, RowChange, file_number, row_changes
+from binlake.changes import ROW_OPS as _ROW_OPS
 from binlake.errors import UnappliableChangeError
-from binlake.events.base import Event
-from binlake.events.query import Query
-from binlake.events.rows import ABSENT, Rows
-from binlake.events.table_map import TableMap
+from binlake.events.rows import ABSENT
 from binlake.filters import Selection
 from binlake.reader import BinlogReader
 from binlake.render.values import PARTIAL_JSON_KEY, json_value
-from binlake.schema.renames import TableDrop, TableRename, renames_in
-from binlake.txn import DDL, UNFINISHED, Transaction, TransactionGrouper
-from binlake.values.columns import ColumnDef
-from binlake.values.types import ColumnType
+from binlake.txn import UNFINISHED, Transaction, TransactionGrouper
 
 CHANGELOG_FIELDS: list[tuple[str, pa.DataType]] = [
     ("source", pa.string()),
@@ -63,61 +59,63 @@ SPARK_DDL = (
     "db STRING, `table` STRING, op STRING, before STRING, after STRING, pk STRING, pk_before STRING, columns STRING"
 )
 
-ROW_OPS = ("insert", "update", "delete")
-RENAME_TABLE, RENAME_COLUMN, DROP_TABLE = "rename_table", "rename_column", "drop_table"  # for the sinks
-NAME_OPS = (RENAME_TABLE, RENAME_COLUMN, DROP_TABLE)
+ROW_OPS = tuple(o.value for o in _ROW_OPS)
+NAME_OPS = tuple(o.value for o in _NAME_OPS)
+RENAME_TABLE, RENAME_COLUMN, DROP_TABLE = NAME_OPS  # for the sinks
 
 # How a partial JSON update starts in an image's text. Only such a value writes it unescaped (a string
 # holding the same characters is written with \"), so a sink finds these rows with one substring test.
 PARTIAL_JSON_MARK = json.dumps({PARTIAL_JSON_KEY: []})[:-2]  # {"json_diff": [
-
-_NUMBER = re.compile(r"\.(\d+)$")
-
-
-def file_number(path: str | Path) -> int:
-    m = _NUMBER.search(str(path))
-    return int(m.group(1)) if m else 0
 
 
 def order_key(file_no: int, txn_pos: int, event_index: int, row_index: int) -> str:
     return f"{file_no:010d}{txn_pos:013d}{event_index:07d}{row_index:07d}"
 
 
-def columns_json(tm: TableMap) -> str:
+def order_key_text(k: OrderKey) -> str:
+    """An order key as the fixed-width text the change log sorts by: a file series' 37 digits, or
+    a global binlog's vtso (54) followed by event and row (7 + 7)."""
+    if k.node == NO_NODE:
+        return order_key(k.major, k.minor, k.event, k.row)
+    return f"{k.major:019d}{k.minor:019d}{k.seq:010d}{k.node.decode('ascii')}{k.event:07d}{k.row:07d}"
+
+
+def columns_json(layout: Layout) -> str:
     """The table's columns as the binlog's metadata or the schema history gave them (names,
     signedness, charsets, the primary key; ``values`` of ENUM and SET columns when known)."""
-    return json.dumps([_column(c, c.index in tm.primary_key) for c in tm.columns])
+    return json.dumps([_column(c) for c in layout])
 
 
-def _column(c: ColumnDef, pk: bool) -> dict[str, Any]:
+def _column(c: Column) -> dict[str, Any]:
     out: dict[str, Any] = {
-        "name": c.label,
-        "type": c.real_type,
+        "name": c.name,
+        "type": c.type,
         "meta": c.meta,
         "unsigned": c.unsigned,
         "collation": c.collation,
-        "pk": pk,
+        "pk": c.pk,
     }
-    values = c.enum_values if c.real_type == ColumnType.ENUM else c.set_values
-    if c.real_type in (ColumnType.ENUM, ColumnType.SET) and values is not None:
-        out["values"] = values
+    if c.values is not None:
+        out["values"] = list(c.values)
     return out
 
 
-def _image(tm: TableMap, img: list[Any] | None) -> str | None:
+def _image(layout: Layout, img: tuple[Any, ...] | None) -> str | None:
     if img is None:
         return None
     return json.dumps(
-        {c.label: json_value(v, c) for c, v in zip(tm.columns, img, strict=True) if v is not ABSENT},
+        {c.name: json_value(v, c) for c, v in zip(layout, img, strict=True) if v is not ABSENT},
         ensure_ascii=False,
     )
 
 
-def _pk(tm: TableMap, img: list[Any] | None) -> str | None:
-    """The primary key of an image, as a JSON list (None: no key, or the image does not carry it)."""
-    if not tm.primary_key or img is None or any(img[i] is ABSENT for i in tm.primary_key):
+def _pk(layout: Layout, key: tuple[Any, ...] | None) -> str | None:
+    """A primary key as a JSON list (None: no key, or the image does not carry it)."""
+    if key is None:
         return None
-    return json.dumps([json_value(img[i], tm.columns[i]) for i in tm.primary_key], ensure_ascii=False)
+    return json.dumps(
+        [json_value(v, c) for v, c in zip(key, (c for c in layout if c.pk), strict=True)], ensure_ascii=False
+    )
 
 
 def partial_json_error(row: Any) -> UnappliableChangeError:
@@ -140,98 +138,64 @@ def partial_json_error(row: Any) -> UnappliableChangeError:
 def transaction_rows(
     t: Transaction, source: str, selection: Selection | Any | None = None
 ) -> Iterator[dict[str, Any]]:
-    fno = file_number(t.source)
-    commit = dt.datetime.fromtimestamp(t.commit_time_us / 1e6, dt.timezone.utc) if t.commit_time_us else None
+    """Change-log rows of one transaction."""
+    return changelog_rows(row_changes(t, selection, source))
+
+
+def changelog_rows(changes: Iterable[RowChange]) -> Iterator[dict[str, Any]]:
+    """Row changes as change-log rows."""
     cols_cache: dict[int, str] = {}
-    for ei, ev in enumerate(t.events):
-        b = ev.body
-        if isinstance(b, Query) and t.kind == DDL:
-            if selection is None or selection.keeps_event(t, ev):
-                yield from _rename_rows(t, ev, b, source, fno, ei, commit, selection)
-            continue
-        if not isinstance(b, Rows) or b.table is None or b.undecoded_reason:
-            continue
-        if selection is not None and not selection.keeps_event(t, ev):
-            continue
-        tm = b.table
-        cols = cols_cache.get(id(tm))
-        if cols is None:
-            cols = cols_cache[id(tm)] = columns_json(tm)
-        for ri, (before, after) in enumerate(b.rows):
-            yield {
-                **_where(t, ev, source, fno, order_key(fno, t.start, ei, ri), commit),
-                "db": tm.database,
-                "table": tm.table,
-                "op": b.operation,
-                "before": _image(tm, before),
-                "after": _image(tm, after),
-                # a minimal after image leaves out a key that did not change: the before image has it
-                "pk": _pk(tm, after) or _pk(tm, before),
-                "pk_before": _pk(tm, before) if b.operation == "update" else None,
-                "columns": cols,
-            }
-
-
-def _where(
-    t: Transaction, ev: Event, source: str, fno: int, key: str, commit: dt.datetime | None
-) -> dict[str, Any]:
-    """The fields saying where a change-log row comes from and where it sorts."""
-    return {
-        "source": source,
-        "file": Path(ev.source).name,
-        "file_number": fno,
-        "position": ev.offset,
-        "txn_position": t.start,
-        "order_key": key,
-        "gtid": t.gtid,
-        "last_committed": t.last_committed,
-        "sequence_number": t.sequence_number,
-        "commit_ts": commit,
-        "server_id": ev.header.server_id,
-    }
-
-
-def _rename_rows(
-    t: Transaction,
-    ev: Event,
-    q: Query,
-    source: str,
-    fno: int,
-    ei: int,
-    commit: dt.datetime | None,
-    selection: Selection | Any | None,
-) -> Iterator[dict[str, Any]]:
-    """A DDL statement's renames as change-log rows: ``rename_table`` (db/table: the old name;
-    before/after: ``{"db", "table"}``), ``rename_column`` (db/table: the table; before/after:
-    ``{"column"}``) and ``drop_table`` (before: the name it frees), so sinks can follow them. Kept
-    when either name is selected."""
-    for ri, r in enumerate(renames_in(q.query, q.database)):
-        after: dict[str, str] | None
-        if isinstance(r, TableRename):
-            names = [r.old, r.new]
-            table, op = r.old, RENAME_TABLE
-            before, after = {"db": r.old[0], "table": r.old[1]}, {"db": r.new[0], "table": r.new[1]}
-        elif isinstance(r, TableDrop):
-            names = [r.table]
-            table, op = r.table, DROP_TABLE
-            before, after = {"db": r.table[0], "table": r.table[1]}, None
-        else:
-            names = [r.table]
-            table, op = r.table, RENAME_COLUMN
-            before, after = {"column": r.old}, {"column": r.new}
-        if selection is not None and not any(selection.keeps_table(*n) for n in names):
-            continue
-        yield {
-            **_where(t, ev, source, fno, order_key(fno, t.start, ei, ri), commit),
-            "db": table[0],
-            "table": table[1],
-            "op": op,
-            "before": json.dumps(before, ensure_ascii=False),
-            "after": json.dumps(after, ensure_ascii=False) if after is not None else None,
-            "pk": None,
-            "pk_before": None,
-            "columns": None,
+    for c in changes:
+        o = c.origin
+        k = c.order_key
+        row = {
+            "source": o.source,
+            "file": c.file,
+            "file_number": o.file_number,
+            "position": c.position,
+            "txn_position": o.txn_position,
+            "order_key": order_key_text(k),
+            "gtid": o.gtid,
+            "last_committed": o.last_committed,
+            "sequence_number": o.sequence_number,
+            "commit_ts": _commit_ts(o.commit_time_us),
+            "server_id": c.server_id,
+            "db": c.db,
+            "table": c.table,
+            "op": c.op.value,
         }
+        layout = c.layout
+        if layout is None:  # a rename or drop
+            before, after = _NAME_JSON[c.op](c.before), c.after and _NAME_JSON[c.op](c.after)
+            row.update(before=before, after=after, pk=None, pk_before=None, columns=None)
+            yield row
+            continue
+        cols = cols_cache.get(id(layout))
+        if cols is None:
+            cols = cols_cache[id(layout)] = columns_json(layout)
+        row.update(
+            before=_image(layout, c.before),
+            after=_image(layout, c.after),
+            pk=_pk(layout, c.key),
+            pk_before=_pk(layout, c.key_before),
+            columns=cols,
+        )
+        yield row
+
+
+def _commit_ts(us: int | None) -> dt.datetime | None:
+    return dt.datetime.fromtimestamp(us / 1e6, dt.timezone.utc) if us else None
+
+
+def _names(fields: tuple[str, ...]) -> Callable[[Any], str]:
+    return lambda v: json.dumps(dict(zip(fields, v, strict=True)), ensure_ascii=False)
+
+
+_NAME_JSON = {
+    Op.RENAME_TABLE: _names(("db", "table")),
+    Op.DROP_TABLE: _names(("db", "table")),
+    Op.RENAME_COLUMN: _names(("column",)),
+}
 
 
 def file_changes(
@@ -246,10 +210,14 @@ def file_changes(
     emitted: it is re-read once the server has finished it)."""
     g = TransactionGrouper(keep_events=True)
     reader = BinlogReader(path, observers=observers, start_position=start, stop_position=stop)
+    fno = file_number(str(path))
     for ev in reader:
-        for t in g.feed(file_number(path), ev):
+        for t in g.feed(fno, ev):
             if t.kind != UNFINISHED and (selection is None or selection.keeps_transaction(t)):
                 yield from transaction_rows(t, source, selection)
+
+
+__all__ = ["file_number"]
 
 
 def to_batches(rows: Iterator[dict[str, Any]], size: int = 4096) -> Iterator[pa.RecordBatch]:
