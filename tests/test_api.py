@@ -145,3 +145,17 @@ def test_the_readme_example_runs(tmp_path: Path) -> None:
     ).stdout
     lines = out.splitlines()
     assert len(lines) == 3 and "executed before:" in lines[1], out
+
+
+def test_row_changes_of_the_public_api(series: Any) -> None:
+    """``binlake.row_changes``: one typed change per row of every rows event, in order-key order."""
+    from binlake.events.rows import Rows
+
+    result, _ = series
+    txns = list(binlake.transactions(result.files[0]))
+    changes = [c for t in txns for c in binlake.row_changes(t)]
+    rows = sum(len(e.body.rows) for t in txns for e in t.events if isinstance(e.body, Rows))
+    assert rows > 0 and len([c for c in changes if c.op in ("insert", "update", "delete")]) == rows
+    keys = [c.order_key.encode() for c in changes]
+    assert keys == sorted(keys) and len(set(keys)) == len(keys)
+    assert isinstance(changes[0], binlake.RowChange) and changes[0].op is binlake.Op(changes[0].op)

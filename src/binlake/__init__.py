@@ -36,11 +36,17 @@ from binlake.series import BinlogSeries, Position, SeriesError
 from binlake.txn import Transaction
 
 if TYPE_CHECKING:
+    from binlake.changes import Op, OrderKey, RowChange, row_changes
     from binlake.replication.client import FilePosition, GtidStart, ReplicaClient, ServerAddress
 
 
-# Public names whose module needs sockets (and TLS): imported on first use, not with binlake.
+# Public names whose module needs sockets (and TLS), or the DDL parser (the change model reads
+# renames from DDL): imported on first use, not with binlake.
 _LAZY = {
+    "row_changes": "binlake.changes",
+    "RowChange": "binlake.changes",
+    "OrderKey": "binlake.changes",
+    "Op": "binlake.changes",
     "ReplicaClient": "binlake.replication.client",
     "ServerAddress": "binlake.replication.client",
     "FilePosition": "binlake.replication.client",
@@ -78,6 +84,9 @@ __all__ = [
     "IncompleteTailError",
     "MalformedEventError",
     "MariaGtidPos",
+    "Op",
+    "OrderKey",
+    "RowChange",
     "NoFormatDescriptionError",
     "NotAnEventStartError",
     "Position",
@@ -91,5 +100,6 @@ __all__ = [
     "find_position",
     "open_series",
     "read_events",
+    "row_changes",
     "transactions",
 ]
