@@ -144,7 +144,10 @@ def test_the_readme_example_runs(tmp_path: Path) -> None:
         [sys.executable, "-c", code.group(1)], cwd=tmp_path, capture_output=True, text=True, check=True
     ).stdout
     lines = out.splitlines()
-    assert len(lines) == 3 and "executed before:" in lines[1], out
+    rows = int(lines[0].rsplit(" ", 2)[1])  # the first transaction's rows, then one line per change
+    assert rows > 0 and len(lines) == 3 + rows, out
+    assert all(line.split()[0] in ("insert", "update", "delete") for line in lines[1 : 1 + rows]), out
+    assert "executed before:" in lines[1 + rows], out
 
 
 def test_row_changes_of_the_public_api(series: Any) -> None:
