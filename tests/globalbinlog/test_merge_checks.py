@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from binlake.errors import BadMagicError
+from binlake.events.query import Query
 from binlake.globalbinlog.merge import GlobalMerger, MergeOrderError, node_transactions
 from binlake.globalbinlog.sorter import HEARTBEAT, TSO_XA, Piece
 from binlake.globalbinlog.vtso import TSO_NODE, make
+from binlake.reader import read_events
 from binlake.statements import XaId
 
 SEQ = "mariadb-server-10.3/std_data/rpl/master-bin-seq_10.3.36.000001"
@@ -64,3 +67,28 @@ def test_a_node_file_just_created_is_waited_for(corpus: Path, tmp_path: Path, he
     shutil.copy(corpus / SEQ, node / "bin.000003")  # now the short file is not the newest: damage
     with pytest.raises(BadMagicError, match="bin.000002.*not a binlog file"):
         list(node_transactions(sorted(node.iterdir())))
+
+
+FRAGMENT = "polardb-polardbx-cdc/polardbx-cdc-canal/mysql_bin.19_1"  # not numbered, no format event
+
+
+def test_merge_reads_any_file_list_and_fragments(corpus: Path, tmp_path: Path, capsys: Any) -> None:
+    """``merge --node`` takes what ``dump`` takes (a file, a glob, a directory); a fragment without a
+    format description event needs --no-require-fde, as in dump, and says so in one line without it."""
+    from binlake.cli import main
+
+    node = str(corpus / FRAGMENT)
+    assert main(["merge", "--node", node, "-o", str(tmp_path / "a")]) == 2
+    assert "--no-require-fde" in capsys.readouterr().err
+    assert main(["merge", "--no-require-fde", "--node", node, "-o", str(tmp_path / "g")]) == 0
+    assert "merged 3 transactions (DDL 3) from 1 nodes" in capsys.readouterr().out
+    statements = [
+        e.body.query for e in read_events(tmp_path / "g" / "binlog.000001") if isinstance(e.body, Query)
+    ]
+    assert [s for s in statements if s.startswith("ANALYZE TABLE")] == [
+        f"ANALYZE TABLE statistic_test0_oss_KdHH_{n:05d}" for n in (0, 2, 4)
+    ]
+    glob = str(corpus / FRAGMENT.replace("19_1", "19_*"))
+    assert main(["merge", "--no-require-fde", "--node", glob, "-o", str(tmp_path / "h")]) == 0
+    assert main(["merge", "--node", str(tmp_path / "nothing*"), "-o", str(tmp_path / "i")]) == 2
+    assert "no binlog files match" in capsys.readouterr().err

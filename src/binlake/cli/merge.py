@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from binlake.cli.common import Command, Options, size_arg
-from binlake.series import BinlogSeries
+from binlake.series import SeriesError, series_files
 
 
 @dataclass(frozen=True)
@@ -18,14 +18,18 @@ class MergeOptions(Options):
     output: str
     jsonl: str | None = None
     max_file_size: int = 256 * 10**6
+    require_fde: bool = True
 
 
 def cmd_merge(o: MergeOptions) -> int:
     from binlake.globalbinlog.merge import merge_nodes
     from binlake.globalbinlog.output import write_binlog, write_jsonl
 
-    nodes = [BinlogSeries.open(d).files for d in o.node]
-    out, merger = merge_nodes(nodes, [Path(d).name for d in o.node])
+    nodes = [series_files(d) for d in o.node]
+    for d, files in zip(o.node, nodes, strict=True):
+        if not files:
+            raise SeriesError(f"no binlog files match {d}")
+    out, merger = merge_nodes(nodes, node_names(o.node), require_fde=o.require_fde)
     files = write_binlog(out, o.output, max_file_size=o.max_file_size)
     if o.jsonl:
         write_jsonl(out, o.jsonl)
@@ -49,12 +53,29 @@ def cmd_merge(o: MergeOptions) -> int:
     return 0
 
 
+def node_names(nodes: tuple[str, ...]) -> list[str]:
+    """A node's name: its directory's, or its file's when a node is one file (a fragment)."""
+    return [Path(d).name or Path(d).resolve().name for d in nodes]
+
+
 def add_merge(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     m = sub.add_parser(
         "merge", help="merge the binlogs of sharded data nodes into one global binlog by commit TSO"
     )
-    m.add_argument("--node", action="append", required=True, help="a data node's binlog directory (repeat)")
+    m.add_argument(
+        "--node",
+        action="append",
+        required=True,
+        help="a data node's binlogs: a directory, an index file, a file or a glob (repeat per node)",
+    )
     m.add_argument("-o", "--output", required=True, help="directory of the global binlog series")
     m.add_argument("--jsonl", help="also write one JSON line per merged transaction here")
     m.add_argument("--max-file-size", type=size_arg, default="256MB", help="rotate output files at this size")
+    m.add_argument(
+        "--no-require-fde",
+        dest="require_fde",
+        action="store_false",
+        default=True,
+        help="node files may be fragments without a FORMAT_DESCRIPTION event (read as v4 events)",
+    )
     m.set_defaults(handler=Command(MergeOptions, cmd_merge))

@@ -163,13 +163,18 @@ def node_transactions(
 
 
 def merge_nodes(
-    nodes: list[list[Path]], names: list[str] | None = None, chunk: int = 0, final: bool = True
+    nodes: list[list[Path]],
+    names: list[str] | None = None,
+    chunk: int = 0,
+    final: bool = True,
+    require_fde: bool = True,
 ) -> tuple[list[GlobalTxn], GlobalMerger]:
     """Merge whole node series (a batch run). ``chunk`` > 0 feeds the nodes round-robin, ``chunk``
     transactions at a time, emitting as it goes (what a streaming run does); the result is the same.
     ``final=False``: the files may still grow (a live run): a node's end is not the end of its
-    input, so what its watermark cannot yet vouch for stays back."""
-    run = IncrementalMerge.start(nodes, names)
+    input, so what its watermark cannot yet vouch for stays back. ``require_fde=False``: node files
+    may be fragments without a format description event (read as v4)."""
+    run = IncrementalMerge.start(nodes, names, require_fde=require_fde)
     out: list[GlobalTxn] = []
     while True:
         out += run.step(chunk or sys.maxsize, final=final)
@@ -190,20 +195,25 @@ class IncrementalMerge:
     # ``positions``); ``ended``: which nodes' input ran out in the last step
     _streams: list[Iterator[Transaction] | None] = field(default_factory=list, repr=False)
     ended: list[bool] = field(default_factory=list)
+    require_fde: bool = True
 
     def __post_init__(self) -> None:
         self._streams = [None] * len(self.nodes)
         self.ended = [False] * len(self.nodes)
 
     @classmethod
-    def start(cls, nodes: list[list[Path]], names: list[str] | None = None) -> IncrementalMerge:
+    def start(
+        cls, nodes: list[list[Path]], names: list[str] | None = None, require_fde: bool = True
+    ) -> IncrementalMerge:
         merger = GlobalMerger.for_nodes(names or [f"dn{i}" for i in range(len(nodes))])
-        return cls(nodes, merger, [None] * len(nodes))
+        return cls(nodes, merger, [None] * len(nodes), require_fde=require_fde)
 
     def step(self, per_node: int, final: bool = False) -> list[GlobalTxn]:
         """Read up to ``per_node`` more transactions of every node; what is final now."""
         for i, files in enumerate(self.nodes):
-            stream = self._streams[i] or node_transactions(files, start=self.positions[i])
+            stream = self._streams[i] or node_transactions(
+                files, require_fde=self.require_fde, start=self.positions[i]
+            )
             self._streams[i], self.ended[i] = stream, False
             n = 0
             for t in stream:
