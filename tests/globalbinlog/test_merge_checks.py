@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from binlake.errors import BadMagicError
+from binlake.events.control import Xid
 from binlake.events.query import Query
 from binlake.globalbinlog.merge import GlobalMerger, MergeOrderError, node_transactions
 from binlake.globalbinlog.sorter import HEARTBEAT, TSO_XA, Piece
@@ -82,12 +83,23 @@ def test_merge_reads_any_file_list_and_fragments(corpus: Path, tmp_path: Path, c
     assert "--no-require-fde" in capsys.readouterr().err
     assert main(["merge", "--no-require-fde", "--node", node, "-o", str(tmp_path / "g")]) == 0
     assert "merged 3 transactions (DDL 3) from 1 nodes" in capsys.readouterr().out
-    statements = [
-        e.body.query for e in read_events(tmp_path / "g" / "binlog.000001") if isinstance(e.body, Query)
-    ]
+    out = tmp_path / "g" / "binlog.000001"
+    statements = [e.body.query for e in read_events(out) if isinstance(e.body, Query)]
     assert [s for s in statements if s.startswith("ANALYZE TABLE")] == [
         f"ANALYZE TABLE statistic_test0_oss_KdHH_{n:05d}" for n in (0, 2, 4)
     ]
+    # DDL as MySQL writes it (item 6): its own event group, no BEGIN, no XID — `dump --type ddl` finds it
+    assert "BEGIN" not in statements and not any(isinstance(e.body, Xid) for e in read_events(out))
+    assert main(["dump", "--type", "ddl", str(out)]) == 0
+    assert capsys.readouterr().out.count("\nANALYZE TABLE") == 3
+    assert main(["merge", "--no-require-fde", "--node", node, "-o", str(tmp_path / "g")]) == 0  # a rerun
+    again = [
+        e.body.query
+        for f in sorted((tmp_path / "g").glob("binlog.0*"))
+        for e in read_events(f)
+        if isinstance(e.body, Query)
+    ]
+    assert again == statements
     glob = str(corpus / FRAGMENT.replace("19_1", "19_*"))
     assert main(["merge", "--no-require-fde", "--node", glob, "-o", str(tmp_path / "h")]) == 0
     assert main(["merge", "--node", str(tmp_path / "nothing*"), "-o", str(tmp_path / "i")]) == 2

@@ -25,7 +25,7 @@ from binlake.events.rows import Rows
 from binlake.events.table_map import TableMap
 from binlake.events.types import EventType
 from binlake.globalbinlog.merge import GlobalTxn
-from binlake.globalbinlog.sorter import HEARTBEAT
+from binlake.globalbinlog.sorter import DDL_KIND, HEARTBEAT
 from binlake.globalbinlog.vtso import Vtso
 from binlake.reader import FIRST_EVENT, BinlogReader
 from binlake.series import BinlogSeries
@@ -67,6 +67,8 @@ class GlobalBinlogWriter:
         if g.kind == HEARTBEAT or not events or (self.last_vtso is not None and g.vtso <= self.last_vtso):
             return False
         ts = events[0].header.timestamp
+        if g.kind == DDL_KIND:
+            return self._write_ddl(g)
         out: list[tuple[int, Any, int]] = [
             (EventType.QUERY, Query(0, 0, 0, "", "BEGIN", {"flags2": 0, "sql_mode": 0}), ts),
             (EventType.ROWS_QUERY, RowsQuery(f"{CTS_MARK}{g.vtso}"), ts),
@@ -88,6 +90,18 @@ class GlobalBinlogWriter:
         self.xid += 1
         out.append((EventType.XID, Xid(self.xid), events[-1].header.timestamp))
         self.writer.transaction(out)
+        self.transactions += 1
+        return True
+
+    def _write_ddl(self, g: GlobalTxn) -> bool:
+        """DDL as MySQL writes it: each statement its own event group, no BEGIN and no XID (readers
+        and `dump --type ddl` find it as DDL); the vtso mark goes just before it."""
+        for e in g.events:
+            if isinstance(e.body, Query):
+                ts = e.header.timestamp
+                self.writer.transaction(
+                    [(EventType.ROWS_QUERY, RowsQuery(f"{CTS_MARK}{g.vtso}"), ts), (e.type_code, e.body, ts)]
+                )
         self.transactions += 1
         return True
 

@@ -22,6 +22,7 @@ from binlake.statements import XaId
 from binlake.txn import COMMIT, DDL, XA_COMMIT, XA_PREPARE, XA_ROLLBACK, Transaction
 
 TSO_XA, NO_TSO_XA, ONE_PHASE, LOCAL, HEARTBEAT = "TSO_XA", "NO_TSO_XA", "ONE_PHASE", "LOCAL", "HEARTBEAT"
+DDL_KIND = "DDL"  # a node's DDL statement: a transaction of its own
 UNBOUNDED: Vtso = "~"  # sorts after every vtso: a finished node holds nothing back
 HEARTBEAT_TABLES = frozenset({"__cdc_heartbeat__", "__drds_heartbeat__"})
 
@@ -188,7 +189,7 @@ class NodeSorter:
                 p.kind = HEARTBEAT if tables and tables <= self.heartbeat_tables else TSO_XA
             self._commit(p, cts, (t.file_seq, t.start))
         elif t.kind in (COMMIT, DDL):
-            self._commit(self._piece(t, LOCAL if t.kind == COMMIT else "DDL"), at=(t.file_seq, t.start))
+            self._commit(self._piece(t, LOCAL if t.kind == COMMIT else DDL_KIND), at=(t.file_seq, t.start))
 
     def resolve(self, xid: XaId, commit: bool, cts: int | None = None) -> None:
         """Settle a prepared branch whose outcome the binlog does not (yet) say, from an outside source
