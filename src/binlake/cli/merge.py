@@ -19,6 +19,7 @@ class MergeOptions(Options):
     jsonl: str | None = None
     max_file_size: int = 256 * 10**6
     require_fde: bool = True
+    final: bool = False
 
 
 def cmd_merge(o: MergeOptions) -> int:
@@ -29,7 +30,7 @@ def cmd_merge(o: MergeOptions) -> int:
     for d, files in zip(o.node, nodes, strict=True):
         if not files:
             raise SeriesError(f"no binlog files match {d}")
-    out, merger = merge_nodes(nodes, node_names(o.node), require_fde=o.require_fde)
+    out, merger = merge_nodes(nodes, node_names(o.node), final=o.final, require_fde=o.require_fde)
     files = write_binlog(out, o.output, max_file_size=o.max_file_size)
     if o.jsonl:
         write_jsonl(out, o.jsonl)
@@ -38,6 +39,14 @@ def cmd_merge(o: MergeOptions) -> int:
         f"merged {len(out)} transactions ({', '.join(f'{k} {n}' for k, n in sorted(kinds.items()))}) "
         f"from {len(nodes)} nodes into {len(files)} file(s) under {o.output}"
     )
+    held = len(merger.heap) + sum(len(s.ready) for s in merger.sorters)
+    if held:
+        print(
+            f"held back: {held} committed piece(s) a node may still precede (its binlog may grow): "
+            "rerun when the nodes have written more (the rerun continues exactly), or give --final "
+            "when every node's files are complete",
+            file=sys.stderr,
+        )
     if merger.pending:
         print(
             f"held back: {len(merger.pending)} prepared branch(es) never committed or rolled back "
@@ -77,5 +86,10 @@ def add_merge(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg
         action="store_false",
         default=True,
         help="node files may be fragments without a FORMAT_DESCRIPTION event (read as v4 events)",
+    )
+    m.add_argument(
+        "--final",
+        action="store_true",
+        help="every node's files are complete (no node writes more): merge everything, hold nothing back",
     )
     m.set_defaults(handler=Command(MergeOptions, cmd_merge))
