@@ -39,10 +39,9 @@ def cmd_merge(o: MergeOptions) -> int:
         f"merged {len(out)} transactions ({', '.join(f'{k} {n}' for k, n in sorted(kinds.items()))}) "
         f"from {len(nodes)} nodes into {len(files)} file(s) under {o.output}"
     )
-    held = len(merger.heap) + sum(len(s.ready) for s in merger.sorters)
-    if held:
+    if merger.held_back:
         print(
-            f"held back: {held} committed piece(s) a node may still precede (its binlog may grow): "
+            f"held back: {merger.held_back} committed piece(s) a node may still precede (its binlog may grow): "
             "rerun when the nodes have written more (the rerun continues exactly), or give --final "
             "when every node's files are complete",
             file=sys.stderr,

@@ -30,6 +30,10 @@ OPT_COLUMN_VISIBILITY = 12
 OPT_VECTOR_DIMENSIONALITY = 13
 
 
+# the per-map caches: they follow from the columns, are rebuilt on first use, never copied or pickled
+_CACHES = ("_decoders", "_signature", "_encoders", "_row_plans")
+
+
 @dataclass(slots=True)
 class TableMap:
     table_id: int
@@ -54,15 +58,13 @@ class TableMap:
 
     def replaced(self, **changes: Any) -> TableMap:
         """A copy with ``changes`` and none of the per-map caches (they follow from the columns)."""
-        return dataclasses.replace(
-            self, **changes, _decoders=None, _signature=None, _encoders=None, _row_plans=None
-        )
+        cleared: dict[str, Any] = dict.fromkeys(_CACHES)
+        return dataclasses.replace(self, **changes, **cleared)
 
     def __getstate__(self) -> tuple[Any, ...]:
         """Pickled without the caches: generated decoders cannot be pickled (a checkpoint of the
         global merge and Spark's workers pickle table maps); they are rebuilt on first use."""
-        caches = {"_decoders", "_signature", "_encoders", "_row_plans"}
-        return tuple(None if f.name in caches else getattr(self, f.name) for f in dataclasses.fields(self))
+        return tuple(None if f.name in _CACHES else getattr(self, f.name) for f in dataclasses.fields(self))
 
     def __setstate__(self, state: tuple[Any, ...]) -> None:
         for f, value in zip(dataclasses.fields(self), state, strict=True):

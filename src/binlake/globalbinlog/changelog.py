@@ -7,9 +7,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from binlake.changes import OrderKey, Origin, RowChange, event_changes
-from binlake.events.base import Event
-from binlake.events.rows import Rows
-from binlake.events.table_map import TableMap
 from binlake.globalbinlog import vtso
 from binlake.globalbinlog.merge import GlobalTxn
 from binlake.globalbinlog.sorter import HEARTBEAT
@@ -31,21 +28,7 @@ def global_row_changes(
             continue
         events = g.events
         if tracker is not None:
-            _name_tables(events, tracker)
+            tracker.name_events(events)
         origin = Origin(source, 0, n, g.vtso, None, None, None)
         base = OrderKey.of_vtso(*vtso.parse(g.vtso))
         yield from event_changes(events, origin, base, file=GLOBAL_FILE)
-
-
-def _name_tables(events: list[Event], tracker: SchemaTracker) -> None:
-    """Give the merged events the history's names: each TABLE_MAP is replaced by its named view
-    (the tracker never edits a decoded map, which the decoder shares), and the rows events that
-    follow it in the transaction point at that view."""
-    named: dict[int, TableMap] = {}
-    for e in events:
-        b = e.body
-        if isinstance(b, TableMap):
-            tracker(e)
-            named[id(b)] = e.body
-        elif isinstance(b, Rows) and b.table is not None and id(b.table) in named:
-            b.table = named[id(b.table)]

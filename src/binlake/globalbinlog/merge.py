@@ -14,9 +14,9 @@ from pathlib import Path
 from binlake.errors import BinlogError, IncompleteTailError
 from binlake.globalbinlog.sorter import HEARTBEAT, TSO_XA, NodeSorter, Piece
 from binlake.globalbinlog.vtso import Vtso
-from binlake.reader import BINLOG_MAGIC
 from binlake.series import BinlogSeries, Position, check_magic_of
 from binlake.statements import XaId
+from binlake.tail import just_created
 from binlake.txn import UNFINISHED, Transaction, TransactionGrouper
 
 
@@ -135,6 +135,11 @@ class GlobalMerger:
         """Prepared branches never resolved (they hold their node's watermark back)."""
         return [p for s in self.sorters for p in s.pending.values()]
 
+    @property
+    def held_back(self) -> int:
+        """Committed pieces not emitted yet: a node's watermark does not vouch for them."""
+        return len(self.heap) + sum(len(s.ready) for s in self.sorters)
+
 
 def node_transactions(
     files: Iterable[Path], require_fde: bool = True, start: tuple[int, int] | None = None
@@ -145,7 +150,7 @@ def node_transactions(
     files = list(files)
     if files:
         check_magic_of(files[-1], active=True)  # garbage is refused, a prefix of the magic waits
-        if files[-1].stat().st_size < len(BINLOG_MAGIC):
+        if just_created(files[-1], active=True):
             files.pop()
     if not files:
         return

@@ -66,9 +66,9 @@ class GlobalBinlogWriter:
         events = g.events
         if g.kind == HEARTBEAT or not events or (self.last_vtso is not None and g.vtso <= self.last_vtso):
             return False
-        ts = events[0].header.timestamp
         if g.kind == DDL_KIND:
             return self._write_ddl(g)
+        ts = events[0].header.timestamp
         out: list[tuple[int, Any, int]] = [
             (EventType.QUERY, Query(0, 0, 0, "", "BEGIN", {"flags2": 0, "sql_mode": 0}), ts),
             (EventType.ROWS_QUERY, RowsQuery(f"{CTS_MARK}{g.vtso}"), ts),

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from binlake.errors import BinlogError
 from binlake.events.base import Event
 from binlake.events.query import Query
+from binlake.events.rows import Rows
 from binlake.events.table_map import TableMap
 from binlake.schema.ddl import is_ddl
 from binlake.schema.history import SchemaHistory
@@ -64,6 +65,19 @@ class SchemaTracker:
             self._generation += 1
         elif isinstance(body, TableMap):
             ev.body = self._complete(ev, body)
+
+    def name_events(self, events: list[Event]) -> None:
+        """The same for events decoded without this tracker attached (a merged global transaction):
+        each TABLE_MAP is replaced by its named view, and the rows events after it point at that
+        view — the decoder does this itself when the tracker observes it."""
+        named: dict[int, TableMap] = {}
+        for e in events:
+            b = e.body
+            if isinstance(b, TableMap):
+                self(e)
+                named[id(b)] = e.body
+            elif isinstance(b, Rows) and b.table is not None and id(b.table) in named:
+                b.table = named[id(b.table)]
 
     def _mismatch(self, ev: Event, tm: TableMap, detail: str) -> None:
         m = Mismatch(ev.source, ev.offset, f"{tm.database}.{tm.table}", detail)
