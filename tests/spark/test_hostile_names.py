@@ -188,6 +188,17 @@ def jdbc_reader(spark: Any, url: str) -> Any:
     return got
 
 
+def new_jdbc_database(request: Any, sink: str, name: str) -> str:
+    """A new, empty database ``name`` on the PostgreSQL or MariaDB sink server; its JDBC URL."""
+    if sink == "postgres":
+        server = request.getfixturevalue("postgres")
+        server.psql(f"CREATE DATABASE {name}")
+        return str(server.url.replace("/postgres?", f"/{name}?"))
+    server = request.getfixturevalue("sink_mariadb")
+    server.execute(f"CREATE DATABASE {name}", f"GRANT ALL ON {name}.* TO 'binlake'@'127.0.0.1'")
+    return str(server.url.replace("/lake?", f"/{name}?"))
+
+
 def files_outside(root: Path, target: Path) -> list[str]:
     return sorted(str(p) for p in root.rglob("*") if target not in p.parents and p != target)
 
@@ -233,14 +244,8 @@ def test_hostile_names_killed_and_rerun(
     target = tmp_path / "a" / "b" / "c" / "d" / sink
     if sink in ("delta", "parquet"):
         to = f"{sink}:{target}"
-    elif sink == "postgres":
-        server = request.getfixturevalue("postgres")
-        server.psql("CREATE DATABASE killed")
-        to = server.url.replace("/postgres?", "/killed?")
     else:
-        server = request.getfixturevalue("sink_mariadb")
-        server.execute("CREATE DATABASE killed", "GRANT ALL ON killed.* TO 'binlake'@'127.0.0.1'")
-        to = server.url.replace("/lake?", "/killed?")
+        to = new_jdbc_database(request, sink, "killed")
     cmd = [sys.executable, "-m", "binlake.cli", "sync", str(hostile["files"][0].parent), "--to", to]
     assert kill_then_finish(cmd, seed=5, runs=1, window=(3, 7)) == 1  # Spark alone starts in more
     if sink in ("delta", "parquet"):  # deep enough that a ../../.. escape would still land in tmp_path
@@ -274,14 +279,7 @@ def test_hostile_names_jdbc_file_by_file(
     from binlake.spark.apply import change_log
     from binlake.spark.jdbc import Jdbc, apply_changes_jdbc, dialect_for
 
-    if sink == "postgres":
-        server = request.getfixturevalue("postgres")
-        server.psql("CREATE DATABASE several")
-        url = server.url.replace("/postgres?", "/several?")
-    else:
-        server = request.getfixturevalue("sink_mariadb")
-        server.execute("CREATE DATABASE several", "GRANT ALL ON several.* TO 'binlake'@'127.0.0.1'")
-        url = server.url.replace("/lake?", "/several?")
+    url = new_jdbc_database(request, sink, "several")
     d = dialect_for(url)
     canary = d.q("canary")
     db = Jdbc(spark, url)
