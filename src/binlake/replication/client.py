@@ -129,9 +129,10 @@ class ServerAddress:
             ctx.load_cert_chain(self.ssl_cert, self.ssl_key)
         return ctx
 
-    def connect(self) -> Any:
+    def connect(self, **options: Any) -> Any:
         """A PyMySQL connection with TLS as ``tls_mode`` says; its failures become one-line
-        ``ReplicationError``s with the server's (or the client's) error code."""
+        ``ReplicationError``s with the server's (or the client's) error code. ``options``: more
+        of PyMySQL's (a snapshot reads with its own conversions)."""
         import pymysql
 
         mode = self.tls_mode
@@ -167,6 +168,7 @@ class ServerAddress:
                 autocommit=True,
                 charset="utf8mb4",
                 defer_connect=True,
+                **options,
             )
             if mode is SslMode.PREFERRED and not plain:
                 conn.ctx = ctx  # PyMySQL's own PREFERRED (TLS when offered), with our checks
