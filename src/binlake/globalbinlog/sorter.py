@@ -181,10 +181,12 @@ class NodeSorter:
             p = self._piece(t, ONE_PHASE if prep.one_phase else NO_TSO_XA, xid)
             p.txn_id = polardbx_txn_id(prep.gtrid)
             p.prepared_cts = commit_tso(t)
-            if prep.one_phase:  # committed here; with a commit TSO (AliSQL) it is a TSO transaction
-                if p.prepared_cts is not None:
-                    p.kind = TSO_XA
-                self._commit(p, p.prepared_cts, (t.file_seq, t.start))
+            if prep.one_phase:
+                # committed here, and local to this node whatever sequence it carries (AliSQL writes
+                # one): its place is where it committed in this binlog, a virtual TSO, never that
+                # sequence — a later conflicting commit may carry a smaller one (global-binlog.md
+                # §2.5, seed 002)
+                self._commit(p, None, (t.file_seq, t.start))
             else:
                 self.fifo.append(("P", p))
                 p.state = "prepared"
