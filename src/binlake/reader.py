@@ -112,8 +112,21 @@ class BinlogReader:
                 source=self.path,
                 offset=pos,
             )
-        # Never ask for more than the file holds (or the ceiling): a damaged length must not make us
-        # allocate it. The size is looked up again only when an event seems to pass it (it grows).
+        # The ceiling first: an event over it can never be read, however much the file grows — at
+        # the end of a file still being written it is damage, not a tail to wait for (and a header-
+        # only scan says so too, the full read would fail there).
+        limit = self.decoder.state.max_payload
+        if size > limit:
+            raise SizeLimitError(
+                f"event length {size} is over the {limit}-byte ceiling ({MAX_PAYLOAD_ENV}): "
+                "a damaged length, or raise the ceiling",
+                size=size,
+                limit=limit,
+                source=self.path,
+                offset=pos,
+            )
+        # Never ask for more than the file holds: a damaged length must not make us allocate it.
+        # The size is looked up again only when an event seems to pass it (the file grows).
         if size > self._file_size - pos:
             self._file_size = os.fstat(f.fileno()).st_size
             if size > self._file_size - pos:
@@ -125,15 +138,6 @@ class BinlogReader:
         ):
             f.seek(pos + size)
             return head, size
-        limit = self.decoder.state.max_payload
-        if size > limit:
-            raise SizeLimitError(
-                f"event length {size} is over the {limit}-byte ceiling ({MAX_PAYLOAD_ENV})",
-                size=size,
-                limit=limit,
-                source=self.path,
-                offset=pos,
-            )
         body = f.read(size - hlen)
         if len(body) < size - hlen:  # the file was cut while we read it
             self._incomplete(pos, size, hlen + len(body))

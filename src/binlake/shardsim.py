@@ -185,7 +185,13 @@ class ShardSimulator:
         )
 
     def _prepare(
-        self, t: SimTxn, b: Branch, tso_carrier: bool, one_phase: bool = False, tm: TableMap | None = None
+        self,
+        t: SimTxn,
+        b: Branch,
+        tso_carrier: bool,
+        one_phase: bool = False,
+        tm: TableMap | None = None,
+        commit_seq: int | None = None,
     ) -> None:
         dn, carrier = b.dn, self.cfg.carrier
         self._anon_gtid(dn)
@@ -199,6 +205,8 @@ class ShardSimulator:
             {"lizard_prepare_gcn": self.tso.peek()} if tso_carrier and carrier == "qstatus200" else None
         )
         self._q(dn, f"XA END {self._xid_text(t, b)}", end_status)
+        if commit_seq is not None:  # AliSQL's XA COMMIT ... ONE PHASE with its own commit sequence
+            self._ev(dn, EventType.POLARDBX_SEQUENCE, PolarxSequence(2, commit_seq))
         self._ev(dn, EventType.XA_PREPARE, XaPrepare(one_phase, 1, t.gtrid, b.group.encode()))
         self.writers[dn].maybe_rotate(self._ts())
 
@@ -303,9 +311,9 @@ class ShardSimulator:
                 self.locks.pop(acc, None)
         self._end(t, "committed")
 
-    def _finish_one_phase(self, t: SimTxn) -> None:
+    def _finish_one_phase(self, t: SimTxn, commit_seq: int | None = None) -> None:
         for br in t.branches:
-            self._prepare(t, br, False, one_phase=True)
+            self._prepare(t, br, False, one_phase=True, commit_seq=commit_seq)
             for acc, _, after in br.changes:
                 self.balance[acc] = after
                 self.locks.pop(acc, None)
@@ -477,11 +485,12 @@ class ScriptedCluster(ShardSimulator):
             self._write(b)
         self._finish_local(t)
 
-    def one_phase(self, t: SimTxn) -> None:
+    def one_phase(self, t: SimTxn, commit_seq: int | None = None) -> None:
+        """XA COMMIT ... ONE PHASE; ``commit_seq``: with a Sequence COMMIT in it (the AliSQL shape)."""
         self.tick()
         for b in t.branches:
             self._write(b)
-        self._finish_one_phase(t)
+        self._finish_one_phase(t, commit_seq)
 
     def heartbeat(self) -> SimTxn:
         self.tick()

@@ -20,7 +20,9 @@ from binlake.series import SeriesError, check_magic_of, closes_cleanly, series_f
 
 def complete_end(scan: TailScan, *, active: bool) -> int | None:
     """Where reading a scanned file must stop: None when all of it is complete; for the active file,
-    just past its last complete transaction. A rotated file with an unfinished tail is an error."""
+    just past its last complete transaction. A rotated file with an unfinished tail is an error; so
+    is, in any file, an event longer than the size ceiling (``SizeLimitError`` from the scan): no
+    growth makes it readable, so it is never a tail to wait for."""
     scan.finish()
     if scan.unfinished is None:
         return None

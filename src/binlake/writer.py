@@ -105,6 +105,7 @@ class BinlogWriter:
         max_file_size: int | None = None,
         created: int = 0,
         first_number: int = 1,
+        resume_at: int | None = None,
     ) -> None:
         self.dir = Path(directory)
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -127,7 +128,10 @@ class BinlogWriter:
         self.files: list[Path] = []
         self._f: Any = None
         self.pos = 0
-        self._open(created)
+        if resume_at is None:
+            self._open(created)
+        else:
+            self._reopen(resume_at)
 
     @property
     def path(self) -> Path:
@@ -140,8 +144,6 @@ class BinlogWriter:
         self.number += 1
         path = self.dir / self._name(self.number)
         self.files.append(path)
-        with open(self.dir / f"{self.basename}.index", "a") as ix:
-            ix.write(f"./{path.name}\n")
         self._f = open(path, "wb")  # noqa: SIM115 - kept open across calls, closed by rotate/close
         self._f.write(BINLOG_MAGIC)
         self.pos = 4
@@ -153,6 +155,24 @@ class BinlogWriter:
         else:
             prev = self.executed.freeze()
             self.event(EventType.PREVIOUS_GTIDS, PreviousGtids(prev.as_dict()), timestamp)
+        # the index names a file only once its header is out of this process: a crash never leaves
+        # an index naming a file that does not exist yet
+        self._f.flush()
+        with open(self.dir / f"{self.basename}.index", "a") as ix:
+            ix.write(f"./{path.name}\n")
+
+    def _reopen(self, offset: int) -> None:
+        """Continue file ``number`` (already in the index, written by a writer of this flavor) at
+        ``offset``, cutting what follows: a restart after a crash appends exactly where an
+        uninterrupted writer would. Its executed GTIDs are not re-read (a series that carries GTIDs
+        must not be continued this way)."""
+        self.number += 1
+        path = self.dir / self._name(self.number)
+        self.files.append(path)
+        self._f = open(path, "r+b")  # noqa: SIM115 - kept open across calls, closed by rotate/close
+        self._f.truncate(offset)
+        self._f.seek(offset)
+        self.pos = offset
 
     def encode(self, type_code: int, body: Any) -> bytes:
         """The body bytes of an event as this writer writes them."""

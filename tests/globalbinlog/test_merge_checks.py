@@ -100,6 +100,7 @@ def test_merge_reads_any_file_list_and_fragments(corpus: Path, tmp_path: Path, c
         if isinstance(e.body, Query)
     ]
     assert again == statements
+    assert len(list((tmp_path / "g").glob("binlog.0*"))) == 1  # a rerun adds no file (item 5)
     glob = str(corpus / FRAGMENT.replace("19_1", "19_*"))
     assert main(["merge", "--no-require-fde", "--node", glob, "-o", str(tmp_path / "h")]) == 0
     assert main(["merge", "--node", str(tmp_path / "nothing*"), "-o", str(tmp_path / "i")]) == 2
@@ -119,6 +120,10 @@ def _marks(directory: Path) -> list[tuple[str, list[object]]]:
             elif isinstance(e.body, Rows):
                 out[-1][1].extend(e.body.rows)
     return out
+
+
+def _bytes(directory: Path) -> dict[str, bytes]:
+    return {f.name: f.read_bytes() for f in sorted(directory.iterdir())}
 
 
 def test_a_rerun_on_grown_inputs_equals_one_run(tmp_path: Path, capsys: Any) -> None:
@@ -154,4 +159,5 @@ def test_a_rerun_on_grown_inputs_equals_one_run(tmp_path: Path, capsys: Any) -> 
     assert main(["merge", "--final", *nodes, "-o", str(tmp_path / "g")]) == 0  # the nodes are done
     assert main(["merge", "--final", *nodes, "-o", str(tmp_path / "final")]) == 0
     assert _marks(tmp_path / "g") == _marks(tmp_path / "final")
+    assert _bytes(tmp_path / "g") == _bytes(tmp_path / "final")  # byte for byte (item 5)
     assert len(_marks(tmp_path / "final")) > len(_marks(tmp_path / "once"))

@@ -93,7 +93,8 @@ def test_a_crashed_writer_continues_from_its_last_complete_transaction(
     merged, tmp_path: Path, cut: float
 ) -> None:  # type: ignore[no-untyped-def]
     """The output dies inside a transaction (its last file cut anywhere); the rerun cuts back to the
-    last complete transaction, rotates, and writes the rest: every transaction once, in order."""
+    last complete transaction and writes the rest where an uninterrupted run would: every transaction
+    once, in order, the very bytes of one run (kills at any byte: test_crash.py)."""
     res, out, files = merged
     target = tmp_path / "g"
     write_binlog(out, target, max_file_size=40_000)
@@ -111,3 +112,4 @@ def test_a_crashed_writer_continues_from_its_last_complete_transaction(
     ]
     assert marks == [g.vtso for g in out if g.kind != HEARTBEAT and g.events]  # none lost, none twice
     assert [list(BinlogReader(f))[-1].type_name for f in again] == ["ROTATE"] * (len(again) - 1) + ["STOP"]
+    assert [f.read_bytes() for f in again] == [f.read_bytes() for f in files]

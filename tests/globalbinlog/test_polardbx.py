@@ -6,14 +6,15 @@ from pathlib import Path
 
 from binlake.globalbinlog.merge import node_transactions
 from binlake.globalbinlog.sorter import NodeSorter
-from binlake.globalbinlog.vtso import TSO_NODE, make
+from binlake.globalbinlog.vtso import make
 from binlake.statements import XaId
 
 
 def test_alisql_one_phase_xa_with_snapshot_and_commit_sequence(corpus: Path) -> None:
     """AliSQL X-Cluster 5.7 (polardbx-cdc-task): XA START, a DRDS trace, Sequence SNAPSHOT, rows,
     XA END, Sequence COMMIT, XA PREPARE flagged one-phase (XA COMMIT … ONE PHASE), then the file is
-    cut inside the next event: one branch, committed with its TSO."""
+    cut inside the next event: one branch, committed there. A one-phase commit is local to its node
+    (#17 item 1): its sequence is kept, its place is a virtual TSO after the node's last TSO commit."""
     path = corpus / "polardb-polardbx-cdc/polardbx-cdc-task/mysql_bin.1"
     txns = list(node_transactions([path]))  # the torn tail waits; the transaction before it is complete
     assert [t.kind for t in txns] == ["xa_prepare"]
@@ -23,8 +24,8 @@ def test_alisql_one_phase_xa_with_snapshot_and_commit_sequence(corpus: Path) -> 
     (p,) = s.drain()
     assert p.xid == XaId(1, b"drds-1881c1536f401000@9d11c57d194702f4", b"D1_P00000_GROUP@0000")
     assert p.txn_id == 0x1881C1536F401000 and p.branch == "D1_P00000_GROUP@0000"
-    assert (p.snapshot, p.cts) == (7234839877466980416, 7234839881111830594)
-    assert p.kind == "TSO_XA" and p.vtso == make(p.cts, p.txn_id, 0, TSO_NODE)
+    assert (p.snapshot, p.prepared_cts, p.cts) == (7234839877466980416, 7234839881111830594, None)
+    assert p.kind == "ONE_PHASE" and p.vtso == make(0, 0, 1, "000001")
     assert [type(e.body).__name__ for e in p.events] == ["RowsQuery", "TableMap", "TableMap", "Rows"]
     assert p.rows[0].table.table == "t_jg_tag_ynub"
 

@@ -53,6 +53,13 @@ def cmd_merge(o: MergeOptions) -> int:
             + ", ".join(f"{p.node}@{p.start[1]} {p.branch}" for p in merger.pending[:5]),
             file=sys.stderr,
         )
+    if merger.dropped:
+        late = ", ".join(s.name for s in merger.sorters if not s.complete_from_start)
+        print(
+            f"aligned start: {late} does not begin at its first binlog: {merger.dropped} piece(s) at or "
+            f"below vtso {merger.start_floor()} left out (a branch of theirs on {late} may be missing)",
+            file=sys.stderr,
+        )
     orphans = [(s.name, orphan) for s in merger.sorters for orphan in s.orphans]
     if orphans:
         print(

@@ -25,6 +25,11 @@ class MergeOrderError(BinlogError):
     that breaks the TSO assumptions (global-binlog.md §1, caveat)."""
 
 
+class UnalignedStartError(BinlogError):
+    """The nodes' inputs do not begin at one point in time and no aligned start can be found: a
+    distributed transaction could come out with only some of its branches (issue #17 item 3)."""
+
+
 TSO_MEMORY = 100_000  # TSO transactions remembered for the uniqueness checks
 
 
@@ -52,11 +57,17 @@ class GlobalMerger:
     # transaction, and one transaction has ONE commit TSO on every node (global-binlog.md §5.7.6)
     recent_tsos: dict[int, int | None] = field(default_factory=dict)
     recent_txns: dict[int, int] = field(default_factory=dict)
+    dropped: int = 0  # pieces at or below the aligned start, left out
+    first_out: Vtso = ""  # the first vtso emitted
     _n: int = 0
 
     @classmethod
-    def for_nodes(cls, names: list[str]) -> GlobalMerger:
-        return cls([NodeSorter(name, f"{i + 1:06d}") for i, name in enumerate(names)])
+    def for_nodes(cls, names: list[str], from_start: list[bool] | None = None) -> GlobalMerger:
+        """``from_start[i]``: node i's input begins at its first binlog (nothing of it is missing)."""
+        starts = from_start or [True] * len(names)
+        return cls(
+            [NodeSorter(n, f"{i + 1:06d}", complete_from_start=starts[i]) for i, n in enumerate(names)]
+        )
 
     def feed(self, node: int, t: Transaction) -> None:
         self.sorters[node].feed(t)
@@ -77,13 +88,45 @@ class GlobalMerger:
             for p in s.drain():
                 self._n += 1
                 heapq.heappush(self.heap, (p.vtso or "", p.node_seq, p.branch, self._n, p))
+        floor = self.start_floor()
+        if floor is None:
+            return
         limit = self.watermark
         while self.heap and self.heap[0][0] <= limit:
             vtso = self.heap[0][0]
             pieces = []
             while self.heap and self.heap[0][0] == vtso:
                 pieces.append(heapq.heappop(self.heap)[4])
+            if vtso <= floor:  # may lack its branch on a node whose input begins later
+                self.dropped += len(pieces)
+                continue
+            self.first_out = self.first_out or vtso
             yield self.merged(vtso, pieces)
+
+    def start_floor(self) -> Vtso | None:
+        """The aligned start (global-binlog.md §2.11): the largest vtso any node may lack a branch of
+        because its input begins after that commit; nothing at or below it comes out. None: not
+        known yet (a node whose input begins late has shown no TSO commit to align on); an error
+        when it never will be and there is something to write."""
+        if len(self.sorters) < 2:  # one node: every piece it has is all the input holds
+            return ""
+        late = [s.name for s in self.sorters if not s.aligned]
+        if late and self.heap and any(s.finished for s in self.sorters if not s.aligned):
+            raise UnalignedStartError(
+                f"node(s) {', '.join(late)} do not start at their first binlog and hold no distributed "
+                "transaction prepared in their input to align the start on (nothing can be written safely): give every node's binlogs "
+                "from one point in time (e.g. from each node's first file)"
+            )
+        if late:
+            return None
+        floor = max(s.floor for s in self.sorters)
+        if self.first_out and floor >= self.first_out:
+            raise UnalignedStartError(
+                f"a node committed a transaction prepared before its input begins (vtso {floor}) after "
+                f"later ones were written (from {self.first_out}): its other branches came out alone; "
+                "start every node's input from one point in time"
+            )
+        return floor
 
     def merged(self, vtso: Vtso, pieces: list[Piece]) -> GlobalTxn:
         """The pieces sharing ``vtso`` as one transaction, checked: vtsos only go up, and only the
@@ -167,6 +210,13 @@ def node_transactions(
             raise
 
 
+def starts_at_first_binlog(files: list[Path]) -> bool:
+    """Whether a node's files begin with its first binlog (numbered 1: a server starts there, after
+    RESET MASTER too); a purged or missing first file, or an unnumbered fragment, does not."""
+    suffix = files[0].name.rsplit(".", 1)[-1] if files else ""
+    return suffix.isdigit() and int(suffix) == 1
+
+
 def merge_nodes(
     nodes: list[list[Path]],
     names: list[str] | None = None,
@@ -210,7 +260,8 @@ class IncrementalMerge:
     def start(
         cls, nodes: list[list[Path]], names: list[str] | None = None, require_fde: bool = True
     ) -> IncrementalMerge:
-        merger = GlobalMerger.for_nodes(names or [f"dn{i}" for i in range(len(nodes))])
+        names = names or [f"dn{i}" for i in range(len(nodes))]
+        merger = GlobalMerger.for_nodes(names, [starts_at_first_binlog(files) for files in nodes])
         return cls(nodes, merger, [None] * len(nodes), require_fde=require_fde)
 
     def step(self, per_node: int, final: bool = False) -> list[GlobalTxn]:

@@ -11,15 +11,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import struct
+import os
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from binlake.errors import IncompleteTailError
-from binlake.events import encode_body
-from binlake.events.base import HEADER_V4
-from binlake.events.control import Rotate, RowsQuery, Xid
+from binlake.errors import BadMagicError, IncompleteTailError
+from binlake.events.control import RowsQuery, Xid
 from binlake.events.query import Query
 from binlake.events.rows import Rows
 from binlake.events.table_map import TableMap
@@ -27,10 +26,9 @@ from binlake.events.types import EventType
 from binlake.globalbinlog.merge import GlobalTxn
 from binlake.globalbinlog.sorter import DDL_KIND, HEARTBEAT
 from binlake.globalbinlog.vtso import Vtso
-from binlake.reader import FIRST_EVENT, BinlogReader
+from binlake.reader import BinlogReader
 from binlake.series import BinlogSeries
 from binlake.txn import UNFINISHED, Transaction, TransactionGrouper
-from binlake.wire import crc32
 from binlake.writer import BinlogWriter
 
 CTS_MARK = "CTS::"
@@ -38,19 +36,28 @@ CTS_MARK = "CTS::"
 
 class GlobalBinlogWriter:
     """Append merged transactions to ``directory`` as a binlog series. A directory that already
-    holds one is continued: ``last_vtso`` says what it has (see ``cut_back``)."""
+    holds one is continued exactly where an uninterrupted run would be (see ``recover``):
+    ``last_vtso`` says what it has."""
 
     def __init__(
         self, directory: str | Path, *, max_file_size: int | None = 256 << 20, server_id: int = 1
     ) -> None:
-        self.last_vtso, first = cut_back(Path(directory), server_id)
+        r = recover(Path(directory))
         self.writer = BinlogWriter(
-            directory, flavor="mysql57", server_id=server_id, max_file_size=max_file_size, first_number=first
+            directory,
+            flavor="mysql57",
+            server_id=server_id,
+            max_file_size=max_file_size,
+            first_number=r.number if r else 1,
+            resume_at=r.end if r else None,
         )
-        self._ids: dict[tuple[Any, ...], int] = {}
+        self.last_vtso = r.last_vtso if r else None
+        self._ids: dict[tuple[Any, ...], int] = dict(r.table_ids) if r else {}
         self._file = self.writer.number
-        self.xid = 0
+        self.xid = r.xid if r else 0
         self.transactions = 0
+        if r:  # a crash between a transaction and the rotation it called for
+            self.writer.maybe_rotate(r.last_timestamp)
 
     def _table_id(self, tm: TableMap) -> int:
         if self.writer.number != self._file:  # a new file starts a new id space
@@ -116,46 +123,82 @@ def _mark(t: Transaction) -> Vtso | None:
     return None
 
 
-def _complete(path: Path) -> tuple[list[tuple[int, Vtso | None]], int]:
-    """(end, vtso) of each complete transaction of a file, and where its header events end."""
-    header_end, out = FIRST_EVENT, list[tuple[int, Vtso | None]]()
+@dataclass
+class Resumed:
+    """Where a global binlog a previous run left is continued: everything an uninterrupted writer
+    would hold in memory after the last complete transaction on disk."""
+
+    number: int  # the file to continue (the last one holding a complete transaction)
+    end: int  # just past its last complete transaction
+    last_vtso: Vtso | None  # the last vtso mark of the series
+    xid: int  # the last XID of the series (XIDs continue without gaps or repeats)
+    table_ids: dict[tuple[Any, ...], int]  # the file's table ids (one id space per file)
+    last_timestamp: int  # of the last event kept (a rotation that is due happens at it)
+
+
+@dataclass
+class _ReadBack:
+    end: int = 0
+    vtso: Vtso | None = None
+    xid: int | None = None
+    table_ids: dict[tuple[Any, ...], int] = dataclasses.field(default_factory=dict)
+    timestamp: int = 0
+
+
+def _read_back(path: Path) -> _ReadBack | None:
+    """What the complete transactions of one output file hold; None when it has none (a crash left
+    it with a partial header, or it was never written)."""
+    got, seen = None, _ReadBack()
     g = TransactionGrouper(keep_events=True)
     try:
         for ev in BinlogReader(path):
-            if ev.type_code in (EventType.FORMAT_DESCRIPTION, EventType.PREVIOUS_GTIDS) and not out:
-                header_end = ev.end_offset
-            out += [(t.end, _mark(t)) for t in g.feed(0, ev) if t.kind != UNFINISHED]
-    except IncompleteTailError:
-        pass  # the crash cut the last event: it goes with the unfinished transaction
-    return out, header_end
+            for t in g.feed(0, ev):
+                if t.kind == UNFINISHED:
+                    continue
+                for e in t.events:
+                    if isinstance(e.body, TableMap):
+                        key = (e.body.database, e.body.table, e.body.signature)
+                        seen.table_ids.setdefault(key, e.body.table_id)
+                seen.end, seen.timestamp = t.end, t.events[-1].header.timestamp
+                seen.vtso, seen.xid = _mark(t) or seen.vtso, t.xid if t.xid is not None else seen.xid
+                got = dataclasses.replace(seen, table_ids=dict(seen.table_ids))
+    except (FileNotFoundError, BadMagicError, IncompleteTailError):
+        pass  # a crash cut it: what follows the last complete transaction is written again
+    return got
 
 
-def cut_back(directory: Path, server_id: int = 1) -> tuple[Vtso | None, int]:
-    """Continue a global binlog a crashed run left: cut its last file back to the last complete
-    transaction, close it with a ROTATE to the next file, and say which vtso it ends with and which
-    file number comes next. (None, 1) for a new directory."""
+def recover(directory: Path) -> Resumed | None:
+    """Bring a global binlog a run left (finished or killed at any byte) back to its last complete
+    transaction, so that continuing it writes what an uninterrupted run writes, byte for byte:
+    files after the last one holding a complete transaction go (at most a new file's header: they
+    are rewritten identically), the index is cut to match. None: nothing to continue (a new
+    series starts; a crash before its first transaction leaves nothing worth keeping)."""
     index = directory / "binlog.index"
     if not index.exists():
-        return None, 1
-    files = BinlogSeries.open(index).files
-    done, header_end = _complete(files[-1])
-    end = done[-1][0] if done else header_end
-    last_vtso = next((v for _, v in reversed(done) if v), None)
-    for f in reversed(files[:-1]):  # the last file has no transaction yet: the one before ends it
-        if last_vtso is not None:
+        return None
+    names = [ln.strip().removeprefix("./") for ln in index.read_text().splitlines() if ln.strip()]
+    paths = [directory / n for n in names]
+    last = next(((i, r) for i in reversed(range(len(paths))) if (r := _read_back(paths[i]))), None)
+    keep = last[0] + 1 if last else 0
+    for p in paths[keep:]:
+        p.unlink(missing_ok=True)
+    if not last:
+        index.unlink()
+        return None
+    if keep < len(paths):
+        tmp = index.with_name(index.name + ".tmp")
+        tmp.write_text("".join(f"./{n}\n" for n in names[:keep]))
+        os.replace(tmp, index)
+    i, r = last
+    vtso, xid = r.vtso, r.xid
+    for p in reversed(paths[:i]):  # a file of DDL only carries no XID
+        if vtso is not None and xid is not None:
             break
-        last_vtso = next((v for _, v in reversed(_complete(f)[0]) if v), None)
-    path = files[-1]
-    fde = next(iter(BinlogReader(path))).body
-    number = int(path.name.rsplit(".", 1)[1]) + 1
-    body = encode_body(EventType.ROTATE, Rotate(4, f"binlog.{number:06d}"), fde)
-    size = 19 + len(body) + (4 if fde.checksum_alg else 0)
-    raw = HEADER_V4.pack(int(path.stat().st_mtime), EventType.ROTATE, server_id, size, end + size, 0) + body
-    with open(path, "r+b") as out:
-        out.truncate(end)
-        out.seek(end)
-        out.write(raw + (struct.pack("<I", crc32(raw)) if fde.checksum_alg else b""))
-    return last_vtso, number
+        older = _read_back(p)
+        if older is not None:
+            vtso, xid = vtso or older.vtso, xid if xid is not None else older.xid
+    number = int(paths[i].name.rsplit(".", 1)[1])
+    return Resumed(number, r.end, vtso, xid or 0, r.table_ids, r.timestamp)
 
 
 def write_binlog(

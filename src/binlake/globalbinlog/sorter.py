@@ -25,6 +25,7 @@ TSO_XA, NO_TSO_XA, ONE_PHASE, LOCAL, HEARTBEAT = "TSO_XA", "NO_TSO_XA", "ONE_PHA
 DDL_KIND = "DDL"  # a node's DDL statement: a transaction of its own
 UNBOUNDED: Vtso = "~"  # sorts after every vtso: a finished node holds nothing back
 HEARTBEAT_TABLES = frozenset({"__cdc_heartbeat__", "__drds_heartbeat__"})
+TOP_TXN = 10**19 - 1  # above every transaction id (they have 63 bits)
 
 
 class OrphanCommitError(BinlogError):
@@ -127,7 +128,23 @@ class NodeSorter:
     ready: list[tuple[Vtso, str, int, Piece]] = field(default_factory=list)
     orphans: list[tuple[XaId, tuple[int, int]]] = field(default_factory=list)
     declared: Vtso = ""  # a bound told from outside (see ``declare_quiet_until``)
+    # Unaligned start (global-binlog.md §2.11): a node whose input does not begin at its first binlog
+    # misses what it committed before; ``floor`` bounds those transactions from above (their pieces on
+    # other nodes must not come out alone), ``aligned`` once it is known (``_align``)
+    complete_from_start: bool = True
+    floor: Vtso = ""
+    aligned: bool = True
     _n: int = 0
+
+    def __post_init__(self) -> None:
+        self.aligned = self.complete_from_start
+
+    def _align(self, cts: int) -> None:
+        """A TSO commit whose prepare is in the input: whatever this node committed before its input
+        begins committed before that prepare, so with a smaller TSO (Theorem 3)."""
+        if not self.aligned:
+            self.floor = max(self.floor, make(cts - 1, TOP_TXN, 10**10 - 1, "999999"))
+            self.aligned = True
 
     def _piece(self, t: Transaction, kind: str, xid: XaId | None = None) -> Piece:
         self._n += 1
@@ -146,6 +163,7 @@ class NodeSorter:
 
     def _commit(self, p: Piece, cts: int | None = None, at: tuple[int, int] | None = None) -> None:
         if cts is not None:
+            self._align(cts)
             self.segment.raise_to(cts, p.txn_id or 0)
             p.cts, p.vtso = cts, make(cts, p.txn_id or 0, 0, TSO_NODE)
         else:
@@ -163,10 +181,12 @@ class NodeSorter:
             p = self._piece(t, ONE_PHASE if prep.one_phase else NO_TSO_XA, xid)
             p.txn_id = polardbx_txn_id(prep.gtrid)
             p.prepared_cts = commit_tso(t)
-            if prep.one_phase:  # committed here; with a commit TSO (AliSQL) it is a TSO transaction
-                if p.prepared_cts is not None:
-                    p.kind = TSO_XA
-                self._commit(p, p.prepared_cts, (t.file_seq, t.start))
+            if prep.one_phase:
+                # committed here, and local to this node whatever sequence it carries (AliSQL writes
+                # one): its place is where it committed in this binlog, a virtual TSO, never that
+                # sequence — a later conflicting commit may carry a smaller one (global-binlog.md
+                # §2.5, seed 002)
+                self._commit(p, None, (t.file_seq, t.start))
             else:
                 self.fifo.append(("P", p))
                 p.state = "prepared"
@@ -176,6 +196,11 @@ class NodeSorter:
                 raise BinlogError(f"an XA COMMIT/ROLLBACK without a readable XA id at {t.source}:{t.start}")
             if t.xa_id not in self.pending:  # prepared before what was read: reported, never guessed
                 self.orphans.append((t.xa_id, (t.file_seq, t.start)))
+                cts = commit_tso(t) if t.kind == XA_COMMIT else None
+                if cts is not None:  # its other branches must not come out alone; what follows it
+                    txn_id = polardbx_txn_id(t.xa_id.gtrid)  # sorts after it, as in the whole history
+                    self.floor = max(self.floor, make(cts, txn_id, 0, TSO_NODE))
+                    self.segment.raise_to(cts, txn_id)
                 return
             p = self.pending.pop(t.xa_id)
             if t.kind == XA_ROLLBACK:
@@ -206,9 +231,8 @@ class NodeSorter:
         """An explicit watermark for an idle node: it will commit nothing with a TSO at or below
         ``tso`` (e.g. the TSO service's current value). Only honoured while no prepare is open: a
         prepared branch may already hold a smaller commit TSO."""
-        top = 10**19 - 1  # above every transaction id (they have 63 bits)
-        self.declared = max(self.declared, make(tso, top, 0, TSO_NODE))
-        self.segment.raise_to(tso, top)  # its next local commit sorts after the declared bound
+        self.declared = max(self.declared, make(tso, TOP_TXN, 0, TSO_NODE))
+        self.segment.raise_to(tso, TOP_TXN)  # its next local commit sorts after the declared bound
 
     def finish(self) -> None:
         """No more input for this node (a batch run)."""
