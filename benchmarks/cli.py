@@ -2,8 +2,9 @@
 
 - ``binlake dump --format text`` vs ``mariadb-binlog --base64-output=decode-rows -vv`` (TZ=UTC) on a
   series written by a private MariaDB (benchmarks/bench_binlog.py, cached under out/bench);
-- ``binlake dump --format json``, ``sql``, ``sql --flashback`` and ``stats`` on a generated MySQL 8
-  series (``binlake generate``: every column type, full metadata, JSON, DDL).
+- ``binlake dump --format json``, ``changes``, ``sql``, ``sql --flashback`` and ``stats`` on a generated
+  MySQL 8 series (``binlake generate``: every column type, full metadata, JSON, DDL), beside plain
+  decoding of the same files with a schema history (what every command costs at least).
 
     python benchmarks/cli.py [--mariadb-mb 10] [--mysql8-mb 10] [--repeat 1]
 
@@ -28,6 +29,16 @@ from bench_binlog import ensure_binlog  # noqa: E402
 from decode import mysql8_series  # noqa: E402
 
 BINLAKE = [sys.executable, "-m", "binlake.cli"]
+DECODE_ONLY = [
+    sys.executable,
+    "-c",
+    "import sys\n"
+    "from binlake.cli.common import SchemaOptions\n"
+    "from binlake.reader import BinlogReader\n"
+    "tracker = SchemaOptions().tracker()\n"
+    "for f in sys.argv[1:]:\n"
+    "    for ev in BinlogReader(f, observers=[tracker]): pass\n",
+]
 
 
 def timed(cmd: list[str], repeat: int, env: dict[str, str] | None = None) -> tuple[float, float]:
@@ -73,8 +84,10 @@ def main() -> None:
         files = [str(f) for f in mysql8_series(args.mysql8_mb)]
         mb = sum(os.path.getsize(f) for f in files) / 1e6
         print(f"generated MySQL 8 series: {len(files)} file(s), {mb:.1f} MB")
+        report("plain decoding + schema history (floor)", mb, *timed([*DECODE_ONLY, *files], args.repeat))
         for name, extra in (
             ("binlake dump --format json", ["dump", "--format", "json"]),
+            ("binlake changes", ["changes"]),
             ("binlake dump --format text", ["dump", "--format", "text"]),
             ("binlake sql", ["sql"]),
             ("binlake sql --flashback", ["sql", "--flashback"]),

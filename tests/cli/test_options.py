@@ -20,6 +20,7 @@ ARGV = {
     "dump": ["dump", "f1", "f2", "--database", "shop", "--schema", "s.sql", "--start-position", "4"],
     "sql": ["sql", "f1", "--flashback", "--type", "insert"],
     "stats": ["stats", "f1", "--top", "3"],
+    "changes": ["changes", "dir", "--follow", "--poll", "1", "--table", "shop.orders", "--type", "delete"],
     "index": ["index", "dir"],
     "generate": ["generate", "out", "--size", "1MB"],
     "simulate-shards": ["simulate-shards", "out", "--nodes", "2"],

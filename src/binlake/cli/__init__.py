@@ -1,5 +1,5 @@
-"""The ``binlake`` command: one module per command group (reading, position, sync, replication,
-merge, generate); ``common`` holds what they share."""
+"""The ``binlake`` command: one module per command group (reading, changes, position, sync,
+replication, merge, generate); ``common`` holds what they share."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from binlake import __version__
-from binlake.cli import generate, merge, position, reading, replication, sync
+from binlake.cli import changes, generate, merge, position, reading, replication, sync
 from binlake.cli.common import Command, OneLineParser, UsageError, engine_error_line, run
 
 # The commands in the order ``binlake --help`` lists them.
@@ -17,6 +17,7 @@ COMMANDS = (
     reading.add_dump,
     reading.add_sql,
     reading.add_stats,
+    changes.add_changes,
     position.add_index,
     generate.add_generate,
     generate.add_simulate,

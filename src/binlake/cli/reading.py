@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -123,13 +123,17 @@ def cmd_dump(o: DumpOptions) -> int:
 
 def selected_transactions(read: ReadOptions, *, streams_output: bool) -> Iterator[Transaction]:
     """Finished transactions that pass the selection, with only their selected events."""
-    sel = read.selection
     grouper = TransactionGrouper(keep_events=True)
     for seq, ev in file_events(read, streams_output=streams_output):
-        for t in grouper.feed(seq, ev):
-            if sel.keeps(t):
-                t.events = [e for e in t.events if sel.keeps_event(t, e)]
-                yield t
+        yield from select(grouper.feed(seq, ev), read.selection)
+
+
+def select(transactions: Iterable[Transaction], sel: Selection) -> Iterator[Transaction]:
+    """The transactions that pass the selection, each with only its selected events."""
+    for t in transactions:
+        if sel.keeps(t):
+            t.events = [e for e in t.events if sel.keeps_event(t, e)]
+            yield t
 
 
 @dataclass(frozen=True)

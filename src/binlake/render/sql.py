@@ -19,7 +19,7 @@ from binlake.errors import BinlogError
 from binlake.events.query import Query
 from binlake.events.rows import ABSENT, PartialJson, Rows
 from binlake.events.table_map import TableMap
-from binlake.render.values import _f32
+from binlake.render.values import float32_text
 from binlake.statements import DATABASE_DDL, classify
 from binlake.txn import DDL, Transaction
 from binlake.values.columns import ColumnDef
@@ -49,13 +49,13 @@ def literal(value: Any, col: ColumnDef) -> str:
     if t == ColumnType.GEOMETRY and isinstance(value, bytes) and len(value) >= 4:
         return f"ST_GeomFromWKB(X'{value[4:].hex()}', {int.from_bytes(value[:4], 'little')})"
     if t == ColumnType.VECTOR:
-        return "STRING_TO_VECTOR('[" + ",".join(_f32(v) for v in value) + "]')"
+        return "STRING_TO_VECTOR('[" + ",".join(float32_text(v) for v in value) + "]')"
     if isinstance(value, int):
         return str(value)
     if isinstance(value, Decimal):
         return format(value, "f")
     if isinstance(value, float):
-        return _f32(value) if t == ColumnType.FLOAT else repr(value)
+        return float32_text(value) if t == ColumnType.FLOAT else repr(value)
     if isinstance(value, str):
         return quote_str(value)
     if isinstance(value, bytes):

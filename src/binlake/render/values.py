@@ -144,7 +144,7 @@ def text_value(value: Any, col: ColumnDef) -> str:
     if t == ColumnType.GEOMETRY:
         return quote_bytes(value)
     if t == ColumnType.VECTOR:
-        return "[" + ",".join(_f32(v) for v in value) + "]"
+        return "[" + ",".join(float32_text(v) for v in value) + "]"
     return repr(value)
 
 
@@ -173,7 +173,7 @@ def _set_mask(value: Any, col: ColumnDef) -> int:
     return sum(1 << names.index(v) for v in value)
 
 
-def _f32(v: float) -> str:
+def float32_text(v: float) -> str:
     """Shortest decimal text that reads back as the same float32."""
     for digits in range(6, 10):
         s = "%.*g" % (digits, v)
@@ -200,7 +200,7 @@ def json_value(value: Any, col: TypedColumn) -> Any:
     if isinstance(value, int):
         return value
     if isinstance(value, float):
-        return float(_f32(value)) if t == ColumnType.FLOAT else value
+        return float(float32_text(value)) if t == ColumnType.FLOAT else value
     if isinstance(value, Decimal):
         return format(value, "f")
     if isinstance(value, str):
@@ -229,6 +229,6 @@ def json_value(value: Any, col: TypedColumn) -> Any:
         }
     if isinstance(value, tuple):
         if t == ColumnType.VECTOR:
-            return [float(_f32(v)) for v in value]
+            return [float(float32_text(v)) for v in value]
         return list(value)
     return str(value)

@@ -1,0 +1,125 @@
+"""``binlake changes``: row changes as JSON lines, one object per inserted, updated or deleted row
+(the envelope is ``binlake.render.changes``'s, documented in the README), from binlog files or a
+directory, and with ``--follow`` from a directory the server is still writing."""
+
+from __future__ import annotations
+
+import signal
+import sys
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from binlake.cli.common import Command, Options, SchemaOptions, UsageError, add_schema_history, add_selection
+from binlake.events.rows import Rows
+from binlake.filters import Selection
+from binlake.txn import UNFINISHED, Transaction
+
+GLOB = "*?["
+
+
+@dataclass(frozen=True)
+class ChangesOptions(Options):
+    sources: tuple[str, ...]
+    follow: bool = False
+    poll: float = 0.5
+    verify_checksum: bool = True
+    selection: Selection = field(default_factory=Selection)
+    schema: SchemaOptions = SchemaOptions()
+
+
+def expand(sources: Iterable[str]) -> tuple[str, ...]:
+    """Files in order: a directory, index file or glob as its series, a file as itself."""
+    from binlake.series import series_files
+
+    out: list[str] = []
+    for s in sources:
+        p = Path(s)
+        if p.is_dir() or p.suffix == ".index" or any(ch in s for ch in GLOB):
+            files = series_files(s)
+            if not files:
+                raise UsageError(f"no binlog files in {s}")
+            out += [str(f) for f in files]
+        else:
+            out.append(s)
+    return tuple(out)
+
+
+def warn_undecoded(t: Transaction) -> None:
+    """A rows event whose rows could not be decoded has no changes to print: say so on stderr
+    rather than leave a silent gap in the stream."""
+    for ev in t.events:
+        b = ev.body
+        if b.__class__ is Rows and (b.table is None or b.undecoded_reason):
+            reason = b.undecoded_reason or "no TABLE_MAP for its table id"
+            print(f"binlake: warning: {ev.source}:{ev.offset}: rows not decoded ({reason})", file=sys.stderr)
+
+
+def finished(transactions: Iterable[Transaction]) -> Iterator[Transaction]:
+    for t in transactions:
+        if t.kind != UNFINISHED:
+            warn_undecoded(t)
+            yield t
+
+
+def cmd_changes(o: ChangesOptions) -> int:
+    from binlake.render.changes import ChangeLines
+
+    lines = ChangeLines()
+    if o.follow:
+        return follow(o, lines)
+    from binlake.cli.reading import ReadOptions, selected_transactions
+    from binlake.render.output import write_lines_to
+
+    read = ReadOptions(
+        expand(o.sources), verify_checksum=o.verify_checksum, selection=o.selection, schema=o.schema
+    )
+    transactions = finished(selected_transactions(read, streams_output=True))
+    write_lines_to(line for t in transactions for line in lines.lines(t))
+    return 0
+
+
+def follow(o: ChangesOptions, lines: Any) -> int:
+    """Every finished transaction's changes as the directory grows, flushed whenever the follower
+    has caught up; Ctrl-C or SIGTERM ends it (exit 0, every line whole)."""
+    from binlake.cli.follow import DirectoryFollower
+    from binlake.cli.reading import select
+    from binlake.stopping import interrupt_on
+
+    if len(o.sources) != 1:
+        raise UsageError("--follow takes one source: a binlog directory, an index file or a glob")
+    sys.stdout.flush()
+    out = sys.stdout.buffer
+    follower = DirectoryFollower(o.sources[0], o.schema.tracker(), o.poll, o.verify_checksum)
+    try:
+        with interrupt_on(signal.SIGTERM):
+            transactions = follower.transactions(idle=out.flush, stop=lambda: False)
+            for t in finished(select(transactions, o.selection)):
+                got = lines.lines(t)
+                if got:
+                    out.write(("\n".join(got) + "\n").encode("utf-8", "surrogateescape"))
+    except KeyboardInterrupt:
+        pass
+    out.flush()
+    return 0
+
+
+def add_changes(sub: Any) -> None:
+    c = sub.add_parser(
+        "changes",
+        help="row changes as JSON lines (op, before, after, source, transaction, key), one per row",
+    )
+    c.add_argument(
+        "sources", nargs="+", metavar="FILES|DIR", help="binlog files in order, or a directory / index / glob"
+    )
+    c.add_argument(
+        "--follow",
+        action="store_true",
+        help="keep reading the directory as the server writes it (Ctrl-C or SIGTERM stops)",
+    )
+    c.add_argument("--poll", type=float, default=0.5, help="seconds between looks at a followed directory")
+    c.add_argument("--no-verify-checksum", dest="verify_checksum", action="store_false", default=True)
+    add_selection(c)
+    add_schema_history(c)
+    c.set_defaults(handler=Command(ChangesOptions, cmd_changes))
