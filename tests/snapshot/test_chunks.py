@@ -120,6 +120,24 @@ def test_chunks_cover_each_row_once(mariadb: Any) -> None:
     assert {k for k in keys} == {(n, i) for n in names for i in range(3)}
 
 
+def test_a_key_declared_out_of_column_order_equals_the_binlogs(mariadb: Any) -> None:
+    mariadb.execute(
+        "CREATE DATABASE IF NOT EXISTS snapkeyorder",
+        "CREATE OR REPLACE TABLE snapkeyorder.t (a DATE, b VARCHAR(5), v INT, PRIMARY KEY (b, a))",
+        "INSERT INTO snapkeyorder.t VALUES ('2024-01-01', 'x', 1), ('2023-05-06', 'y', 2), ('2024-01-01', 'y', 3)",
+    )
+    decoded = sorted(c.key for c in _decoded(mariadb, "snapkeyorder"))
+    conn = _raw(mariadb)
+    try:
+        table = table_layout(conn, "snapkeyorder", "t")
+        ranges = plan_chunks(conn, table, 2)
+        keys = sorted(c.key for r in ranges for c in chunk_changes(read_chunk(conn, table, r)))
+    finally:
+        conn.close()
+    assert table.key == (1, 0)
+    assert keys == decoded and isinstance(keys[0][0], str)
+
+
 def test_chunk_sits_between_the_changes_before_and_after_it(mariadb: Any) -> None:
     mariadb.execute(
         "CREATE DATABASE IF NOT EXISTS snaporder",

@@ -136,6 +136,10 @@ COLUMNS_SQL = (
     "ON co.COLLATION_NAME = c.COLLATION_NAME "
     "WHERE c.TABLE_SCHEMA = %s AND c.TABLE_NAME = %s ORDER BY c.ORDINAL_POSITION"
 )
+KEY_SQL = (
+    "SELECT COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s "
+    "AND CONSTRAINT_NAME = 'PRIMARY' ORDER BY ORDINAL_POSITION"
+)
 TABLES_SQL = (
     "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE TABLE_TYPE = 'BASE TABLE' "
     "AND TABLE_SCHEMA NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys') "
@@ -160,10 +164,7 @@ class CatalogTable:
     table: str
     layout: Layout
     selects: tuple[str, ...]
-
-    @property
-    def key(self) -> tuple[int, ...]:
-        return tuple(i for i, c in enumerate(self.layout) if c.pk)
+    key: tuple[int, ...]  # the primary key's columns in the key's order (as a binlog's RowChange.key)
 
 
 def select_expression(c: CatalogColumn) -> str:
@@ -193,7 +194,12 @@ def table_layout(conn: Any, db: str, table: str) -> CatalogTable:
         for r in rows
     ]  # fmt: skip
     layout = tuple(column_of(c, f"{db}.{table}") for c in cols)
-    return CatalogTable(db, table, layout, tuple(select_expression(c) for c in cols))
+    with conn.cursor() as cur:
+        cur.execute(KEY_SQL, (db, table))
+        key_names = [_text(r[0]) for r in cur.fetchall()]
+    index = {c.name: i for i, c in enumerate(cols)}
+    key = tuple(index[n] for n in key_names)
+    return CatalogTable(db, table, layout, tuple(select_expression(c) for c in cols), key)
 
 
 def server_tables(conn: Any, keep: Callable[[str, str], bool] | None = None) -> list[tuple[str, str]]:
