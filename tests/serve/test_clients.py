@@ -242,7 +242,7 @@ def test_corpus_series_over_the_wire_equal_the_files(
 def test_gtid_dump_leaves_out_what_the_replica_has(tmp_path_factory: pytest.TempPathFactory) -> None:
     directory = corpus_series("mysql80-gtid", tmp_path_factory.getbasetemp() / "corpus")
     expected = file_transactions(directory)
-    gtids = [t[1] for t in expected if t[1]]
+    gtids = [str(t[1]) for t in expected if t[1]]
     assert len(gtids) >= 6
     have = GtidSet.parse(",".join(gtids[:4]))
     with serving(directory) as port:

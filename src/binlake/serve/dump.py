@@ -271,7 +271,10 @@ class Dump:
         return raw
 
     def _move_on(self) -> bool:
-        """At the end of the written events: go to the next file if there is one."""
+        """At the end of the written events: go to the next file if there is one. A file replaced
+        under the dump (a new inode) is opened again at the same position."""
+        if self._fh is not None and os.stat(self.path).st_ino != os.fstat(self._fh.fileno()).st_ino:
+            self.close()
         size = os.path.getsize(self.path)
         if size < self.position:
             raise DumpError(

@@ -11,11 +11,13 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from binlake.errors import BinlogError
 from binlake.serve.directory import BinlogDirectory
 
 ER_UNKNOWN_SYSTEM_VARIABLE = 1193
 ER_NOT_SUPPORTED_YET = 1235
 ER_NO_BINARY_LOGGING = 1381
+ER_ERROR_ON_READ = 1024
 SERVER_NAME = "binlake serve"
 
 
@@ -57,7 +59,10 @@ class QueryContext:
     def server_version(self) -> str:
         if self.version:
             return self.version
-        fmt = self.directory.newest_format()
+        try:
+            fmt = self.directory.newest_format()
+        except (BinlogError, OSError):  # the directory is unreadable now: say so when asked for files
+            fmt = None
         base = fmt.fde.server_version if fmt is not None and fmt.fde is not None else "5.7.44"
         base = base.split("-", 1)[0] + ("-MariaDB" if "mariadb" in base.lower() else "")
         return f"{base}-binlake"
@@ -66,7 +71,10 @@ class QueryContext:
         return str(uuid.uuid5(uuid.NAMESPACE_URL, f"binlake-serve:{self.directory.path}:{self.server_id}"))
 
     def checksum(self) -> str:
-        fmt = self.directory.newest_format()
+        try:
+            fmt = self.directory.newest_format()
+        except (BinlogError, OSError):
+            fmt = None
         return fmt.checksum_name if fmt is not None else "NONE"
 
 
@@ -132,7 +140,10 @@ def answer(sql: str, ctx: QueryContext) -> Answer:
     for pattern, fn in STATEMENTS:
         m = pattern.match(low)
         if m:
-            return fn(text, ctx)
+            try:
+                return fn(text, ctx)
+            except (BinlogError, OSError) as e:
+                return Refused(ER_ERROR_ON_READ, f"cannot read the binlog directory: {e}")
     return Refused(
         ER_NOT_SUPPORTED_YET, f"{SERVER_NAME} serves binlogs only: {_shorten(text)!r} is not supported"
     )

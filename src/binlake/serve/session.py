@@ -15,6 +15,7 @@ import struct
 from dataclasses import dataclass, field
 from enum import Enum
 
+from binlake.errors import BinlogError
 from binlake.events.gtid import PreviousGtids, decode_previous_gtids
 from binlake.gtid import GtidSet
 from binlake.replication.packets import (
@@ -262,8 +263,8 @@ class Session:
         except DumpError as e:
             self._close(e.code, str(e))
             return
-        except OSError as e:
-            self._close(1236, f"cannot read the binlog: {e.strerror or e}")
+        except (BinlogError, OSError) as e:
+            self._close(1236, f"cannot read the binlog: {getattr(e, 'strerror', None) or e}")
             return
         self.state = State.DUMP
 
@@ -279,8 +280,10 @@ class Session:
         except DumpError as e:
             self._close(e.code, f"{e} (at {self.dump.file}:{self.dump.position})")
             return True
-        except OSError as e:
-            self._close(1236, f"cannot read the binlog: {e.strerror or e} (at {self.dump.file})")
+        except (BinlogError, OSError) as e:
+            self._close(
+                1236, f"cannot read the binlog: {getattr(e, 'strerror', None) or e} (at {self.dump.file})"
+            )
             return True
         if isinstance(got, Finished):
             self._send(eof_packet())
