@@ -1,5 +1,5 @@
 """The ``binlake`` command: one module per command group (reading, changes, position, sync,
-replication, merge, generate); ``common`` holds what they share."""
+replication, merge, serve, generate); ``common`` holds what they share."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from binlake import __version__
-from binlake.cli import changes, generate, merge, position, reading, replication, sync
+from binlake.cli import changes, generate, merge, position, reading, replication, serve, sync
 from binlake.cli.common import Command, OneLineParser, UsageError, engine_error_line, run
 
 # The commands in the order ``binlake --help`` lists them.
@@ -29,6 +29,7 @@ COMMANDS = (
     replication.add_mirror,
     replication.add_tail,
     merge.add_merge,
+    serve.add_serve,
     generate.add_demo,
 )
 

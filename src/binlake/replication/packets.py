@@ -1,5 +1,5 @@
-"""MySQL client/server packets for replication, sans-I/O: bytes in, payloads out, and the command
-payloads a replica sends.
+"""MySQL client/server packets for replication, sans-I/O: bytes in, payloads out, the command
+payloads a replica sends, and the OK/ERR/EOF replies a server sends (``binlake serve``).
 
 A packet is a 3-byte little-endian length, a 1-byte sequence number and the payload. A payload of
 0xFFFFFF bytes or more is split into full-size packets followed by a shorter one (possibly empty);
@@ -12,11 +12,15 @@ import struct
 from dataclasses import dataclass
 
 from binlake.events.types import EventType
+from binlake.wire import encode_lenenc
 
 MAX_PACKET = 0xFFFFFF
 
 # command bytes (include/my_command.h)
+COM_QUIT = 0x01
+COM_INIT_DB = 0x02
 COM_QUERY = 0x03
+COM_PING = 0x0E
 COM_BINLOG_DUMP = 0x12
 COM_REGISTER_SLAVE = 0x15
 COM_BINLOG_DUMP_GTID = 0x1E
@@ -38,6 +42,19 @@ class PacketError(ValueError):
     """The server's bytes do not form packets (the connection is out of step)."""
 
 
+class PacketTooLarge(PacketError):
+    """A payload over the reader's ``max_payload``: refused from its header, before it is buffered."""
+
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(f"a packet of {size} bytes is over the {limit}-byte limit")
+        self.size, self.limit = size, limit
+
+
+def packet_count(size: int) -> int:
+    """How many packets ``frame`` makes of a payload of ``size`` bytes (a sequence number each)."""
+    return size // MAX_PACKET + 1
+
+
 def frame(payload: bytes, seq: int = 0) -> bytes:
     """The packets carrying ``payload``, split at 16 MiB as the protocol requires."""
     out = bytearray()
@@ -52,12 +69,17 @@ def frame(payload: bytes, seq: int = 0) -> bytes:
 
 
 class PacketReader:
-    """Feed bytes as they arrive; ``payloads()`` returns every complete (joined) payload so far."""
+    """Feed bytes as they arrive; ``payloads()`` returns every complete (joined) payload so far.
 
-    def __init__(self) -> None:
+    ``max_payload`` bounds what one payload may hold (a server reading an untrusted client): a
+    packet header announcing more raises ``PacketTooLarge`` before its body is waited for, so memory
+    stays bounded by the limit plus what one ``feed`` brings."""
+
+    def __init__(self, max_payload: int | None = None) -> None:
         self._buf = bytearray()
         self._parts: list[bytes] = []
         self.seq: int | None = None  # sequence number of the last packet read
+        self.max_payload = max_payload
 
     def feed(self, data: bytes) -> None:
         self._buf += data
@@ -72,6 +94,10 @@ class PacketReader:
         pos = 0
         while len(buf) - pos >= 4:
             size = int.from_bytes(buf[pos : pos + 3], "little")
+            if self.max_payload is not None:
+                joined = sum(map(len, self._parts)) + size
+                if joined > self.max_payload:
+                    raise PacketTooLarge(joined, self.max_payload)
             if len(buf) - pos - 4 < size:
                 break
             seq = buf[pos + 3]
@@ -150,3 +176,28 @@ def binlog_dump_gtid(
         + struct.pack("<QI", position, len(gtid_set))
         + gtid_set
     )
+
+
+# -- what a server sends (binlake serve) ------------------------------------------------------
+
+SERVER_STATUS_AUTOCOMMIT = 0x0002
+
+
+def lenenc_str(value: bytes) -> bytes:
+    return encode_lenenc(len(value)) + value
+
+
+def ok_packet(affected_rows: int = 0, status: int = SERVER_STATUS_AUTOCOMMIT) -> bytes:
+    """OK: affected rows, last insert id 0, status flags, no warnings."""
+    return bytes([OK]) + encode_lenenc(affected_rows) + b"\0" + struct.pack("<HH", status, 0)
+
+
+def eof_packet(status: int = SERVER_STATUS_AUTOCOMMIT) -> bytes:
+    """EOF (clients without CLIENT_DEPRECATE_EOF): after column definitions and rows, and at the end
+    of a non-blocking binlog dump."""
+    return bytes([EOF]) + struct.pack("<HH", 0, status)
+
+
+def err_packet(code: int, message: str, state: str = "HY000") -> bytes:
+    """ERR with a SQLSTATE (protocol 4.1)."""
+    return bytes([ERR]) + struct.pack("<H", code) + b"#" + state.encode("ascii")[:5] + message.encode()
