@@ -26,6 +26,9 @@ class MergeOptions(Options):
     final: bool = False
     logical_map: str | None = None
     logical_names: str | None = None  # "polardbx": the PolarDB-X naming rule
+    follow: bool = False
+    poll: float = 0.5
+    idle_exit: float = 0.0
 
 
 def cmd_merge(o: MergeOptions) -> int:
@@ -37,6 +40,8 @@ def cmd_merge(o: MergeOptions) -> int:
         if not files:
             raise SeriesError(f"no binlog files match {d}")
     view = logical_view(o)
+    if o.follow:
+        return cmd_follow(o, view)
     out, merger = merge_nodes(nodes, node_names(o.node), final=o.final, require_fde=o.require_fde, view=view)
     files = write_binlog(out, o.output, max_file_size=o.max_file_size)
     if o.jsonl:
@@ -80,6 +85,28 @@ def cmd_merge(o: MergeOptions) -> int:
     return 0
 
 
+def cmd_follow(o: MergeOptions, view: LogicalView | None) -> int:
+    from binlake.globalbinlog.follow import follow
+
+    if o.final or o.jsonl:
+        raise SeriesError("--follow runs until stopped: --final and --jsonl do not go with it")
+    stats = follow(
+        lambda: [series_files(d) for d in o.node],
+        Path(o.output),
+        node_names(o.node),
+        require_fde=o.require_fde,
+        view=view,
+        max_file_size=o.max_file_size,
+        poll=o.poll,
+        idle_exit=o.idle_exit,
+    )
+    print(
+        f"followed {len(o.node)} nodes for {stats.rounds} rounds: {stats.written} transactions written "
+        f"under {o.output}, watermark {stats.watermark or '-'}"
+    )
+    return 0
+
+
 def logical_view(o: MergeOptions) -> LogicalView | None:
     """Logical names (``--logical-map``, ``--logical-names``), or None: physical names as written."""
     from binlake.globalbinlog.logical import LogicalNames, LogicalView
@@ -118,6 +145,20 @@ def add_merge(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg
         "--final",
         action="store_true",
         help="every node's files are complete (no node writes more): merge everything, hold nothing back",
+    )
+    m.add_argument(
+        "--follow",
+        action="store_true",
+        help="keep merging as the nodes' directories grow (e.g. fed by binlake mirror); restartable: "
+        "a checkpoint beside the output (merge.checkpoint) continues exactly",
+    )
+    m.add_argument("--poll", type=float, default=0.5, help="--follow: seconds between looks at idle nodes")
+    m.add_argument(
+        "--idle-exit",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="--follow: stop when no node has grown for this long (default: never)",
     )
     m.add_argument(
         "--logical-map",
