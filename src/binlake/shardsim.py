@@ -106,6 +106,12 @@ class SimConfig:
     max_file_size: int | None = 60_000
     start_ms: int = 1_700_000_000_000
     initial_balance: int = 1000
+    # PolarDB-X physical names: group g of node n is partition k = n * groups_per_node + g, a table
+    # ``acct_<sfx>_<k:05d>`` in database ``db_p<k:05d>`` (logical ``db.acct``); ``implicit_id``: the
+    # table also has PolarDB-X's hidden primary key ``_drds_implicit_id_`` as a last column, and its
+    # table maps name their columns (binlog_row_metadata=FULL)
+    shard_tables: bool = False
+    implicit_id: bool = False
 
 
 @dataclass
@@ -119,11 +125,22 @@ class SimResult:
         return [t for t in self.transactions if t.outcome == "committed"]
 
 
-def _acct_columns() -> list[ColumnDef]:
-    return [
+def _acct_columns(implicit_id: bool = False) -> list[ColumnDef]:
+    cols = [
         ColumnDef(0, ColumnType.LONGLONG, 0, False, name="id"),
         ColumnDef(1, ColumnType.LONGLONG, 0, True, name="bal"),
     ]
+    if implicit_id:
+        cols.append(ColumnDef(2, ColumnType.LONGLONG, 0, False, name="_drds_implicit_id_"))
+    return cols
+
+
+SHARD_SUFFIX = "k3Zq"  # PolarDB-X gives all partitions of one logical table one random suffix
+
+
+def physical_table(partition: int) -> tuple[str, str]:
+    """The PolarDB-X AUTO-mode names of partition ``partition`` of the logical table ``db.acct``."""
+    return f"db_p{partition:05d}", f"acct_{SHARD_SUFFIX}_{partition:05d}"
 
 
 class ShardSimulator:
@@ -143,6 +160,20 @@ class ShardSimulator:
         self.writers: list[BinlogWriter] = []
         self.table = TableMap(70, 1, "db", "acct", _acct_columns())
         self.hb_table = TableMap(71, 1, "db", "__cdc_heartbeat__", _acct_columns())
+        self.shards: dict[tuple[int, str], TableMap] = {}
+        if cfg.shard_tables:
+            for dn in range(cfg.nodes):
+                for g in range(cfg.groups_per_node):
+                    k = dn * cfg.groups_per_node + g
+                    db, table = physical_table(k)
+                    self.shards[dn, f"G{g}"] = TableMap(
+                        100 + k,
+                        1,
+                        db,
+                        table,
+                        _acct_columns(cfg.implicit_id),
+                        has_optional_metadata=cfg.implicit_id,
+                    )
         self.pending_left = cfg.pending_at_end
 
     # ---- binlog writing -------------------------------------------------------------------------
@@ -164,10 +195,17 @@ class ShardSimulator:
     def _xid_text(self, t: SimTxn, b: Branch) -> str:
         return f"X'{t.gtrid.hex()}',X'{b.group.encode().hex()}',1"
 
+    def _table(self, b: Branch) -> TableMap:
+        return self.shards.get((b.dn, b.group), self.table)
+
     def _rows(self, dn: int, tm: TableMap, changes: list[tuple[int, int, int]]) -> None:
         self._ev(dn, EventType.TABLE_MAP, tm)
-        r = Rows("update", 2, tm.table_id, 1, 2, 3, 3, table=tm)
-        r.rows = [([a, before], [a, after]) for a, before, after in changes]
+        n = len(tm.columns)
+        r = Rows("update", 2, tm.table_id, 1, n, (1 << n) - 1, (1 << n) - 1, table=tm)
+        hidden = [[a + 10**6] for a, _, _ in changes] if n == 3 else [[] for _ in changes]
+        r.rows = [
+            ([a, before, *h], [a, after, *h]) for (a, before, after), h in zip(changes, hidden, strict=True)
+        ]
         self._ev(dn, EventType.UPDATE_ROWS_V2, r)
 
     def _anon_gtid(self, dn: int) -> None:
@@ -200,7 +238,7 @@ class ShardSimulator:
         b.prepared_at = self._q(dn, f"XA START {self._xid_text(t, b)}")
         if tso_carrier and carrier == "sequence80":
             self._ev(dn, EventType.POLARDBX_SEQUENCE, PolarxSequence(1, self.tso.peek()))
-        self._rows(dn, tm or self.table, b.changes)
+        self._rows(dn, tm or self._table(b), b.changes)
         end_status = (
             {"lizard_prepare_gcn": self.tso.peek()} if tso_carrier and carrier == "qstatus200" else None
         )
@@ -223,6 +261,21 @@ class ShardSimulator:
         b.ended_at = self._q(dn, f"XA COMMIT {self._xid_text(t, b)}", status)
         self.writers[dn].maybe_rotate(self._ts())
 
+    def _ddl(self, dn: int, db: str, sql: str, snapshot: int | None) -> None:
+        """A physical DDL as a PolarDB-X node writes it: the snapshot TSO the CN ran it at (GCN flag
+        1 / Sequence SNAPSHOT before it, or status variable 201), then the statement alone."""
+        carrier, status = self.cfg.carrier, None
+        if snapshot is not None and carrier == "gcn105":
+            self._ev(dn, EventType.POLARDBX_GCN, PolarxGcn(0x01, snapshot))
+        elif snapshot is not None and carrier == "sequence80":
+            self._ev(dn, EventType.POLARDBX_SEQUENCE, PolarxSequence(1, snapshot))
+        elif snapshot is not None:
+            status = {"lizard_prepare_gcn": snapshot}
+        self._anon_gtid(dn)
+        st: dict[str, Any] = {"flags2": 0, "sql_mode": 0, **(status or {})}
+        self._ev(dn, EventType.QUERY, Query(dn + 1, 0, 0, db, sql, st))
+        self.writers[dn].maybe_rotate(self._ts())
+
     def _rollback(self, t: SimTxn, b: Branch) -> None:
         self._anon_gtid(b.dn)
         b.ended_at = self._q(b.dn, f"XA ROLLBACK {self._xid_text(t, b)}")
@@ -231,7 +284,7 @@ class ShardSimulator:
     def _local(self, t: SimTxn, b: Branch) -> None:
         self._anon_gtid(b.dn)
         b.prepared_at = self._q(b.dn, "BEGIN")
-        self._rows(b.dn, self.table, b.changes)
+        self._rows(b.dn, self._table(b), b.changes)
         self._ev(b.dn, EventType.XID, Xid(t.txid))
         self.writers[b.dn].maybe_rotate(self._ts())
 
@@ -498,6 +551,18 @@ class ScriptedCluster(ShardSimulator):
         t = self._heartbeat(self.next_id)
         self.txns.append(t)
         return t
+
+    def ddl(self, template: str, tso: bool = True, nodes: list[int] | None = None) -> None:
+        """One logical DDL run on every shard (of ``nodes``) of ``db.acct``: ``template`` with
+        ``{table}`` as each physical table (``shard_tables``) or ``acct``; all with one snapshot
+        TSO (``tso``) as PolarDB-X's CN runs it, or none."""
+        self.tick()
+        snapshot = self.tso.next() if tso else None
+        for (dn, _), tm in sorted(self.shards.items()) or [
+            ((n, ""), self.table) for n in range(self.cfg.nodes)
+        ]:
+            if nodes is None or dn in nodes:
+                self._ddl(dn, tm.database, template.format(table=tm.table), snapshot)
 
     def rotate(self, dn: int) -> None:
         self.writers[dn].rotate(self._ts())

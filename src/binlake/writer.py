@@ -249,6 +249,12 @@ class BinlogWriter:
         self._f.close()
         self._open(timestamp)
 
+    def flush(self) -> None:
+        """Make what was written durable (before a checkpoint that says it was written)."""
+        if self._f is not None:
+            self._f.flush()
+            os.fsync(self._f.fileno())
+
     def close(self, timestamp: int = 0, stop: bool = True) -> list[Path]:
         if self._f is not None:
             if stop:

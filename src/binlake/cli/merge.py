@@ -7,9 +7,13 @@ import sys
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from binlake.cli.common import Command, Options, size_arg
 from binlake.series import SeriesError, series_files
+
+if TYPE_CHECKING:
+    from binlake.globalbinlog.logical import LogicalView
 
 
 @dataclass(frozen=True)
@@ -20,6 +24,11 @@ class MergeOptions(Options):
     max_file_size: int = 256 * 10**6
     require_fde: bool = True
     final: bool = False
+    logical_map: str | None = None
+    logical_names: str | None = None  # "polardbx": the PolarDB-X naming rule
+    follow: bool = False
+    poll: float = 0.5
+    idle_exit: float = 0.0
 
 
 def cmd_merge(o: MergeOptions) -> int:
@@ -30,7 +39,10 @@ def cmd_merge(o: MergeOptions) -> int:
     for d, files in zip(o.node, nodes, strict=True):
         if not files:
             raise SeriesError(f"no binlog files match {d}")
-    out, merger = merge_nodes(nodes, node_names(o.node), final=o.final, require_fde=o.require_fde)
+    view = logical_view(o)
+    if o.follow:
+        return cmd_follow(o, view)
+    out, merger = merge_nodes(nodes, node_names(o.node), final=o.final, require_fde=o.require_fde, view=view)
     files = write_binlog(out, o.output, max_file_size=o.max_file_size)
     if o.jsonl:
         write_jsonl(out, o.jsonl)
@@ -60,12 +72,48 @@ def cmd_merge(o: MergeOptions) -> int:
             f"below vtso {merger.start_floor()} left out (a branch of theirs on {late} may be missing)",
             file=sys.stderr,
         )
+    if view is not None and view.ddl.collapsed:
+        print(
+            f"logical DDL: {view.ddl.collapsed} physical DDL(s) folded into their logical statement",
+            file=sys.stderr,
+        )
     orphans = [(s.name, orphan) for s in merger.sorters for orphan in s.orphans]
     if orphans:
         print(
             f"skipped {len(orphans)} XA COMMIT/ROLLBACK without their prepare in the input", file=sys.stderr
         )
     return 0
+
+
+def cmd_follow(o: MergeOptions, view: LogicalView | None) -> int:
+    from binlake.globalbinlog.follow import follow
+
+    if o.final or o.jsonl:
+        raise SeriesError("--follow runs until stopped: --final and --jsonl do not go with it")
+    stats = follow(
+        lambda: [series_files(d) for d in o.node],
+        Path(o.output),
+        node_names(o.node),
+        require_fde=o.require_fde,
+        view=view,
+        max_file_size=o.max_file_size,
+        poll=o.poll,
+        idle_exit=o.idle_exit,
+    )
+    print(
+        f"followed {len(o.node)} nodes for {stats.rounds} rounds: {stats.written} transactions written "
+        f"under {o.output}, watermark {stats.watermark or '-'}"
+    )
+    return 0
+
+
+def logical_view(o: MergeOptions) -> LogicalView | None:
+    """Logical names (``--logical-map``, ``--logical-names``), or None: physical names as written."""
+    from binlake.globalbinlog.logical import LogicalNames, LogicalView
+
+    if o.logical_map is None and o.logical_names is None:
+        return None
+    return LogicalView(LogicalNames.load(o.logical_map, derive=o.logical_names == "polardbx"))
 
 
 def node_names(nodes: tuple[str, ...]) -> list[str]:
@@ -97,5 +145,31 @@ def add_merge(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg
         "--final",
         action="store_true",
         help="every node's files are complete (no node writes more): merge everything, hold nothing back",
+    )
+    m.add_argument(
+        "--follow",
+        action="store_true",
+        help="keep merging as the nodes' directories grow (e.g. fed by binlake mirror); restartable: "
+        "a checkpoint beside the output (merge.checkpoint) continues exactly",
+    )
+    m.add_argument("--poll", type=float, default=0.5, help="--follow: seconds between looks at idle nodes")
+    m.add_argument(
+        "--idle-exit",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="--follow: stop when no node has grown for this long (default: never)",
+    )
+    m.add_argument(
+        "--logical-map",
+        metavar="FILE",
+        help="show physical shard tables as logical ones: lines 'physical_db.table logical_db.table "
+        "[drop=col,@N]' (globs; first match wins; see the README)",
+    )
+    m.add_argument(
+        "--logical-names",
+        choices=["polardbx"],
+        help="derive logical names from the physical ones: PolarDB-X <db>_p<NNNNN> databases, "
+        "<table>_<xxxx>[_<NNNNN>] tables, _drds_implicit_id_ dropped (after --logical-map's rules)",
     )
     m.set_defaults(handler=Command(MergeOptions, cmd_merge))

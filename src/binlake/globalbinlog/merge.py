@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import heapq
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from binlake.errors import BinlogError, IncompleteTailError
 from binlake.globalbinlog.sorter import HEARTBEAT, TSO_XA, NodeSorter, Piece
+from binlake.globalbinlog.spill import BodyOf, light_transactions
 from binlake.globalbinlog.vtso import Vtso
 from binlake.series import BinlogSeries, Position, check_magic_of
 from binlake.statements import XaId
@@ -223,18 +224,25 @@ def merge_nodes(
     chunk: int = 0,
     final: bool = True,
     require_fde: bool = True,
+    view: View | None = None,
+    spill: bool = False,
 ) -> tuple[list[GlobalTxn], GlobalMerger]:
     """Merge whole node series (a batch run). ``chunk`` > 0 feeds the nodes round-robin, ``chunk``
     transactions at a time, emitting as it goes (what a streaming run does); the result is the same.
     ``final=False``: the files may still grow (a live run): a node's end is not the end of its
     input, so what its watermark cannot yet vouch for stays back. ``require_fde=False``: node files
-    may be fragments without a format description event (read as v4)."""
-    run = IncrementalMerge.start(nodes, names, require_fde=require_fde)
+    may be fragments without a format description event (read as v4). ``view``: what the merged
+    stream goes through before it comes out (``logical.LogicalView``: logical names, one DDL per
+    logical change). ``spill``: pieces keep where their rows are, not the rows (``spill.py``)."""
+    run = IncrementalMerge.start(nodes, names, require_fde=require_fde, view=view, spill=spill)
     out: list[GlobalTxn] = []
     while True:
         out += run.step(chunk or sys.maxsize, final=final)
         if all(run.ended):
             return out, run.merger
+
+
+View = Callable[[Iterable[GlobalTxn]], Iterator[GlobalTxn]]
 
 
 @dataclass
@@ -251,6 +259,10 @@ class IncrementalMerge:
     _streams: list[Iterator[Transaction] | None] = field(default_factory=list, repr=False)
     ended: list[bool] = field(default_factory=list)
     require_fde: bool = True
+    view: View | None = None  # part of the checkpoint (it may hold state: the DDL groups)
+    # held-back pieces keep where their body is, not its events (``spill``): bounded memory, small
+    # checkpoints
+    spill: bool = False
 
     def __post_init__(self) -> None:
         self._streams = [None] * len(self.nodes)
@@ -258,18 +270,25 @@ class IncrementalMerge:
 
     @classmethod
     def start(
-        cls, nodes: list[list[Path]], names: list[str] | None = None, require_fde: bool = True
+        cls,
+        nodes: list[list[Path]],
+        names: list[str] | None = None,
+        require_fde: bool = True,
+        view: View | None = None,
+        spill: bool = False,
     ) -> IncrementalMerge:
         names = names or [f"dn{i}" for i in range(len(nodes))]
         merger = GlobalMerger.for_nodes(names, [starts_at_first_binlog(files) for files in nodes])
-        return cls(nodes, merger, [None] * len(nodes), require_fde=require_fde)
+        if spill:
+            for s in merger.sorters:
+                s.body_of = BodyOf(require_fde)
+        return cls(nodes, merger, [None] * len(nodes), require_fde=require_fde, view=view, spill=spill)
 
     def step(self, per_node: int, final: bool = False) -> list[GlobalTxn]:
         """Read up to ``per_node`` more transactions of every node; what is final now."""
+        read = light_transactions if self.spill else node_transactions
         for i, files in enumerate(self.nodes):
-            stream = self._streams[i] or node_transactions(
-                files, require_fde=self.require_fde, start=self.positions[i]
-            )
+            stream = self._streams[i] or read(files, require_fde=self.require_fde, start=self.positions[i])
             self._streams[i], self.ended[i] = stream, False
             n = 0
             for t in stream:
@@ -282,16 +301,17 @@ class IncrementalMerge:
                 self._streams[i], self.ended[i] = None, True
                 if final:
                     self.merger.finish(i)
-        return list(self.merger.emit())
+        out = self.merger.emit()
+        return list(self.view(out) if self.view else out)
 
     def checkpoint(self) -> bytes:
         import pickle
 
-        return pickle.dumps((self.merger, self.positions))
+        return pickle.dumps((self.merger, self.positions, self.view, self.require_fde, self.spill))
 
     @classmethod
     def restore(cls, nodes: list[list[Path]], checkpoint: bytes) -> IncrementalMerge:
         import pickle
 
-        merger, positions = pickle.loads(checkpoint)
-        return cls(nodes, merger, positions)
+        merger, positions, view, require_fde, spill = pickle.loads(checkpoint)
+        return cls(nodes, merger, positions, require_fde=require_fde, view=view, spill=spill)

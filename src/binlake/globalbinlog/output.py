@@ -10,9 +10,10 @@ left out of the binlog (the JSON lines keep them).
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -69,17 +70,23 @@ class GlobalBinlogWriter:
 
     def write(self, g: GlobalTxn) -> bool:
         """Write one transaction; False when it carries nothing to write (heartbeat, empty) or the
-        series has it already (a rerun after a crash)."""
-        events = g.events
-        if g.kind == HEARTBEAT or not events or (self.last_vtso is not None and g.vtso <= self.last_vtso):
+        series has it already (a rerun after a crash). The pieces' events stream through: a
+        piece held on disk (``spill.SpilledBody``) is read as it is written."""
+        if g.kind == HEARTBEAT or (self.last_vtso is not None and g.vtso <= self.last_vtso):
             return False
         if g.kind == DDL_KIND:
             return self._write_ddl(g)
-        ts = events[0].header.timestamp
-        out: list[tuple[int, Any, int]] = [
-            (EventType.QUERY, Query(0, 0, 0, "", "BEGIN", {"flags2": 0, "sql_mode": 0}), ts),
-            (EventType.ROWS_QUERY, RowsQuery(f"{CTS_MARK}{g.vtso}"), ts),
-        ]
+        body = self._body(g)
+        first = next(body, None)
+        if first is None:
+            return False
+        self.writer.transaction(self._framed(g, first, body))
+        self.transactions += 1
+        return True
+
+    def _body(self, g: GlobalTxn) -> Iterator[tuple[int, Any, int]]:
+        """The pieces' table maps (renumbered) and rows; (0, None, ts) for an event left out (its
+        time still counts as the transaction's last)."""
         mapped: dict[int, TableMap] = {}  # (per piece) source table id -> renumbered map
         for p in g.pieces:
             mapped.clear()
@@ -88,29 +95,45 @@ class GlobalBinlogWriter:
                 if isinstance(b, TableMap):
                     tm = dataclasses.replace(b, table_id=self._table_id(b))
                     mapped[b.table_id] = tm
-                    out.append((EventType.TABLE_MAP, tm, t))
+                    yield EventType.TABLE_MAP, tm, t
                 elif isinstance(b, Rows):
                     tm = mapped[b.table_id]
-                    out.append((e.type_code, dataclasses.replace(b, table_id=tm.table_id, table=tm), t))
+                    yield e.type_code, dataclasses.replace(b, table_id=tm.table_id, table=tm), t
                 elif isinstance(b, (Query, RowsQuery)):
-                    out.append((e.type_code, b, t))
+                    yield e.type_code, b, t
+                else:
+                    yield 0, None, t
+
+    def _framed(
+        self, g: GlobalTxn, first: tuple[int, Any, int], body: Iterator[tuple[int, Any, int]]
+    ) -> Iterator[tuple[int, Any, int]]:
+        """BEGIN, the ``CTS::`` mark, the body, XID (at the time of the body's last event)."""
+        ts = last = first[2]
+        yield EventType.QUERY, Query(0, 0, 0, "", "BEGIN", {"flags2": 0, "sql_mode": 0}), ts
+        yield EventType.ROWS_QUERY, RowsQuery(f"{CTS_MARK}{g.vtso}"), ts
+        for item in itertools.chain([first], body):
+            last = item[2]
+            if item[1] is not None:
+                yield item
         self.xid += 1
-        out.append((EventType.XID, Xid(self.xid), events[-1].header.timestamp))
-        self.writer.transaction(out)
-        self.transactions += 1
-        return True
+        yield EventType.XID, Xid(self.xid), last
 
     def _write_ddl(self, g: GlobalTxn) -> bool:
         """DDL as MySQL writes it: each statement its own event group, no BEGIN and no XID (readers
         and `dump --type ddl` find it as DDL); the vtso mark goes just before it."""
+        wrote = False
         for e in g.events:
             if isinstance(e.body, Query):
                 ts = e.header.timestamp
                 self.writer.transaction(
                     [(EventType.ROWS_QUERY, RowsQuery(f"{CTS_MARK}{g.vtso}"), ts), (e.type_code, e.body, ts)]
                 )
-        self.transactions += 1
-        return True
+                wrote = True
+        self.transactions += wrote
+        return wrote
+
+    def flush(self) -> None:
+        self.writer.flush()
 
     def close(self) -> list[Path]:
         return self.writer.close()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import heapq
 import re
 from collections import deque
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from binlake.errors import BinlogError
@@ -17,6 +18,7 @@ from binlake.events.control import XaPrepare
 from binlake.events.query import Query
 from binlake.events.rows import Rows
 from binlake.events.vendor import PolarxGcn, PolarxSequence
+from binlake.globalbinlog.spill import is_body
 from binlake.globalbinlog.vtso import TSO_NODE, Segment, Vtso, make
 from binlake.statements import XaId
 from binlake.txn import COMMIT, DDL, XA_COMMIT, XA_PREPARE, XA_ROLLBACK, Transaction
@@ -51,7 +53,7 @@ class Piece:
     key: XaId | tuple[str, int, int]  # an XA branch by its id, a local transaction by where it starts
     kind: str
     start: tuple[int, int]  # (file number, offset) of its first event
-    events: list[Event]  # the body: table maps, rows, DDL
+    events: Sequence[Event]  # the body: table maps, rows, DDL (a ``spill.SpilledBody`` when held on disk)
     xid: XaId | None = None
     txn_id: int | None = None
     cts: int | None = None
@@ -61,6 +63,7 @@ class Piece:
     snapshot: int | None = None  # the snapshot TSO it read at
     commit_at: tuple[int, int] | None = None  # (file number, offset) where it committed on its node
     prepared_cts: int | None = None  # a commit TSO written already in the prepare group (AliSQL)
+    tables: frozenset[str] = frozenset()  # the tables its rows change
 
     @property
     def branch(self) -> str:
@@ -99,16 +102,8 @@ def snapshot_tso(t: Transaction) -> int | None:
 
 
 def _body(t: Transaction) -> list[Event]:
-    """What a merged transaction keeps: row events and their table maps, DDL; no XA control,
-    GTID or TSO carrier events."""
-    keep = []
-    for e in t.events:
-        b = e.body
-        if isinstance(b, Rows) or type(b).__name__ in ("TableMap", "RowsQuery", "AnnotateRows"):
-            keep.append(e)
-        elif isinstance(b, Query) and t.kind == DDL:
-            keep.append(e)
-    return keep
+    """What a merged transaction keeps (``spill.is_body``), from a transaction with its events."""
+    return [e for e in t.events if is_body(e, t.kind == DDL)]
 
 
 @dataclass
@@ -132,6 +127,8 @@ class NodeSorter:
     # misses what it committed before; ``floor`` bounds those transactions from above (their pieces on
     # other nodes must not come out alone), ``aligned`` once it is known (``_align``)
     complete_from_start: bool = True
+    # how a piece gets its body from a transaction (``spill.BodyOf`` for light transactions)
+    body_of: Callable[[Transaction], Sequence[Event]] | None = None
     floor: Vtso = ""
     aligned: bool = True
     _n: int = 0
@@ -155,10 +152,11 @@ class NodeSorter:
             key,
             kind,
             (t.file_seq, t.start),
-            _body(t),
+            self.body_of(t) if self.body_of else _body(t),
             xid,
             local_xid=t.xid,
             snapshot=snapshot_tso(t),
+            tables=frozenset(table for _, table in t.tables),
         )
 
     def _commit(self, p: Piece, cts: int | None = None, at: tuple[int, int] | None = None) -> None:
@@ -210,8 +208,7 @@ class NodeSorter:
             cts = commit_tso(t)
             cts = cts if cts is not None else p.prepared_cts
             if cts is not None:
-                tables = {r.table.table for r in p.rows if r.table is not None}
-                p.kind = HEARTBEAT if tables and tables <= self.heartbeat_tables else TSO_XA
+                p.kind = HEARTBEAT if p.tables and p.tables <= self.heartbeat_tables else TSO_XA
             self._commit(p, cts, (t.file_seq, t.start))
         elif t.kind in (COMMIT, DDL):
             self._commit(self._piece(t, LOCAL if t.kind == COMMIT else DDL_KIND), at=(t.file_seq, t.start))
