@@ -3,8 +3,10 @@ corpus file — one per row of every decoded rows event, in order, with the rows
 
 from __future__ import annotations
 
+import datetime as dt
 import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -171,3 +173,23 @@ def test_renames_and_drops_are_name_changes_and_a_selection_keeps_either_name(co
     other = Selection(tables=["no_such_table"])
     kept = [c for t in _transactions(path) if other.keeps_transaction(t) for c in row_changes(t, other)]
     assert kept == []
+
+
+def test_a_key_declared_out_of_column_order_is_in_column_order(mariadb: Any) -> None:
+    """PRIMARY KEY (b, a): the table map lists [1, 0]; ``key`` pairs with the layout's pk columns."""
+    mariadb.execute(
+        "CREATE DATABASE IF NOT EXISTS keyorder",
+        "CREATE OR REPLACE TABLE keyorder.t (a DATE, b VARCHAR(5), v INT, PRIMARY KEY (b, a))",
+        "INSERT INTO keyorder.t VALUES ('2024-01-01', 'x', 1)",
+        "UPDATE keyorder.t SET b = 'y'",
+    )
+    found = []
+    for f in mariadb.flush_binlogs():
+        for t in _transactions(f):
+            found += [c for c in row_changes(t) if c.db == "keyorder"]
+    assert [(c.op, c.key, c.key_before) for c in found] == [
+        (Op.INSERT, (dt.date(2024, 1, 1), "x"), None),
+        (Op.UPDATE, (dt.date(2024, 1, 1), "y"), (dt.date(2024, 1, 1), "x")),
+    ]
+    for c in found:
+        _check_row(c)

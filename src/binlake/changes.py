@@ -195,7 +195,7 @@ class Origin:
 class RowChange(NamedTuple):
     """One change (a named tuple: immutable, and built four times faster than a frozen dataclass,
     which counts at a few hundred thousand changes a second). Row ops: ``before``/``after`` images (None where the op has none), ``key`` the
-    primary key values (of ``after``, else of ``before``; None without a key or when the image does
+    primary key values in column order (of ``after``, else of ``before``; None without a key or when the image does
     not carry it), ``key_before`` an update's old key. Name ops: ``db``/``table`` the table named
     before the statement; ``before``/``after`` ``(db, table)`` for rename_table and drop_table (no
     after), ``(column,)`` for rename_column; no layout or key."""
@@ -273,7 +273,7 @@ def event_changes(
         tm = b.table
         layout = _layouts(tm)
         op = _OPS[b.operation]
-        pk = tm.primary_key
+        pk = _column_order(tm.primary_key)
         fname = file or _file_name(ev.source)
         for ri, (before, after) in enumerate(b.rows):
             bt = tuple(before) if before is not None else None
@@ -285,6 +285,13 @@ def event_changes(
                 op, tm.database, tm.table, bt, at, ka, kb if op is Op.UPDATE else None, layout, origin,
                 fname, ev.offset, ev.header.server_id, base.at(ei, ri),
             )  # fmt: skip
+
+
+def _column_order(pk: list[int]) -> Sequence[int]:
+    """A key's columns in column order, as the layout's ``pk`` flags list them: every consumer pairs
+    ``key`` with ``[c for c in layout if c.pk]`` (the table map lists a key as declared:
+    PRIMARY KEY (b, a) is [1, 0])."""
+    return pk if len(pk) < 2 or pk == sorted(pk) else sorted(pk)
 
 
 @functools.lru_cache(maxsize=1024)

@@ -164,7 +164,7 @@ class CatalogTable:
     table: str
     layout: Layout
     selects: tuple[str, ...]
-    key: tuple[int, ...]  # the primary key's columns in the key's order (as a binlog's RowChange.key)
+    key: tuple[int, ...]  # the primary key's columns as declared (the index's order: ranges follow it)
 
 
 def select_expression(c: CatalogColumn) -> str:

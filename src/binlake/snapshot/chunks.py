@@ -153,7 +153,7 @@ def chunk_changes(chunk: Chunk, source: str = "") -> Iterator[RowChange]:
     t, p = chunk.table, chunk.point
     key = p.order_key()
     origin = Origin(source, key.major, p.position, None, None, None, None)
-    pk: Sequence[int] = t.key
+    pk: Sequence[int] = sorted(t.key)  # a RowChange's key is in column order
     for row in chunk.rows:
         k = tuple(row[i] for i in pk) if pk else None
         yield RowChange(
