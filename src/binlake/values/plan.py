@@ -17,7 +17,7 @@ from typing import Any
 
 from binlake.values.charsets import codec_for
 from binlake.values.columns import ColumnDef, column_decoder
-from binlake.values.json_binary import Json, decode_json_binary
+from binlake.values.json_binary import decode_json_column
 from binlake.values.numeric import DECIMAL_CONTEXT, decimal_segments
 from binlake.values.temporal import MysqlDate, MysqlDateTime
 from binlake.values.types import ColumnType, string_max_length
@@ -102,11 +102,8 @@ def _inline_text(col: ColumnDef, v: str, env: dict[str, Any]) -> list[str] | Non
 def _inline_json(col: ColumnDef, v: str, env: dict[str, Any]) -> list[str] | None:
     if not 1 <= col.meta <= 4:
         return None
-    env["_Json"], env["_json_binary"] = Json, decode_json_binary
-    return [
-        *_text_lines("x", col.meta, None),
-        f"{v} = _Json(_json_binary(x)) if x else _Json(None, empty=True)",
-    ]
+    env["_json_column"] = decode_json_column
+    return [*_text_lines("x", col.meta, None), f"{v} = _json_column(x)"]
 
 
 def _inline_int24(col: ColumnDef, v: str, env: dict[str, Any]) -> list[str] | None:
