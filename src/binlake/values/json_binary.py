@@ -211,9 +211,11 @@ def _read_container(t: int, buf: bytes, base: int, end: int, depth: int, budget:
     append = values.append
     for _ in range(count):
         vt = buf[p]
-        if vt == LITERAL and buf[p + 1] <= 1:
+        if vt == INT16:
+            append(_I16.unpack_from(buf, p + 1)[0])
+        elif vt == LITERAL and buf[p + 1] <= 1:
             append(True if buf[p + 1] else None)
-        elif vt in (LITERAL, INT16, UINT16) or (large and vt in (INT32, UINT32)):
+        elif vt in (LITERAL, UINT16) or (large and vt in (INT32, UINT32)):
             append(_scalar(vt, buf, p + 1, cend, budget))
         else:
             q = base + rd(buf, p + 1)[0]
@@ -223,8 +225,12 @@ def _read_container(t: int, buf: bytes, base: int, end: int, depth: int, budget:
                 n = buf[q]
                 if q + 1 + n > cend:
                     raise JsonError("string runs past the value")
-                _spend(budget, n)
+                budget[0] -= n
+                if budget[0] < 0:
+                    _spend(budget, 0)
                 append(buf[q + 1 : q + 1 + n].decode("utf-8", "surrogateescape"))
+            elif vt == DOUBLE:
+                append(_F64.unpack_from(buf, q)[0])
             elif vt <= LARGE_ARRAY:
                 append(_read_container(vt, buf, q, cend, depth + 1, budget))
             else:
@@ -309,8 +315,23 @@ def _text(v: Any, out: list[str]) -> None:
 
 
 _quote = json.encoder.encode_basestring  # type: ignore[attr-defined]  # json.dumps(str, ensure_ascii=False)
-# json.dumps with MySQL's separators (the defaults), one C call for a whole plain document
-_encode_plain = json.JSONEncoder(ensure_ascii=False, check_circular=False, allow_nan=False).encode
+
+
+def _not_plain(v: Any) -> Any:
+    raise TypeError(f"{type(v).__name__} is not a plain JSON value")
+
+
+# json.dumps(v, ensure_ascii=False, allow_nan=False) with MySQL's separators (json's defaults): the C
+# encoder called directly, one call for a whole plain document
+_c_make_encoder = getattr(json.encoder, "c_make_encoder", None)
+if _c_make_encoder is not None:
+    _c_encode = _c_make_encoder(None, _not_plain, _quote, None, ": ", ", ", False, False, False)
+
+    def _encode_plain(v: Any) -> str:
+        return "".join(_c_encode(v, 0))
+
+else:  # an interpreter without the C accelerator
+    _encode_plain = json.JSONEncoder(ensure_ascii=False, check_circular=False, allow_nan=False).encode  # type: ignore[assignment]
 
 
 def to_mysql_text(v: Any) -> str:
