@@ -6,10 +6,14 @@
   MySQL 8 series (``binlake generate``: every column type, full metadata, JSON, DDL), beside plain
   decoding of the same files with a schema history (what every command costs at least).
 
-    python benchmarks/cli.py [--mariadb-mb 10] [--mysql8-mb 10] [--repeat 1]
+    python benchmarks/cli.py [--mariadb-mb 10] [--mysql8-mb 10] [--repeat 1] [--before DIR]
 
 Each command runs as a subprocess writing to /dev/null; prints wall seconds, CPU seconds (user+sys
 of the child) and MB/s of binlog by CPU time (the machine may be shared: CPU is the steadier figure).
+The library path (``binlake.txn`` transactions with their row images) is measured beside plain
+decoding. ``--before DIR``: also run every command with ``DIR`` (the ``src`` of an earlier checkout,
+e.g. ``git archive HEAD~3 src | tar -x -C /tmp/before``) first on PYTHONPATH, interleaved with the
+current tree, and print both: before/after figures of one run on one machine.
 """
 
 from __future__ import annotations
@@ -39,6 +43,17 @@ DECODE_ONLY = [
     "for f in sys.argv[1:]:\n"
     "    for ev in BinlogReader(f, observers=[tracker]): pass\n",
 ]
+TRANSACTIONS = [
+    sys.executable,
+    "-c",
+    "import sys\n"
+    "from binlake.cli.common import SchemaOptions\n"
+    "from binlake.reader import BinlogReader\n"
+    "from binlake.txn import iter_transactions\n"
+    "tracker = SchemaOptions().tracker()\n"
+    "events = ((seq, ev) for seq, f in enumerate(sys.argv[1:]) for ev in BinlogReader(f, observers=[tracker]))\n"
+    "for t in iter_transactions(events): pass\n",
+]
 
 
 def timed(cmd: list[str], repeat: int, env: dict[str, str] | None = None) -> tuple[float, float]:
@@ -57,7 +72,26 @@ def timed(cmd: list[str], repeat: int, env: dict[str, str] | None = None) -> tup
 
 
 def report(name: str, mb: float, wall: float, cpu: float) -> None:
-    print(f"{name:<44} {wall:>7.2f} s wall {cpu:>7.2f} s cpu {mb / cpu:>7.1f} MB/s")
+    print(f"{name:<44} {wall:>7.2f} s wall {cpu:>7.2f} s cpu {mb / cpu:>7.1f} MB/s", flush=True)
+
+
+class Trees:
+    """The source trees to run: the current one (PYTHONPATH as given) and optionally a 'before'."""
+
+    def __init__(self, before: str | None) -> None:
+        here = os.environ.get("PYTHONPATH", "")
+        self.envs: list[tuple[str, dict[str, str]]] = []
+        if before:
+            self.envs.append(("before", {**os.environ, "PYTHONPATH": os.pathsep.join([before, here])}))
+        self.envs.append(("after" if before else "", dict(os.environ)))
+
+    def run(self, name: str, cmd: list[str], mb: float, repeat: int) -> dict[str, float]:
+        cpus = {}
+        for tag, env in self.envs:
+            wall, cpu = timed(cmd, repeat, env)
+            report(f"{name} [{tag}]" if tag else name, mb, wall, cpu)
+            cpus[tag] = cpu
+        return cpus
 
 
 def main() -> None:
@@ -65,26 +99,31 @@ def main() -> None:
     ap.add_argument("--mariadb-mb", type=int, default=10, help="MariaDB series size (0: skip)")
     ap.add_argument("--mysql8-mb", type=int, default=10, help="generated MySQL 8 series size (0: skip)")
     ap.add_argument("--repeat", type=int, default=1, help="best of N runs of each command")
+    ap.add_argument("--before", help="src directory of an earlier tree to run too (before/after)")
     args = ap.parse_args()
+    trees = Trees(args.before)
     if args.mariadb_mb:
         files = [str(f) for f in ensure_binlog(args.mariadb_mb)]
         mb = sum(os.path.getsize(f) for f in files) / 1e6
         print(f"MariaDB series: {len(files)} file(s), {mb:.1f} MB")
-        ours = timed([*BINLAKE, "dump", "--format", "text", *files], args.repeat)
-        report("binlake dump --format text", mb, *ours)
+        ours = trees.run(
+            "binlake dump --format text", [*BINLAKE, "dump", "--format", "text", *files], mb, args.repeat
+        )
+        trees.run("plain decoding + schema history (floor)", [*DECODE_ONLY, *files], mb, args.repeat)
         exe = shutil.which("mariadb-binlog")
         if exe:
             env = {**os.environ, "TZ": "UTC"}
             theirs = timed([exe, "--base64-output=decode-rows", "-vv", *files], args.repeat, env)
             report("mariadb-binlog --base64-output=decode-rows -vv", mb, *theirs)
-            print(
-                f"{'dump text / mariadb-binlog':<44} {ours[0] / theirs[0]:>7.1f}x wall {ours[1] / theirs[1]:>7.1f}x cpu"
-            )
+            for tag, cpu in ours.items():
+                label = f"dump text / mariadb-binlog{f' [{tag}]' if tag else ''}"
+                print(f"{label:<44} {cpu / theirs[1]:>7.1f}x cpu")
     if args.mysql8_mb:
         files = [str(f) for f in mysql8_series(args.mysql8_mb)]
         mb = sum(os.path.getsize(f) for f in files) / 1e6
         print(f"generated MySQL 8 series: {len(files)} file(s), {mb:.1f} MB")
-        report("plain decoding + schema history (floor)", mb, *timed([*DECODE_ONLY, *files], args.repeat))
+        trees.run("plain decoding + schema history (floor)", [*DECODE_ONLY, *files], mb, args.repeat)
+        trees.run("library: binlake.txn transactions + row images", [*TRANSACTIONS, *files], mb, args.repeat)
         for name, extra in (
             ("binlake dump --format json", ["dump", "--format", "json"]),
             ("binlake changes", ["changes"]),
@@ -93,7 +132,7 @@ def main() -> None:
             ("binlake sql --flashback", ["sql", "--flashback"]),
             ("binlake stats", ["stats"]),
         ):
-            report(name, mb, *timed([*BINLAKE, *extra, *files], args.repeat))
+            trees.run(name, [*BINLAKE, *extra, *files], mb, args.repeat)
 
 
 if __name__ == "__main__":

@@ -109,13 +109,13 @@ class DumpOptions(Options):
 def cmd_dump(o: DumpOptions) -> int:
     from binlake.render.jsonl import render_jsonl
     from binlake.render.output import write_lines_to
-    from binlake.render.text import render_text
+    from binlake.render.text import render_text_blocks
 
     events = selected_events(o.read)
     lines = (
         render_jsonl(events)
         if o.format == "json"
-        else render_text(events, verbosity=o.verbose, positional=o.positional)
+        else render_text_blocks(events, verbosity=o.verbose, positional=o.positional)
     )
     write_lines_to(lines)
     return 0

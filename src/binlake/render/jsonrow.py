@@ -22,7 +22,7 @@ from typing import Any
 
 from binlake.events.rows import ABSENT
 from binlake.render.values import TypedColumn, float32_text, json_value
-from binlake.values.json_binary import Json, to_mysql_text
+from binlake.values.json_binary import Json
 from binlake.values.temporal import format_date, format_datetime, format_time
 from binlake.values.types import BLOB_TYPES, ColumnType
 
@@ -100,7 +100,7 @@ _INLINE: dict[int, Inline] = {
         f"('\"' + format({v}, 'f') + '\"' if {v}.__class__ is DEC else {r}({v}))"
     ),
     **dict.fromkeys(_STRINGS, _string),
-    ColumnType.JSON: lambda v, r, m: f"(Q(TM({v}.value)) if {v}.__class__ is JSON else {r}({v}))",
+    ColumnType.JSON: lambda v, r, m: f"(Q({v}.text()) if {v}.__class__ is JSON else {r}({v}))",
     ColumnType.ENUM: lambda v, r, m: f"(Q({v}) if {v}.__class__ is str else {r}({v}))",
     # a SET of known names is a tuple of them (unknown names: the bitmask, an int)
     ColumnType.SET: lambda v, r, m: (
@@ -122,7 +122,6 @@ _ENV: dict[str, Any] = {
     "B64": base64.b64encode,
     "DEC": Decimal,
     "JSON": Json,
-    "TM": to_mysql_text,
     "DT": dt.datetime,
     "DATE": dt.date,
     "TD": dt.timedelta,

@@ -11,20 +11,27 @@ from collections.abc import Iterable
 from typing import BinaryIO, TextIO
 
 BATCH_LINES = 8192
+BATCH_CHARS = 1 << 20
 
 
-def write_lines(lines: Iterable[str], out: BinaryIO, batch: int = BATCH_LINES) -> None:
-    """Each line followed by a newline, encoded as UTF-8 with surrogate escapes, in batches; the
-    lines before an error are written too (a damaged file prints up to where it fails)."""
+def write_lines(
+    lines: Iterable[str], out: BinaryIO, batch: int = BATCH_LINES, batch_chars: int = BATCH_CHARS
+) -> None:
+    """Each line followed by a newline, encoded as UTF-8 with surrogate escapes, in batches of at
+    most ``batch`` items or about ``batch_chars`` characters (an item may be many lines: a whole
+    event's); the lines before an error are written too (a damaged file prints up to where it fails)."""
     pending: list[str] = []
     append = pending.append
+    chars = 0
     try:
         for line in lines:
             append(line)
-            if len(pending) >= batch:
+            chars += len(line)
+            if chars >= batch_chars or len(pending) >= batch:
                 append("")
                 out.write("\n".join(pending).encode("utf-8", "surrogateescape"))
                 pending.clear()
+                chars = 0
     finally:
         if pending:
             append("")

@@ -8,6 +8,7 @@ formatted inline, the rest call the reference for their column. Tests hold the t
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from collections.abc import Callable
 from typing import Any
@@ -16,7 +17,10 @@ from binlake.events.rows import ABSENT
 from binlake.render.values import text_value, type_comment
 from binlake.values.charsets import codec_for
 from binlake.values.columns import ColumnDef
+from binlake.values.json_binary import Json
+from binlake.values.numeric import bit_length
 from binlake.values.plan import layout_signature
+from binlake.values.temporal import format_time
 from binlake.values.types import BLOB_TYPES, ColumnType
 
 ImageText = Callable[[list[Any], list[str]], None]
@@ -39,16 +43,103 @@ def _int_expr(col: ColumnDef) -> str:
     return f"(str(v) if 0 <= v < {1 << (8 * _INT_BYTES[col.real_type] - 1)} else R(v))"
 
 
+def _timestamp_expr(col: ColumnDef) -> str:
+    """Seconds since the epoch (``.fraction`` cut to the column's digits) of an aware UTC datetime,
+    as ``render.values._epoch``; a zero TIMESTAMP (a ``MysqlDateTime``) by the reference."""
+    fsp = min(col.meta, 6) if col.real_type == ColumnType.TIMESTAMP2 else 0
+    text = (
+        "str((d := v - EPOCH).days * 86400 + d.seconds)"
+        if not fsp
+        else f"'%d.%s' % ((d := v - EPOCH).days * 86400 + d.seconds, ('%06d' % d.microseconds)[:{fsp}])"
+    )
+    return f"({text} if v.__class__ is DT and v.tzinfo is UTC else R(v))"
+
+
+def _datetime_expr(col: ColumnDef) -> str:
+    """``'YYYY-MM-DD hh:mm:ss[.f]'`` of a naive datetime by ``isoformat`` (as ``format_datetime``)."""
+    fsp = min(col.meta, 6) if col.real_type == ColumnType.DATETIME2 else 0
+    iso = "v.isoformat(' ', 'seconds')" if not fsp else f"v.isoformat(' ', 'microseconds')[:{20 + fsp}]"
+    return f'("\'" + {iso} + "\'" if v.__class__ is DT and v.tzinfo is None else R(v))'
+
+
+def _time_expr(col: ColumnDef) -> str:
+    fsp = col.meta if col.real_type == ColumnType.TIME2 else 0
+    return f'("\'" + FT(v, {fsp}) + "\'" if v.__class__ is TD else R(v))'
+
+
+def _bit_expr(col: ColumnDef) -> str:
+    spec = f"0{bit_length(col.meta)}b"
+    return f'("b\'" + format(v, {spec!r}) + "\'" if v.__class__ is int else R(v))'
+
+
+def _enum_expr(col: ColumnDef) -> str:
+    """The index of an ENUM's name (its first occurrence; 0 if unknown), or the index itself."""
+    return "(E.get(v, '0') if v.__class__ is str else str(v) if v.__class__ is int else R(v))"
+
+
+def _set_expr(col: ColumnDef) -> str:
+    """The bitmask of a SET's tuple of names, looked up among the sets of up to 10 names."""
+    return "(SM.get(v) or R(v) if v.__class__ is tuple else R(v))"
+
+
 # inline expressions of a non-NULL value ``v`` by column type (``R(v)`` is the reference for the column)
 _INLINE: dict[int, Callable[[ColumnDef], str]] = {
     ColumnType.FLOAT: lambda c: '"%-20g" % v',
     ColumnType.DOUBLE: lambda c: '"%-.20g" % v',
     ColumnType.NEWDECIMAL: lambda c: 'format(v, "f")',
     **dict.fromkeys(_INT_BYTES, _int_expr),
+    ColumnType.TIMESTAMP: _timestamp_expr,
+    ColumnType.TIMESTAMP2: _timestamp_expr,
+    ColumnType.DATETIME: _datetime_expr,
+    ColumnType.DATETIME2: _datetime_expr,
+    ColumnType.DATE: lambda c: (
+        "(\"'\" + v.isoformat().replace('-', ':') + \"'\" if v.__class__ is DATE else R(v))"
+    ),
+    ColumnType.NEWDATE: lambda c: (
+        "(\"'\" + v.isoformat().replace('-', ':') + \"'\" if v.__class__ is DATE else R(v))"
+    ),
+    ColumnType.TIME: _time_expr,
+    ColumnType.TIME2: _time_expr,
+    ColumnType.YEAR: lambda c: "('%04d' % v if v.__class__ is int else R(v))",
+    ColumnType.BIT: _bit_expr,
+    ColumnType.ENUM: _enum_expr,
+    ColumnType.SET: _set_expr,
+    ColumnType.JSON: lambda c: '("\'" + v.text() + "\'" if v.__class__ is JSON else R(v))',
 }
+
+
+def _column_env(col: ColumnDef) -> dict[str, Any]:
+    """Tables an inline expression of this column looks up: ENUM names, SET masks."""
+    if col.real_type == ColumnType.ENUM:
+        index: dict[str, str] = {}
+        for k, name in enumerate(col.enum_values or []):
+            index.setdefault(name, str(k + 1))
+        return {"E": index}
+    if col.real_type == ColumnType.SET:
+        names = col.set_values or []
+        masks: dict[tuple[str, ...], str] = {}
+        if len(names) <= 10:
+            for m in range(1 << len(names)):
+                chosen = tuple(n for k, n in enumerate(names) if m >> k & 1)
+                masks.setdefault(chosen, text_value(chosen, col))
+        return {"SM": masks}
+    return {}
+
 
 _CTRL_STR = re.compile("[\x00-\x1f]").search
 _CTRL_BYTES = re.compile(b"[\x00-\x1f]").search
+_ENV: dict[str, Any] = {
+    "ABSENT": ABSENT,
+    "CS": _CTRL_STR,
+    "CB": _CTRL_BYTES,
+    "DT": dt.datetime,
+    "DATE": dt.date,
+    "TD": dt.timedelta,
+    "UTC": dt.timezone.utc,
+    "EPOCH": dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc),
+    "FT": format_time,
+    "JSON": Json,
+}
 
 
 def _string_expr(col: ColumnDef) -> str:
@@ -73,10 +164,21 @@ def _label(col: ColumnDef, positional: bool) -> str:
 
 def compile_image_text(columns: list[ColumnDef], verbosity: int, positional: bool) -> ImageText:
     """One function appending the ``###   label=value /* type */`` lines of an image."""
-    env: dict[str, Any] = {"ABSENT": ABSENT, "CS": _CTRL_STR, "CB": _CTRL_BYTES}
-    lines = ["def image_text(image, out):", "    append = out.append"]
-    names = ", ".join(f"v{i}" for i in range(len(columns)))
-    lines.append(f"    ({names}{',' if len(columns) == 1 else ''}) = image" if columns else "    () = image")
+    env: dict[str, Any] = dict(_ENV)
+    n = len(columns)
+    names = ", ".join(f"v{i}" for i in range(n))
+    lines = [
+        "def image_text(image, out):",
+        f"    ({names}{',' if n == 1 else ''}) = image" if columns else "    () = image",
+    ]
+    # an image of every column (the common case): one tuple of lines; else line by line
+    whole: list[str] = []
+    if n:
+        lines.append(f"    if not ({' or '.join(f'v{i} is ABSENT' for i in range(n))}):")
+        lines.append("        out += (")
+        lines.append("        )")  # the lines of ``whole`` go in between
+        lines.append("        return")
+    lines.append("    append = out.append")
     for i, col in enumerate(columns):
         env[f"R{i}"] = lambda v, col=col: text_value(v, col)
         prefix = f"###   {_label(col, positional)}="
@@ -87,11 +189,17 @@ def compile_image_text(columns: list[ColumnDef], verbosity: int, positional: boo
             null_text, value_tail = f"{prefix}NULL", ""
         env[f"N{i}"], env[f"P{i}"], env[f"T{i}"] = null_text, prefix, value_tail
         expr = _value_expr(col).replace("R(v)", f"R{i}(v{i})")
+        for name, table in _column_env(col).items():
+            env[f"{name}{i}"] = table
+            expr = re.sub(rf"\b{name}\.get\(", f"{name}{i}.get(", expr)
         expr = re.sub(r"\bv\b", f"v{i}", expr)
+        whole.append(f"            N{i} if v{i} is None else P{i} + {expr} + T{i},")
         lines += [
             f"    if v{i} is None: append(N{i})",
             f"    elif v{i} is not ABSENT: append(P{i} + {expr} + T{i})",
         ]
+    if n:
+        lines[4:4] = whole
     exec(compile("\n".join(lines), f"<row text of {len(columns)} columns>", "exec"), env)  # noqa: S102
     return env["image_text"]  # type: ignore[no-any-return]
 

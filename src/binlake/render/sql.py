@@ -19,6 +19,7 @@ from binlake.errors import BinlogError
 from binlake.events.query import Query
 from binlake.events.rows import ABSENT, PartialJson, Rows
 from binlake.events.table_map import TableMap
+from binlake.render.sqlrow import NOT_COMPARABLE, RowSql, RowSqlCache, compile_row_sql
 from binlake.render.values import float32_text
 from binlake.statements import DATABASE_DDL, classify
 from binlake.txn import DDL, Transaction
@@ -68,7 +69,7 @@ def literal(value: Any, col: ColumnDef) -> str:
     if isinstance(value, dt.timedelta):
         return quote_str(format_time(value, col.meta if t == ColumnType.TIME2 else 0))
     if isinstance(value, Json):
-        return quote_str(to_mysql_text(value.value))
+        return quote_str(value.text())
     raise SqlError(f"no SQL literal for {type(value).__name__} in column {col.label}")
 
 
@@ -90,16 +91,12 @@ def _names(tm: TableMap) -> list[str]:
     return [c.name or "" for c in tm.columns]
 
 
-# Values that never compare equal to their own literal: float32, MySQL JSON, geometry.
-_NOT_COMPARABLE = frozenset({ColumnType.FLOAT, ColumnType.JSON, ColumnType.GEOMETRY})
-
-
 def _where(tm: TableMap, image: list[Any]) -> str:
     cols = tm.columns
     keys = [i for i in tm.primary_key if image[i] is not ABSENT]
     if not keys or len(keys) < len(tm.primary_key):
         usable = [i for i, v in enumerate(image) if v is not ABSENT and not isinstance(v, PartialJson)]
-        keys = [i for i in usable if cols[i].real_type not in _NOT_COMPARABLE] or usable
+        keys = [i for i in usable if cols[i].real_type not in NOT_COMPARABLE] or usable
     parts = [f"{quote_ident(cols[i].name or '')} <=> {literal(image[i], cols[i])}" for i in keys]
     return " AND ".join(parts) or "FALSE"
 
@@ -128,46 +125,67 @@ def _delete(tm: TableMap, image: list[Any]) -> str:
     )
 
 
+def _named_row_sql(tm: TableMap) -> RowSql:
+    _names(tm)
+    return compile_row_sql(tm, _insert, _delete, _update, literal)
+
+
+_ROW_SQL = RowSqlCache(_named_row_sql)
+
+
+def reference_redo_statements(t: Transaction) -> list[str]:
+    """The per-value path (one ``literal`` call per value): what ``redo_statements`` equals."""
+    return _statements(t, reversed_=False, generated=False)
+
+
+def reference_flashback_statements(t: Transaction) -> list[str]:
+    """The per-value path of ``flashback_statements``."""
+    return _statements(t, reversed_=True, generated=False)
+
+
 def redo_statements(t: Transaction) -> list[str]:
+    return _statements(t, reversed_=False, generated=True)
+
+
+def flashback_statements(t: Transaction) -> list[str]:
+    return _statements(t, reversed_=True, generated=True)
+
+
+def _reference_row_sql(tm: TableMap) -> RowSql:
+    _names(tm)
+    return RowSql(lambda a: _insert(tm, a), lambda b: _delete(tm, b), lambda w, s: _update(tm, w, s))
+
+
+def _statements(t: Transaction, reversed_: bool, generated: bool) -> list[str]:
+    """Redo (in order) or flashback (reversed: INSERT <-> DELETE, UPDATE images swapped)."""
     out: list[str] = []
-    for ev in t.events:
+    for ev in reversed(t.events) if reversed_ else t.events:
         b = ev.body
         if isinstance(b, Query) and t.kind == DDL:
+            if reversed_:
+                first = b.query.splitlines()[:1] or [""]  # a damaged event may carry no statement at all
+                out.append(f"-- cannot undo DDL at {ev.source}:{ev.offset}: {first[0][:200]}")
+                continue
             # CREATE/DROP DATABASE carry the database as their default: USE would fail (or touch the
             # wrong one)
             if b.database and classify(b.query, b.database).ddl not in DATABASE_DDL:
                 out.append(f"USE {quote_ident(b.database)};")
             out.append(b.query.rstrip().rstrip(";") + ";")
         elif isinstance(b, Rows) and b.table is not None and not b.undecoded_reason:
-            tm = b.table
-            _names(tm)
-            for before, after in b.rows:
-                if b.operation == "insert":
-                    out.append(_insert(tm, after))  # type: ignore[arg-type]
-                elif b.operation == "delete":
-                    out.append(_delete(tm, before))  # type: ignore[arg-type]
-                else:
-                    out.append(_update(tm, before, after))  # type: ignore[arg-type]
-    return out
-
-
-def flashback_statements(t: Transaction) -> list[str]:
-    out: list[str] = []
-    for ev in reversed(t.events):
-        b = ev.body
-        if isinstance(b, Query) and t.kind == DDL:
-            first = b.query.splitlines()[:1] or [""]  # a damaged event may carry no statement at all
-            out.append(f"-- cannot undo DDL at {ev.source}:{ev.offset}: {first[0][:200]}")
-        elif isinstance(b, Rows) and b.table is not None and not b.undecoded_reason:
-            tm = b.table
-            _names(tm)
-            for before, after in reversed(b.rows):
-                if b.operation == "insert":
-                    out.append(_delete(tm, after))  # type: ignore[arg-type]
-                elif b.operation == "delete":
-                    out.append(_insert(tm, before))  # type: ignore[arg-type]
-                else:  # a partial-JSON edit is undone too: the before image holds the whole document
-                    out.append(_update(tm, after, before))  # type: ignore[arg-type]
+            fns = _ROW_SQL.get(b.table) if generated else _reference_row_sql(b.table)
+            op, images = b.operation, reversed(b.rows) if reversed_ else b.rows
+            if op == "insert":
+                make = fns.delete if reversed_ else fns.insert
+                out += [make(after) for _, after in images]  # type: ignore[arg-type]
+            elif op == "delete":
+                make = fns.insert if reversed_ else fns.delete
+                out += [make(before) for before, _ in images]  # type: ignore[arg-type]
+            elif reversed_:  # a partial-JSON edit is undone too: the before image holds the whole document
+                update = fns.update
+                out += [update(after, before) for before, after in images]  # type: ignore[arg-type]
+            else:
+                update = fns.update
+                out += [update(before, after) for before, after in images]  # type: ignore[arg-type]
     return out
 
 

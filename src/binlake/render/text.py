@@ -66,10 +66,13 @@ _FORMATTERS = ImageTextCache()
 
 def rows_lines(body: rows.Rows, verbosity: int = 2, positional: bool = False) -> Iterator[str]:
     """The row lines of a rows event, every image by its layout's generated formatter."""
+    yield from _rows_text(body, verbosity, positional)
+
+
+def _rows_text(body: rows.Rows, verbosity: int, positional: bool) -> list[str]:
     tm = body.table
     if tm is None or body.undecoded_reason:
-        yield _undecoded_line(body)
-        return
+        return [_undecoded_line(body)]
     image_text = _FORMATTERS.get(tm, verbosity, positional)
     out: list[str] = []
     append = out.append
@@ -91,7 +94,7 @@ def rows_lines(body: rows.Rows, verbosity: int = 2, positional: bool = False) ->
             image_text(before, out)  # type: ignore[arg-type]
             append(h_after[0])
             image_text(after, out)  # type: ignore[arg-type]
-    yield from out
+    return out
 
 
 def _undecoded_line(body: rows.Rows) -> str:
@@ -204,23 +207,40 @@ def _describe(ev: Event) -> tuple[str, list[str]]:
     return (ev.type_name.title(), [])
 
 
-def render_text(events: Iterable[Event], *, verbosity: int = 2, positional: bool = False) -> Iterator[str]:
-    """Lines of mysqlbinlog-style text for a stream of events."""
+def _event_lines(events: Iterable[Event], verbosity: int, positional: bool) -> Iterator[list[str]]:
+    """The lines of each event (and the end of a transaction payload's events), a list per event."""
     in_payload = False
     for ev in events:
         if in_payload and ev.inner_index is None:
-            yield "## End of compressed events!"
+            yield ["## End of compressed events!"]
             in_payload = False
         summary, lines = _describe(ev)
-        yield f"# at {ev.offset}"
-        yield _header_line(ev, summary)
-        yield from (line for line in lines if line)
-        if isinstance(ev.body, rows.Rows):
-            yield from rows_lines(ev.body, verbosity, positional)
-        if isinstance(ev.body, payload.TransactionPayload):
+        out = [f"# at {ev.offset}", _header_line(ev, summary)]
+        out += [line for line in lines if line]
+        body = ev.body
+        if isinstance(body, rows.Rows):
+            out += _rows_text(body, verbosity, positional)
+        elif isinstance(body, payload.TransactionPayload):
             in_payload = True
+        yield out
     if in_payload:
-        yield "## End of compressed events!"
+        yield ["## End of compressed events!"]
+
+
+def render_text(events: Iterable[Event], *, verbosity: int = 2, positional: bool = False) -> Iterator[str]:
+    """Lines of mysqlbinlog-style text for a stream of events."""
+    for lines in _event_lines(events, verbosity, positional):
+        yield from lines
+
+
+def render_text_blocks(
+    events: Iterable[Event], *, verbosity: int = 2, positional: bool = False
+) -> Iterator[str]:
+    """``render_text``'s lines, those of one event joined by newlines into one string (the output
+    path writes a newline after each: the same bytes, one item per event instead of per line)."""
+    join = "\n".join
+    for lines in _event_lines(events, verbosity, positional):
+        yield join(lines)
 
 
 RowLines = Callable[[rows.Rows], Iterator[str]]

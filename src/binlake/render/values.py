@@ -156,7 +156,7 @@ def _json_text(value: Any, col: ColumnDef) -> str:
             arg = "" if d.operation == "REMOVE" else f", {to_mysql_text(d.value)}"
             expr = f"JSON_{d.operation}({expr}, '{d.path}'{arg})"
         return expr
-    return "'" + to_mysql_text(value.value) + "'"
+    return "'" + value.text() + "'"
 
 
 def _enum_index(value: Any, col: ColumnDef) -> int:
@@ -173,11 +173,16 @@ def _set_mask(value: Any, col: ColumnDef) -> int:
     return sum(1 << names.index(v) for v in value)
 
 
+_F32 = struct.Struct("<f")
+_G_DIGITS = ("%.6g", "%.7g", "%.8g", "%.9g")
+
+
 def float32_text(v: float) -> str:
-    """Shortest decimal text that reads back as the same float32."""
-    for digits in range(6, 10):
-        s = "%.*g" % (digits, v)
-        if struct.unpack("<f", struct.pack("<f", float(s)))[0] == v:
+    """Shortest decimal text (6 to 9 digits) that reads back as the same float32."""
+    pack, unpack = _F32.pack, _F32.unpack
+    for fmt in _G_DIGITS:
+        s = fmt % v
+        if unpack(pack(float(s)))[0] == v:
             return s
     return repr(v)
 
@@ -215,7 +220,7 @@ def json_value(value: Any, col: TypedColumn) -> Any:
     if isinstance(value, dt.timedelta):
         return format_time(value, col.meta if t == ColumnType.TIME2 else 0)
     if isinstance(value, Json):
-        return to_mysql_text(value.value)
+        return value.text()
     if isinstance(value, PartialJson):
         return {
             PARTIAL_JSON_KEY: [

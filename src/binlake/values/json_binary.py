@@ -59,8 +59,23 @@ class Json:
 
     value: Any
     empty: bool = field(default=False, compare=False)  # stored as zero bytes (MySQL reads that as null)
+    # decoded from binary JSON holding no opaque value: only dict/list/str/int/float/bool/None, which
+    # the C JSON encoder writes as ``to_mysql_text`` does (see ``text``)
+    plain: bool = field(default=False, compare=False, repr=False)
 
     def __str__(self) -> str:
+        return self.text()
+
+    def text(self) -> str:
+        """``to_mysql_text(self.value)``; a plain document through the C encoder, unless a float
+        needs MySQL's exponent (``1e20``, not ``1e+20``) or is not finite: those take the reference."""
+        if self.plain:
+            try:
+                out = _encode_plain(self.value)
+            except ValueError:  # NaN or infinity
+                return to_mysql_text(self.value)
+            if "e+" not in out:
+                return out
         return to_mysql_text(self.value)
 
 
@@ -151,6 +166,7 @@ def _scalar(t: int, buf: bytes, pos: int, end: int, budget: list[int]) -> Any:
         if p + n > end:
             raise JsonError("opaque runs past the value")
         _spend(budget, n)
+        budget[1] += 1
         return _opaque(ftype, bytes(buf[p : p + n]))
     raise JsonError(f"unknown JSON type 0x{t:02x}")
 
@@ -195,9 +211,11 @@ def _read_container(t: int, buf: bytes, base: int, end: int, depth: int, budget:
     append = values.append
     for _ in range(count):
         vt = buf[p]
-        if vt == LITERAL and buf[p + 1] <= 1:
+        if vt == INT16:
+            append(_I16.unpack_from(buf, p + 1)[0])
+        elif vt == LITERAL and buf[p + 1] <= 1:
             append(True if buf[p + 1] else None)
-        elif vt in (LITERAL, INT16, UINT16) or (large and vt in (INT32, UINT32)):
+        elif vt in (LITERAL, UINT16) or (large and vt in (INT32, UINT32)):
             append(_scalar(vt, buf, p + 1, cend, budget))
         else:
             q = base + rd(buf, p + 1)[0]
@@ -207,8 +225,12 @@ def _read_container(t: int, buf: bytes, base: int, end: int, depth: int, budget:
                 n = buf[q]
                 if q + 1 + n > cend:
                     raise JsonError("string runs past the value")
-                _spend(budget, n)
+                budget[0] -= n
+                if budget[0] < 0:
+                    _spend(budget, 0)
                 append(buf[q + 1 : q + 1 + n].decode("utf-8", "surrogateescape"))
+            elif vt == DOUBLE:
+                append(_F64.unpack_from(buf, q)[0])
             elif vt <= LARGE_ARRAY:
                 append(_read_container(vt, buf, q, cend, depth + 1, budget))
             else:
@@ -228,9 +250,22 @@ def decode_json_binary(data: bytes) -> Any:
     if not data:
         return None
     try:
-        return _value(data[0], data, 1, len(data), 0, [len(data)])
+        return _value(data[0], data, 1, len(data), 0, [len(data), 0])
     except (struct.error, IndexError) as e:
         raise JsonError(f"truncated JSON value: {e}") from None
+
+
+def decode_json_column(data: bytes) -> Json:
+    """A JSON column's value: ``Json(decode_json_binary(data))``, marked ``plain`` when no opaque
+    value was met; zero bytes are ``Json(None, empty=True)``."""
+    if not data:
+        return Json(None, empty=True)
+    budget = [len(data), 0]  # bytes left, opaque values met
+    try:
+        value = _value(data[0], data, 1, len(data), 0, budget)
+    except (struct.error, IndexError) as e:
+        raise JsonError(f"truncated JSON value: {e}") from None
+    return Json(value, plain=not budget[1])
 
 
 def _text(v: Any, out: list[str]) -> None:
@@ -246,13 +281,13 @@ def _text(v: Any, out: list[str]) -> None:
         r = repr(v)
         out.append(r.replace("e+", "e") if "e" in r else r)
     elif isinstance(v, str):
-        out.append(json.dumps(v, ensure_ascii=False))
+        out.append(_quote(v))
     elif isinstance(v, dict):
         out.append("{")
         for i, (k, x) in enumerate(v.items()):
             if i:
                 out.append(", ")
-            out.append(json.dumps(k, ensure_ascii=False))
+            out.append(_quote(k))
             out.append(": ")
             _text(x, out)
         out.append("}")
@@ -277,6 +312,26 @@ def _text(v: Any, out: list[str]) -> None:
         out.append(f'"{v}"')
     else:
         raise TypeError(f"cannot render {type(v).__name__} as JSON")
+
+
+_quote = json.encoder.encode_basestring  # type: ignore[attr-defined]  # json.dumps(str, ensure_ascii=False)
+
+
+def _not_plain(v: Any) -> Any:
+    raise TypeError(f"{type(v).__name__} is not a plain JSON value")
+
+
+# json.dumps(v, ensure_ascii=False, allow_nan=False) with MySQL's separators (json's defaults): the C
+# encoder called directly, one call for a whole plain document
+_c_make_encoder = getattr(json.encoder, "c_make_encoder", None)
+if _c_make_encoder is not None:
+    _c_encode = _c_make_encoder(None, _not_plain, _quote, None, ": ", ", ", False, False, False)
+
+    def _encode_plain(v: Any) -> str:
+        return "".join(_c_encode(v, 0))
+
+else:  # an interpreter without the C accelerator
+    _encode_plain = json.JSONEncoder(ensure_ascii=False, check_circular=False, allow_nan=False).encode  # type: ignore[assignment]
 
 
 def to_mysql_text(v: Any) -> str:

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from binlake.values.charsets import decode_text
-from binlake.values.json_binary import Json, decode_json_binary
+from binlake.values.json_binary import Json, decode_json_column
 from binlake.values.types import string_max_length
 
 Decoder = Callable[[bytes, int], tuple[Any, int]]
@@ -68,7 +68,7 @@ def json_decoder(width: int) -> Decoder:
         n = read_len(buf, pos)
         end = pos + width + n
         _check(buf, end)
-        return (Json(decode_json_binary(buf[pos + width : end])) if n else Json(None, empty=True)), end
+        return decode_json_column(buf[pos + width : end]), end
 
     return dec_json
 

@@ -202,6 +202,10 @@ def format_time(td: dt.timedelta, fsp: int = 6) -> str:
 
 def format_datetime(v: Any, fsp: int = 6) -> str:
     """MySQL DATETIME text of a datetime or MysqlDateTime, with ``fsp`` fractional digits."""
+    if v.__class__ is dt.datetime and (v.tzinfo is None or v.tzinfo is UTC) and fsp <= 6:
+        # isoformat pads the year to 4 digits and cuts (not rounds) the fraction, as below; a UTC
+        # offset it appends falls past the cut
+        return v.isoformat(" ", "microseconds")[: 20 + fsp] if fsp else v.isoformat(" ", "seconds")[:19]
     if isinstance(v, MysqlDateTime):
         base = f"{v.year:04d}-{v.month:02d}-{v.day:02d} {v.hour:02d}:{v.minute:02d}:{v.second:02d}"
         usec = v.microsecond
@@ -218,6 +222,8 @@ def format_datetime(v: Any, fsp: int = 6) -> str:
 
 
 def format_date(v: Any) -> str:
+    if v.__class__ is dt.date:
+        return v.isoformat()  # the same text, one C call
     return f"{v.year:04d}-{v.month:02d}-{v.day:02d}"
 
 
