@@ -34,6 +34,7 @@ ARGV = {
     "tail": ["tail", "--gtid", "0-1-5", "--format", "json", "--non-blocking"],
     "merge": ["merge", "--node", "a", "--node", "b", "-o", "out", "--max-file-size", "1MB"],
     "demo": ["demo", "--workdir", "w"],
+    "serve": ["serve", "out", "-P", "3310", "--password-file", "pw", "--max-connections", "4"],
 }
 
 
