@@ -23,12 +23,12 @@ from typing import Any
 from binlake.arrowlog import variant as v
 from binlake.changes import Column, Layout
 from binlake.events.rows import ABSENT, PartialJson
+from binlake.render.values import PARTIAL_JSON_KEY  # the one name, as JSON output writes it too
 from binlake.values.json_binary import Json, to_mysql_text
 from binlake.values.numeric import bit_length
 from binlake.values.temporal import format_date, format_datetime, format_time
 from binlake.values.types import ColumnType
 
-PARTIAL_JSON_KEY = "json_diff"
 _PARTIAL_KEYS = (PARTIAL_JSON_KEY, "op", "path", "value")
 _TEXT = {
     ColumnType.VARCHAR, ColumnType.STRING, ColumnType.VAR_STRING, ColumnType.BLOB, ColumnType.TINY_BLOB,
