@@ -553,7 +553,8 @@ def _apply_stage(db: Jdbc, stage: str, schema: str, table: str, keys: list[str],
         order = d.q(ORDER)
         db.execute(
             f"INSERT INTO {target} ({listed}) SELECT {listed} FROM {staged} AS s "
-            f"WHERE s.{order} > (SELECT COALESCE(MAX(m.{order}), '') FROM {target} AS m)"
+            # the newest stored key by ORDER BY: PostgreSQL has no max() of bytea
+            f"WHERE s.{order} > COALESCE((SELECT m.{order} FROM {target} AS m ORDER BY m.{order} DESC LIMIT 1), '')"
         )
         return
     db.execute(d.upsert(target, staged, cols, keys, gone))
