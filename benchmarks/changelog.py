@@ -5,10 +5,12 @@ decoding's throughput).
     python benchmarks/changelog.py FILE [STEP ...]
 
 Steps: ``decode`` (every event, every value), ``group`` (+ transactions), ``changes`` (+ the core
-model: ``binlake.changes.row_changes``), ``json`` (+ today's change-log rows, JSON images), ``json-arrow``
-(+ their Arrow batches), ``typed-arrow`` (a candidate: per table layout, Arrow batches whose images are
-structs typed by ``binlake.spark.typed.arrow_type``, values converted only where the Arrow type
-differs from the decoded one). Each step runs in its own process.
+model: ``binlake.changes.row_changes``), ``variant`` (+ the change log's record batches: VARIANT
+images built per layout, what the data source yields), ``typed-arrow`` (the alternative measured
+against it: per table layout, Arrow batches whose images are structs typed by
+``binlake.spark.typed.arrow_type``, values converted only where the Arrow type differs from the
+decoded one; one schema per layout, which a Spark data source of one schema cannot yield). Each step
+runs in its own process.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from binlake.values.json_binary import to_mysql_text
 from binlake.values.temporal import MysqlDate, MysqlDateTime, format_time
 from binlake.values.types import ColumnType
 
-STEPS = ("decode", "group", "changes", "json", "json-arrow", "typed-arrow")
+STEPS = ("decode", "group", "changes", "variant", "typed-arrow")
 
 
 def changes(path: str) -> Iterator[RowChange]:
@@ -146,10 +148,7 @@ def run(step: str, path: str) -> None:
     elif step == "changes":
         for _ in changes(path):
             pass
-    elif step == "json":
-        for _ in file_changes(path):
-            pass
-    elif step == "json-arrow":
+    elif step == "variant":
         for _ in to_batches(file_changes(path)):
             pass
     elif step == "typed-arrow":

@@ -32,13 +32,13 @@ def test_spark_merge_equals_the_single_process_merge(spark: Any, tmp_path: Path,
 
 def test_a_sharded_database_applied_into_one_table(spark: Any, tmp_path: Path) -> None:
     from binlake.spark.apply import apply_changes, read_delta
-    from binlake.spark.changelog import CHANGELOG_SCHEMA, changelog_rows
+    from binlake.spark.changelog import changelog_batches
 
     res = simulate(tmp_path / "nodes", seed=22, transactions=300, nodes=3, pending_at_end=0)
     out, _ = merge_nodes(res.node_files)
     ddl = "CREATE TABLE db.acct (id BIGINT PRIMARY KEY, bal BIGINT)"  # the 5.7 nodes write no names
-    rows = list(changelog_rows(global_row_changes(out, schema=SchemaHistory.from_ddl_script(ddl))))
-    df = spark.createDataFrame(pa.Table.from_pylist(rows, schema=CHANGELOG_SCHEMA))
+    batches = list(changelog_batches(global_row_changes(out, schema=SchemaHistory.from_ddl_script(ddl))))
+    df = spark.createDataFrame(pa.Table.from_batches(batches))
     apply_changes(df, tmp_path / "delta", source="global")
     table = read_delta(tmp_path / "delta", "db.acct")
     assert table.column_names == ["id", "bal"]

@@ -35,7 +35,7 @@ def expected_tables(spark: Any, workload: Any) -> dict[str, list[dict]]:
     ):
         name = f"{r['db']}.{r['table']}"
         if name not in layouts or r["order_key"] > layouts[name][0]:
-            layouts[name] = (r["order_key"], json.loads(r["columns"]))
+            layouts[name] = (r["order_key"], [c.asDict(recursive=True) for c in r["columns"]])
     out = {}
     for name, (_, cols) in layouts.items():
         rows = [json.loads(line) for line in (workload.truth_dir / f"{name}.jsonl").read_text().splitlines()]
@@ -105,7 +105,10 @@ def test_failure_inside_the_apply_transaction_rolls_back_whole(
     schema, table = calls[0][1:3]
     assert postgres.psql(f'SELECT to_regclass(\'"{schema}"."{table}"\') IS NULL').strip() == "t"
     # and no staging table outlives the failed batch
-    assert postgres.psql("SELECT count(*) FROM pg_tables WHERE tablename LIKE '\\_binlake\\_stage%'").strip() == "0"
+    assert (
+        postgres.psql("SELECT count(*) FROM pg_tables WHERE tablename LIKE '\\_binlake\\_stage%'").strip()
+        == "0"
+    )
     monkeypatch.setattr(jdbc, "_apply_stage", real)
     jdbc.sync_to_jdbc(spark, source, postgres.url)
     expected = expected_tables(spark, workload)

@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
+from binlake.arrowlog.images import PARTIAL_JSON_KEY
 from binlake.errors import UnappliableChangeError
-from binlake.spark.changelog import PARTIAL_JSON_MARK, file_changes
+from binlake.spark.changelog import PARTIAL_JSON_MARK, file_changes, rows_of, to_batches
 
 PARTIAL = "blackbeam-rust_mysql_common/json.binlog.000001"  # MySQL 8.0.22: PARTIAL_UPDATE_ROWS at 3750
 
@@ -26,12 +27,21 @@ def partial_source(corpus: Path, tmp_path: Path) -> str:
 
 
 def test_only_partial_updates_carry_the_mark(corpus: Path) -> None:
-    """The substring the sinks look for is in the partial updates' images and in no other: a string
-    value holding the same characters is written escaped."""
-    rows = list(file_changes(corpus / PARTIAL))
-    marked = [r["position"] for r in rows if PARTIAL_JSON_MARK in (r["after"] or "")]
+    """The partial updates' JSON column holds an object (its edits) where a JSON column otherwise
+    holds a string, so the substring the sinks look for in ``to_json(after)`` is in their images and
+    in no other: a string value holding the same characters is written escaped."""
+    rows = [r for b in to_batches(file_changes(corpus / PARTIAL)) for r in rows_of(b)]
+    marked = [
+        r["position"]
+        for r in rows
+        if any(isinstance(v, dict) and PARTIAL_JSON_KEY in v for v in (r["after"] or {}).values())
+    ]
     assert marked == [3750] * 6
-    assert PARTIAL_JSON_MARK not in json.dumps({"c": PARTIAL_JSON_MARK}, ensure_ascii=False)
+    compact = json.dumps(next(r["after"] for r in rows if r["position"] == 3750), separators=(",", ":"))
+    assert PARTIAL_JSON_MARK in compact  # as Spark's to_json writes it
+    assert PARTIAL_JSON_MARK not in json.dumps(
+        {"c": PARTIAL_JSON_MARK}, ensure_ascii=False, separators=(",", ":")
+    )
 
 
 def _assert_names_the_change(e: UnappliableChangeError) -> None:

@@ -9,30 +9,45 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from binlake.changes import OrderKey
 from binlake.schema.renames import ColumnRename, TableRename
 from binlake.spark.renames import RenamePlan, plan_renames, renamed_columns
 
 DB = "d"
 
 
-def rename_table(key: str, old: str, new: str) -> dict[str, Any]:
-    after = json.dumps({"db": DB, "table": new})
-    return {"order_key": key, "db": DB, "table": old, "op": "rename_table", "before": "{}", "after": after}
+def _key(key: str | bytes) -> bytes:
+    """An order key: bytes as the change log has them (``OrderKey.encode()``); test names as bytes."""
+    return key.encode() if isinstance(key, str) else key
+
+
+def rename_table(key: str | bytes, old: str, new: str) -> dict[str, Any]:
+    after = {"db": DB, "table": new}
+    before = {"db": DB, "table": old}
+    return {
+        "order_key": _key(key),
+        "db": DB,
+        "table": old,
+        "op": "rename_table",
+        "before": before,
+        "after": after,
+    }
 
 
 def rename_column(key: str, table: str, old: str, new: str) -> dict[str, Any]:
     return {
-        "order_key": key,
+        "order_key": _key(key),
         "db": DB,
         "table": table,
         "op": "rename_column",
-        "before": json.dumps({"column": old}),
-        "after": json.dumps({"column": new}),
+        "before": {"column": old},
+        "after": {"column": new},
     }
 
 
-def final_of(plan: RenamePlan, table: str, key: str) -> tuple[str, dict[str, str]]:
+def final_of(plan: RenamePlan, table: str, key: str | bytes) -> tuple[str, dict[str, str]]:
     """Where a row of ``table`` at ``key`` goes (as ``follow_renames`` maps it in Spark)."""
+    key = _key(key)
     for s in plan.segments:
         if s.table == (DB, table) and s.lo <= key < s.hi:
             return s.final[1], json.loads(s.columns) if s.columns else {}
@@ -62,7 +77,7 @@ def test_a_swap_through_a_temporary_name() -> None:
     assert final_of(plan, "b", "k0") == ("a", {})
     assert final_of(plan, "a", "k4") == ("a", {})  # after the swap `a` is the old `b`, final name a
     assert run_steps({"a": ["x"], "b": ["y"]}, plan.steps()) == {"b": ["x"], "a": ["y"]}
-    assert plan.steps("k3") == []  # the targets follow already
+    assert plan.steps(b"k3") == []  # the targets follow already
 
 
 def test_renamed_back_is_nothing_and_columns_follow_the_table() -> None:
@@ -83,28 +98,35 @@ def test_a_new_table_of_an_old_name_is_another_table() -> None:
     assert final_of(plan, "t", "k0") == ("t2", {})
     assert final_of(plan, "t", "k2") == ("t3", {})  # created after the first rename
     assert run_steps({"t": ["a"]}, plan.steps()) == {"t2": ["a"]}
-    assert run_steps({"t2": ["a"], "t": ["b"]}, plan.steps("k1")) == {"t2": ["a"], "t3": ["b"]}
+    assert run_steps({"t2": ["a"], "t": ["b"]}, plan.steps(b"k1")) == {"t2": ["a"], "t3": ["b"]}
 
 
 Snapshot = dict[int, tuple[str, dict[str, int]]]  # table id -> (name, column name -> column id)
 
 
-def drop_table(key: str, table: str) -> dict[str, Any]:
-    before = json.dumps({"db": DB, "table": table})
-    return {"order_key": key, "db": DB, "table": table, "op": "drop_table", "before": before, "after": None}
+def drop_table(key: str | bytes, table: str) -> dict[str, Any]:
+    before = {"db": DB, "table": table}
+    return {
+        "order_key": _key(key),
+        "db": DB,
+        "table": table,
+        "op": "drop_table",
+        "before": before,
+        "after": None,
+    }
 
 
 def test_a_dropped_table_is_kept_aside_and_its_name_starts_empty() -> None:
     """DROP TABLE a; RENAME TABLE a_new TO a (a manual swap): the old rows go aside, a is a_new."""
-    key = "0000000003" + "0000000001234" + "0" * 14
-    plan = plan_renames([drop_table(key, "a"), rename_table(key[:-1] + "1", "a_new", "a")])
+    key = OrderKey(3, 1234).encode()
+    plan = plan_renames([drop_table(key, "a"), rename_table(OrderKey(3, 1234, row=1).encode(), "a_new", "a")])
     aside = "_binlake_dropped_3_1234_a"
-    assert final_of(plan, "a", "0") == (aside, {})  # rows of the old a written before the drop
-    assert final_of(plan, "a_new", "0") == ("a", {})
+    assert final_of(plan, "a", b"") == (aside, {})  # rows of the old a written before the drop
+    assert final_of(plan, "a_new", b"") == ("a", {})
     assert run_steps({"a": ["old"], "a_new": ["new"]}, plan.steps()) == {aside: ["old"], "a": ["new"]}
     # a drop alone (or TRUNCATE): the target keeps the rows aside; a new table of the name starts empty
     plan = plan_renames([drop_table(key, "t")])
-    assert final_of(plan, "t", "1") == ("t", {})
+    assert final_of(plan, "t", OrderKey(3, 1235).encode()) == ("t", {})
     assert run_steps({"t": ["x"]}, plan.steps()) == {"_binlake_dropped_3_1234_t": ["x"]}
 
 
@@ -173,7 +195,7 @@ def test_rows_and_targets_follow_identity(history: Any, cut: int) -> None:
         assert columns.get(column.lower(), column) == final_column
     # targets that followed the first `cut` renames: the steps bring them to the final names
     cut = min(cut, len(renames))
-    base = renames[cut - 1]["order_key"] if cut else ""
+    base = renames[cut - 1]["order_key"] if cut else b""
     targets = {name: sorted(cols) for name, cols in snapshots[cut].values()}
     want = {final[tid][0]: sorted(final[tid][1]) for tid in snapshots[cut]}
     assert {k: sorted(v) for k, v in run_steps(targets, plan.steps(base)).items()} == want

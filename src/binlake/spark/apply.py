@@ -9,10 +9,9 @@ version and in the commit metadata. Tables without a primary key get an append-o
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,19 +19,17 @@ from typing import Any
 
 import pyarrow as pa
 
+from binlake.changes import KEY_WIDTH, TOMBSTONE
 from binlake.dialects import delta as sql
 from binlake.spark.changelog import PARTIAL_JSON_MARK, ROW_OPS, partial_json_error
 from binlake.spark.delta_renames import rename_delta_targets
 from binlake.spark.renames import layout_columns, renamed_changes
-from binlake.spark.typed import arrow_type, convert
+from binlake.spark.typed import arrow_type
+from binlake.spark.typedrows import COMMIT_TS, DELETED, GTID, ORDER, arrow_batches, target_schema, typed_rows
 from binlake.targetnames import NAME_BOOK, NameBook, inside, path_name
 
-ORDER, DELETED, GTID, COMMIT_TS = (
-    "_binlake_order_key",
-    "_binlake_deleted",
-    "_binlake_gtid",
-    "_binlake_commit_ts",
-)
+KEY = "_binlake_key"  # a change's primary key as JSON text, while finding the last change per key
+JSON_TYPE = 245  # ColumnType.JSON: the only columns a partial JSON update is in
 APP_ID = "binlake-sync"
 SNAPSHOT_BOOK = "_binlake_snapshots.json"  # the Parquet snapshot files binlake wrote
 Phase = Callable[[str], None] | None  # told what a sync does now, for progress displays
@@ -80,189 +77,98 @@ def read_table(target: str | Path, db: str, table: str) -> pa.Table:
 
 def latest_per_key(df: Any) -> Any:
     """The last change per (db, table, primary key) by order key; a primary-key change also yields a
-    tombstone for the old key. Rows of tables without a key are all kept."""
+    tombstone for the old key, whose order key is the change's with ``part`` TOMBSTONE (it sorts just
+    before it). Keys compare by their JSON form (``to_json``: a VARIANT is not a grouping key)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    keyed = df.where(F.col("pk").isNotNull())
+    keyed = df.where(F.col("pk").isNotNull()).withColumn(KEY, F.to_json("pk"))
     moved = keyed.where(
-        (F.col("op") == "update") & F.col("pk_before").isNotNull() & (F.col("pk_before") != F.col("pk"))
+        (F.col("op") == "update") & F.col("pk_before").isNotNull() & (F.to_json("pk_before") != F.col(KEY))
     )
-    tombstones = moved.select(
-        *[c for c in df.columns if c not in ("op", "pk", "order_key", "after")],
-        F.lit("delete").alias("op"),
-        F.col("pk_before").alias("pk"),
-        F.concat(F.col("order_key"), F.lit("0")).alias("order_key"),
-        F.lit(None).cast("string").alias("after"),
-    )
-    rows = keyed.select(
-        *[c for c in df.columns if c != "order_key"],
-        F.concat(F.col("order_key"), F.lit("1")).alias("order_key"),
-    )
-    both = rows.unionByName(tombstones)
-    w = Window.partitionBy("db", "table", "pk").orderBy(F.col("order_key").desc())
-    return both.withColumn("_rn", F.row_number().over(w)).where(F.col("_rn") == 1).drop("_rn")
+    tombstone = F.overlay(F.col("order_key"), F.lit(bytes([TOMBSTONE])), F.lit(KEY_WIDTH))
+    replaced = {
+        "op": F.lit("delete"),
+        "pk": F.col("pk_before"),
+        KEY: F.to_json("pk_before"),
+        "order_key": tombstone,
+        "after": F.lit(None).cast("variant"),
+    }
+    tombstones = moved.select(*[replaced.get(c, F.col(c)).alias(c) for c in keyed.columns])
+    both = keyed.unionByName(tombstones)
+    w = Window.partitionBy("db", "table", KEY).orderBy(F.col("order_key").desc())
+    return both.withColumn("_rn", F.row_number().over(w)).where(F.col("_rn") == 1).drop("_rn", KEY)
 
 
-def layout_runs(latest: Any, db: str, table: str) -> Iterator[tuple[str, str | None, Iterator[Any]]]:
-    """One table's changes layout by layout — in the order the layouts were written, each layout's
-    rows in order — from ONE Spark job (a job per layout made DDL-heavy batches crawl). Each run must
-    be consumed before the next."""
-    from pyspark.sql import Window
+Layout = tuple[list[dict[str, Any]], str | None]  # a change-log ``columns`` value and its ``renamed``
+
+
+def table_layouts(df: Any) -> dict[tuple[str, str], list[Layout]]:
+    """Each table's column layouts in ``df``, in the order they were written (by their newest
+    change): one small Spark job for every table."""
     from pyspark.sql import functions as F
 
-    newest = F.max("order_key").over(Window.partitionBy("columns", "renamed"))
-    rows = (
-        latest.where((F.col("db") == db) & (F.col("table") == table))
-        .withColumn("_binlake_newest", newest)
-        .orderBy("_binlake_newest", "order_key")
-        .toLocalIterator()
-    )
-    for (layout, renamed), run in itertools.groupby(rows, key=_layout_of):
-        yield layout, renamed, run
+    found: dict[tuple[str, str], list[tuple[bytes, Layout]]] = {}
+    for g in df.groupBy("db", "table", "columns", "renamed").agg(F.max("order_key").alias("k")).collect():
+        columns = [c.asDict(recursive=True) for c in g["columns"]]
+        found.setdefault((g["db"], g["table"]), []).append((bytes(g["k"]), (columns, g["renamed"])))
+    return {t: [lay for _, lay in sorted(ls, key=lambda x: x[0])] for t, ls in sorted(found.items())}
 
 
-def _layout_of(row: Any) -> tuple[str, str | None]:
-    """A change-log row's column layout: its ``columns`` and their ``renamed`` mapping."""
-    return row["columns"], row["renamed"]
+Sources = dict[str, list[tuple[str | None, str]]]  # target column -> (renamed, name in the images)
 
 
-def _typed_batch(rows: list[Any], columns: list[dict[str, Any]], deleted_values: bool = False) -> pa.Table:
-    """Typed rows; a delete keeps only its key (a tombstone) unless ``deleted_values`` (change tables)."""
-    types = [arrow_type(c) for c in columns]
-    data: dict[str, list[Any]] = {c["name"]: [] for c in columns}
-    meta: dict[str, list[Any]] = {ORDER: [], DELETED: [], GTID: [], COMMIT_TS: []}
-    written = [c.get("from", c["name"]) for c in columns]  # the images' names (before a rename)
-    for r in rows:
-        image = json.loads(r["after"] if r["op"] != "delete" else (r["before"] or "null")) or {}
-        deleted = r["op"] == "delete"
-        if deleted and not image:
-            keys = [w for w, c in zip(written, columns, strict=True) if c.get("pk")]
-            image = dict(zip(keys, json.loads(r["pk"]), strict=False))
-        for c, t, w in zip(columns, types, written, strict=True):
-            v = image.get(w) if (not deleted or deleted_values or c.get("pk")) else None
-            data[c["name"]].append(convert(v, c, t))
-        meta[ORDER].append(r["order_key"])
-        meta[DELETED].append(deleted)
-        meta[GTID].append(r["gtid"])
-        meta[COMMIT_TS].append(r["commit_ts"])
-    arrays = {c["name"]: pa.array(data[c["name"]], type=t) for c, t in zip(columns, types, strict=True)}
-    arrays[ORDER] = pa.array(meta[ORDER], pa.string())
-    arrays[DELETED] = pa.array(meta[DELETED], pa.bool_())
-    arrays[GTID] = pa.array(meta[GTID], pa.string())
-    arrays[COMMIT_TS] = pa.array(meta[COMMIT_TS], pa.timestamp("us", tz="UTC"))
-    return pa.table(arrays)
-
-
-def _chunks(it: Iterable[Any], size: int) -> Iterator[list[Any]]:
-    buf: list[Any] = []
-    for x in it:
-        buf.append(x)
-        if len(buf) >= size:
-            yield buf
-            buf = []
-    if buf:
-        yield buf
+def union_columns(
+    layouts: list[Layout], name: Callable[[str], str] = str
+) -> tuple[list[dict[str, Any]], Sources]:
+    """The target columns of a table's layouts (oldest first): every column in the order it first
+    appeared, typed (and keyed) as in the newest layout that has it — older rows of a column whose
+    type changed go into the new type — with the image names each layout uses."""
+    out: dict[str, dict[str, Any]] = {}
+    sources: Sources = {}
+    for columns, renamed in layouts:
+        for c in layout_columns(columns, renamed, name):
+            out[c["name"]] = {k: v for k, v in c.items() if k != "from"}
+            seen = sources.setdefault(c["name"], [])
+            if (renamed, c["from"]) not in seen:
+                seen.append((renamed, c["from"]))
+    newest = {c["name"] for c in layout_columns(*layouts[-1], name)}
+    for c in out.values():  # the key is the newest layout's
+        c["pk"] = bool(c.get("pk")) and c["name"] in newest
+    return list(out.values()), sources
 
 
 class _Counted:
-    """An iterator that counts what passed through it."""
+    """An Arrow stream that counts the rows that passed through it."""
 
-    def __init__(self, it: Iterator[Any]) -> None:
-        self.it, self.n = it, 0
+    def __init__(self, stream: pa.RecordBatchReader) -> None:
+        self.n = 0
 
-    def __iter__(self) -> Iterator[Any]:
-        for x in self.it:
-            self.n += 1
-            yield x
+        def each() -> Iterator[pa.RecordBatch]:
+            for b in stream:
+                self.n += b.num_rows
+                yield b
 
-
-def _batch_stream(rows: Iterable[Any], columns: list[dict[str, Any]], size: int) -> pa.RecordBatchReader:
-    """Typed rows as one Arrow stream in batches of ``size``, so a whole table goes into one Delta
-    commit (all or nothing) while memory holds one batch."""
-    schema = _typed_batch([], columns).schema
-
-    def batches() -> Iterator[pa.RecordBatch]:
-        for chunk in _chunks(rows, size):
-            yield from _typed_batch(chunk, columns).to_batches()
-
-    return pa.RecordBatchReader.from_batches(schema, batches())
+        self.stream = pa.RecordBatchReader.from_batches(stream.schema, each())
 
 
-Layout = tuple[str, str | None]  # a change-log ``columns`` value and its ``renamed`` mapping
-
-
-def keyless_tables(df: Any) -> Iterator[tuple[tuple[str, str], list[Layout], Any]]:
-    """Each table without a primary key: its layouts (oldest first) and its changes in order (a
-    DataFrame)."""
+def table_stream(
+    df: Any, db: str, table: str, layouts: list[Layout], *, keyless: bool, name: Callable[[str], str] = str
+) -> tuple[list[dict[str, Any]], _Counted]:
+    """One table's changes in ``df`` as typed target rows on the driver (an Arrow stream, counted),
+    and the target columns; keyless tables' changes in order."""
     from pyspark.sql import functions as F
 
-    keyless = df.where(F.col("pk").isNull())
-    found: dict[tuple[str, str], list[tuple[str, Layout]]] = {}
-    for g in (
-        keyless.groupBy("db", "table", "columns", "renamed").agg(F.max("order_key").alias("k")).collect()
-    ):
-        found.setdefault((g["db"], g["table"]), []).append((g["k"], (g["columns"], g["renamed"])))
-    for (db, table), layouts in sorted(found.items()):
-        rows = keyless.where((F.col("db") == db) & (F.col("table") == table)).orderBy("order_key")
-        yield (db, table), [lay for _, lay in sorted(layouts, key=lambda x: x[0])], rows
+    columns, sources = union_columns(layouts, name)
+    rows = df.where((F.col("db") == db) & (F.col("table") == table))
+    if keyless:
+        rows = rows.orderBy("order_key")
+    typed = typed_rows(rows, columns, sources, keyless)
+    return columns, _Counted(arrow_batches(typed, target_schema(columns, keyless=keyless)))
 
 
-def keyless_columns(layouts: list[Layout], name: Callable[[str], str] = str) -> list[dict[str, Any]]:
-    """The columns of every layout (newest first, then columns only older layouts had); ``name``
-    fits a column name to the target."""
-    out: dict[str, dict[str, Any]] = {}
-    for columns, renamed in reversed(layouts):
-        for c in layout_columns(columns, renamed, name):
-            out.setdefault(c["name"], {k: v for k, v in c.items() if k != "from"})
-    return list(out.values())
-
-
-def keyless_stream(
-    rows: Iterable[Any], layouts: list[Layout], size: int, name: Callable[[str], str] = str
-) -> pa.RecordBatchReader:
-    """A keyless table's changes (row images, deletes' before-images too, ``_binlake_op``) as one
-    Arrow stream in the columns of all its layouts: ADD COLUMN in the batch widens it."""
-    union = _typed_batch([], keyless_columns(layouts, name)).schema.append(
-        pa.field("_binlake_op", pa.string())
-    )
-    types = newest_types([layout_columns(c, r, name) for c, r in layouts])
-    schema = pa.schema([f.with_type(types.get(f.name, f.type)) for f in union])
-
-    def conform(t: pa.Table) -> pa.Table:
-        n = t.num_rows
-        return pa.table(
-            {
-                f.name: t[f.name].cast(f.type) if f.name in t.column_names else pa.nulls(n, f.type)
-                for f in schema
-            }
-        )
-
-    def batches() -> Iterator[pa.RecordBatch]:
-        for chunk in _chunks(rows, size):
-            for (layout, renamed), group in itertools.groupby(chunk, key=_layout_of):  # runs, in order
-                run = list(group)
-                t = _typed_batch(run, layout_columns(layout, renamed, name), deleted_values=True)
-                t = t.append_column("_binlake_op", pa.array([x["op"] for x in run], pa.string()))
-                yield from conform(t).to_batches()
-
-    return pa.RecordBatchReader.from_batches(schema, batches())
-
-
-def newest_types(layouts: list[list[dict[str, Any]]]) -> dict[str, pa.DataType]:
-    """Each column's Arrow type in the newest of ``layouts`` (oldest first) that has it."""
-    out: dict[str, pa.DataType] = {}
-    for columns in layouts:
-        out.update({f.name: f.type for f in _typed_batch([], columns).schema})
-    return out
-
-
-def _cast_stream(stream: pa.RecordBatchReader, types: dict[str, pa.DataType]) -> pa.RecordBatchReader:
-    """An older layout's batches with the newest types (INT rows of a table now BIGINT)."""
-    schema = pa.schema([f.with_type(types.get(f.name, f.type)) for f in stream.schema])
-    if schema == stream.schema:
-        return stream
-    return pa.RecordBatchReader.from_batches(schema, (b.cast(schema) for b in stream))
+def column_types(columns: list[dict[str, Any]]) -> dict[str, pa.DataType]:
+    return {c["name"]: arrow_type(c) for c in columns}
 
 
 def widen_table(path: Path, types: dict[str, pa.DataType]) -> None:
@@ -354,13 +260,15 @@ def batch_head(df: Any, source: str) -> tuple[SyncReport, dict[str, str]]:
     from pyspark.sql import functions as F
 
     report = SyncReport()
-    partial = (F.col("op") == "update") & F.col("after").contains(PARTIAL_JSON_MARK)
+    json_table = F.exists(F.col("columns"), lambda c: c["type"] == JSON_TYPE)
+    after = F.to_json(F.col("after"))
+    partial = (F.col("op") == "update") & json_table & after.contains(PARTIAL_JSON_MARK)
     head = df.agg(  # one Spark job: the newest row (structs compare field by field) and the size
         F.max(F.struct("order_key", "file", "file_number", "txn_position")).alias("top"),
         F.sum(F.col("op").isin(*ROW_OPS).cast("long")).alias("changes"),
-        F.min(F.when(partial, F.struct("order_key", "db", "table", "file", "position", "after"))).alias(
-            "partial"
-        ),
+        F.min(
+            F.when(partial, F.struct("order_key", "db", "table", "file", "position", after.alias("after")))
+        ).alias("partial"),
     ).collect()[0]
     if head["partial"] is not None:
         raise partial_json_error(head["partial"])
@@ -372,7 +280,7 @@ def batch_head(df: Any, source: str) -> tuple[SyncReport, dict[str, str]]:
     report.changes = int(head["changes"] or 0)
     return report, {
         "binlake.position": report.position,
-        "binlake.order_key": top["order_key"],
+        "binlake.order_key": bytes(top["order_key"]).hex(),
         "binlake.source": source,
     }
 
@@ -405,23 +313,17 @@ def _apply_changes(
     df: Any, target: Path, source: str, chunk_rows: int, on_phase: Callable[[str], None]
 ) -> SyncReport:
     from pyspark import StorageLevel
-    from pyspark.sql import functions as F
 
     on_phase("reading the change log")
     report, metadata = batch_head(df, source)
     if not metadata:  # nothing at all (a batch of renames only still has renames to follow)
         return report
     df, plan = renamed_changes(df)
-    report.renamed = rename_delta_targets(target, plan, report.version, metadata["binlake.order_key"])
-    _append_keyless(df, target, report, metadata, chunk_rows)
+    upto = bytes.fromhex(metadata["binlake.order_key"])
+    report.renamed = rename_delta_targets(target, plan, report.version, upto)
+    _append_keyless(df, target, report, metadata)
     latest = latest_per_key(df).persist(StorageLevel.DISK_ONLY)
-    tables: dict[tuple[str, str], list[tuple[str, str, str | None]]] = {}  # (newest order key, layout)
-    layouts_seen = latest.groupBy("db", "table", "columns", "renamed").agg(F.max("order_key").alias("newest"))
-    for row in layouts_seen.collect():
-        tables.setdefault((row["db"], row["table"]), []).append(
-            (row["newest"], row["columns"], row["renamed"])
-        )
-    for (db, table), layouts in sorted(tables.items()):
+    for (db, table), layouts in table_layouts(latest).items():
         name = f"{db}.{table}"
         on_phase(f"merging {name}")
         path = table_path(target, db, table)
@@ -429,38 +331,27 @@ def _apply_changes(
         if done is not None and done >= report.version:
             report.skipped.append(name)
             continue
-        n = 0
-        # one commit per column layout (DDL changes it), oldest first, so ADD COLUMN evolves the
-        # table; every column takes its type in the newest layout (a type change widens the table).
-        # Only the last commit records the batch version: a run killed in between replays the
-        # earlier ones, which the order-key guard makes idempotent.
-        ordered = [(c, r) for _, c, r in sorted(layouts, key=lambda x: x[0])]
-        newest = newest_types([layout_columns(c, r) for c, r in ordered])
-        widen_table(path, newest)
-        for i, (layout, renamed, rows) in enumerate(layout_runs(latest, db, table)):
-            columns = layout_columns(layout, renamed)
-            keys = [c["name"] for c in columns if c.get("pk")]
-            counted = _Counted(rows)
-            stream = _cast_stream(_batch_stream(counted, columns, chunk_rows), newest)
-            version = report.version if i == len(ordered) - 1 else None
-            shown = json.dumps(columns)
-            merge_table(path, stream, keys, version, {**metadata, "binlake.columns": shown})
-            n += counted.n
-        report.tables[name] = n
+        # one MERGE per table in the columns of all its layouts of the batch (ADD COLUMN evolves
+        # the table), each column in its type in the newest layout (a type change widens it)
+        columns, counted = table_stream(latest, db, table, layouts, keyless=False)
+        widen_table(path, column_types(columns))
+        keys = [c["name"] for c in columns if c.get("pk")]
+        shown = json.dumps(columns)
+        merge_table(path, counted.stream, keys, report.version, {**metadata, "binlake.columns": shown})
+        report.tables[name] = counted.n
     latest.unpersist()
     return report
 
 
-def _append_keyless(
-    df: Any, target: Path, report: SyncReport, metadata: dict[str, str], chunk_rows: int
-) -> None:
+def _append_keyless(df: Any, target: Path, report: SyncReport, metadata: dict[str, str]) -> None:
     """Tables without a primary key: every change appended to a change table (``_binlake_op`` says
     which), once: a batch re-reading changes already appended (a rerun over a grown directory)
     appends only those after the order key the table's last append recorded."""
     from deltalake import CommitProperties, Transaction, write_deltalake
     from pyspark.sql import functions as F
 
-    for (db, table), layouts, rows in keyless_tables(df):
+    keyless = df.where(F.col("pk").isNull())
+    for (db, table), layouts in table_layouts(keyless).items():
         name = f"{db}.{table}"
         path = table_path(target, db, table)
         done = committed_version(target, path.name)
@@ -468,21 +359,21 @@ def _append_keyless(
             report.skipped.append(name)
             continue
         upto = appended_upto(path)
-        if upto:
-            rows = rows.where(F.col("order_key") > upto)
-        counted = _Counted(rows.toLocalIterator())
-        stream = keyless_stream(counted, layouts, chunk_rows)
+        rows = keyless.where(F.col("order_key") > F.lit(upto)) if upto else keyless
+        columns, counted = table_stream(rows, db, table, layouts, keyless=True)
         props = CommitProperties(
-            custom_metadata={**metadata, "binlake.columns": json.dumps(keyless_columns(layouts))},
+            custom_metadata={**metadata, "binlake.columns": json.dumps(columns)},
             app_transactions=[Transaction(APP_ID, report.version)],
         )
         path.mkdir(parents=True, exist_ok=True)
         # one commit per table and batch: appends are not idempotent, so never split them
-        write_deltalake(str(path), stream, mode="append", schema_mode="merge", commit_properties=props)
+        write_deltalake(
+            str(path), counted.stream, mode="append", schema_mode="merge", commit_properties=props
+        )
         report.tables[name] = counted.n
 
 
-def appended_upto(path: Path) -> str | None:
+def appended_upto(path: Path) -> bytes | None:
     """The order key up to which a change table holds its source's changes (its last batch's)."""
     from deltalake import DeltaTable
 
@@ -490,7 +381,7 @@ def appended_upto(path: Path) -> str | None:
         return None
     for commit in DeltaTable(str(path)).history():
         if "binlake.order_key" in commit:
-            return str(commit["binlake.order_key"])
+            return bytes.fromhex(str(commit["binlake.order_key"]))
     return None
 
 

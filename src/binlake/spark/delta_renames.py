@@ -14,15 +14,13 @@ from binlake.targetnames import NAME_BOOK, NameBook, inside, path_name, replaced
 RENAME_JOURNAL = "_binlake_renames.json"
 
 
-def rename_delta_targets(target: Path, plan: RenamePlan, version: int, upto: str) -> list[str]:
+def rename_delta_targets(target: Path, plan: RenamePlan, version: int, upto: bytes) -> list[str]:
     """Rename the Delta tables and columns as the batch ``version`` (ending at order key ``upto``)
     renamed them upstream, once: a journal beside the tables says how far the targets follow and
     how far a killed run got. A table moves as its directory; a table's column renames are one
     rewrite (tagged, so a rerun sees it done)."""
     path = target / RENAME_JOURNAL
-    journal, steps, renamed = rename_work(
-        Journal(**json.loads(path.read_text())) if path.exists() else None, plan, version, upto
-    )
+    journal, steps, renamed = rename_work(_load_journal(path), plan, version, upto)
     i = journal.done
     while i < len(steps):
         step = steps[i]
@@ -42,10 +40,24 @@ def rename_delta_targets(target: Path, plan: RenamePlan, version: int, upto: str
     return renamed
 
 
+def _load_journal(path: Path) -> Journal | None:
+    """The journal (order keys as hex: ``OrderKey.encode()`` bytes)."""
+    if not path.exists():
+        return None
+    j = json.loads(path.read_text())
+    return Journal(j["version"], bytes.fromhex(j["base"]), bytes.fromhex(j["upto"]), j["done"])
+
+
 def _save_journal(path: Path, journal: Journal) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(vars(journal)))
+    j = {
+        "version": journal.version,
+        "base": journal.base.hex(),
+        "upto": journal.upto.hex(),
+        "done": journal.done,
+    }
+    tmp.write_text(json.dumps(j))
     os.replace(tmp, path)
 
 

@@ -29,23 +29,18 @@ import pyarrow as pa
 from binlake.dialects import mysql, postgres
 from binlake.schema.renames import ColumnRename, TableRename
 from binlake.spark.apply import (
-    COMMIT_TS,
-    DELETED,
-    GTID,
-    ORDER,
     Phase,
     SyncReport,
-    _batch_stream,
     _Counted,
     batch_head,
     change_log,
     decoded_once,
-    keyless_stream,
-    keyless_tables,
     latest_per_key,
-    layout_runs,
+    table_layouts,
+    table_stream,
 )
-from binlake.spark.renames import Journal, RenamePlan, layout_columns, rename_work, renamed_changes
+from binlake.spark.renames import Journal, RenamePlan, rename_work, renamed_changes
+from binlake.spark.typedrows import COMMIT_TS, DELETED, GTID, ORDER
 from binlake.targetnames import NameCollisionError, path_name, replaced_name
 
 POSITIONS = "_binlake_positions"
@@ -450,7 +445,7 @@ def refuse_own_source(db: Jdbc, server_ids: list[int], file: str, position: int)
 Types = dict[tuple[str, str], dict[str, str]]  # target (schema, table) -> column -> SQL type
 
 
-def rename_jdbc_targets(db: Jdbc, plan: RenamePlan, source: str, version: int, upto: str) -> list[str]:
+def rename_jdbc_targets(db: Jdbc, plan: RenamePlan, source: str, version: int, upto: bytes) -> list[str]:
     """Rename target tables and columns as the batch ``version`` (ending at order key ``upto``)
     renamed them upstream, once. Each step is a move into a free name (``RenamePlan.steps``), so the
     one a kill interrupted is told done or not by the catalog; ``_binlake_renames`` records how far
@@ -461,14 +456,18 @@ def rename_jdbc_targets(db: Jdbc, plan: RenamePlan, source: str, version: int, u
         "base VARCHAR(100) NOT NULL, upto VARCHAR(100) NOT NULL, done INT NOT NULL)"
     )
     found = db.rows(f"SELECT version, base, upto, done FROM {RENAMES} WHERE source = ?", [source])
-    journal = Journal(int(found[0][0]), found[0][1], found[0][2], int(found[0][3])) if found else None
+    journal = (  # order keys as hex (OrderKey.encode() bytes)
+        Journal(int(found[0][0]), bytes.fromhex(found[0][1]), bytes.fromhex(found[0][2]), int(found[0][3]))
+        if found
+        else None
+    )
     journal, steps, renamed = rename_work(journal, plan, version, upto)
 
     def save() -> None:
         db.execute(f"DELETE FROM {RENAMES} WHERE source = ?", [source])
         db.execute(
             f"INSERT INTO {RENAMES} (source, version, base, upto, done) VALUES (?, ?, ?, ?, ?)",
-            [source, journal.version, journal.base, journal.upto, journal.done],
+            [source, journal.version, journal.base.hex(), journal.upto.hex(), journal.done],
         )
 
     if plan.keys and journal.version == version and journal.done == 0:
@@ -554,7 +553,8 @@ def _apply_stage(db: Jdbc, stage: str, schema: str, table: str, keys: list[str],
         order = d.q(ORDER)
         db.execute(
             f"INSERT INTO {target} ({listed}) SELECT {listed} FROM {staged} AS s "
-            f"WHERE s.{order} > (SELECT COALESCE(MAX(m.{order}), '') FROM {target} AS m)"
+            # the newest stored key by ORDER BY: PostgreSQL has no max() of bytea
+            f"WHERE s.{order} > COALESCE((SELECT m.{order} FROM {target} AS m ORDER BY m.{order} DESC LIMIT 1), '')"
         )
         return
     db.execute(d.upsert(target, staged, cols, keys, gone))
@@ -589,12 +589,13 @@ def _apply_changes_jdbc(
     password: str | None,
 ) -> SyncReport:
     from pyspark import StorageLevel
+    from pyspark.sql import functions as F
 
     on_phase("reading the change log")
     report, metadata = batch_head(df, source)
     if not metadata:  # nothing at all (a batch of renames only still has renames to follow)
         return report
-    last_key = metadata["binlake.order_key"]
+    last_key = bytes.fromhex(metadata["binlake.order_key"])
     db = Jdbc(spark, url, password)
     d = db.dialect
     stages: list[Stage] = []
@@ -637,19 +638,15 @@ def _apply_changes_jdbc(
             report.tables[key] = report.tables.get(key, 0) + counted.n
 
         latest = latest_per_key(df).persist(StorageLevel.DISK_ONLY)
-        # layouts of a table in the order they were written (the newest decides column types)
-        keyed = sorted((r["db"], r["table"]) for r in latest.select("db", "table").distinct().collect())
-        for src_db, src_table in keyed:
-            for layout, renamed, rows in layout_runs(latest, src_db, src_table):
-                columns = layout_columns(layout, renamed, d.column)
-                counted = _Counted(rows)
-                keys = [c["name"] for c in columns if c.get("pk")]
-                stage(_batch_stream(counted, columns, chunk_rows), (src_db, src_table), keys)
-                count((src_db, src_table), counted)
+        for db_table, layouts in table_layouts(latest).items():
+            columns, counted = table_stream(latest, *db_table, layouts, keyless=False, name=d.column)
+            stage(counted.stream, db_table, [c["name"] for c in columns if c.get("pk")])
+            count(db_table, counted)
         latest.unpersist()
-        for db_table, layouts, rows in keyless_tables(df):
-            counted = _Counted(rows.toLocalIterator())
-            stage(keyless_stream(counted, layouts, chunk_rows, d.column), db_table, [])
+        keyless = df.where(F.col("pk").isNull())
+        for db_table, layouts in table_layouts(keyless).items():
+            _, counted = table_stream(keyless, *db_table, layouts, keyless=True, name=d.column)
+            stage(counted.stream, db_table, [])
             count(db_table, counted)
         # one transaction: every table and the position, or nothing
         on_phase("applying every table in one transaction")

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from binlake.changes import OrderKey
 from binlake.schema.renames import ColumnRename, TableName, TableRename
 from binlake.spark.changelog import DROP_TABLE, NAME_OPS, RENAME_COLUMN, RENAME_TABLE, ROW_OPS
 from binlake.targetnames import (
@@ -34,7 +35,7 @@ from binlake.targetnames import (
     renaming_name,
 )
 
-FAR = "\uffff"  # an order key above every real one
+FAR = b"\xff" * 36  # an order key above every real one (OrderKey.encode(): 35 bytes)
 
 
 @dataclass
@@ -71,8 +72,8 @@ class Segment:
     by ``columns`` (lower-case name then -> name at the end; JSON, None when none)."""
 
     table: TableName
-    lo: str
-    hi: str
+    lo: bytes
+    hi: bytes
     final: TableName
     columns: str | None
 
@@ -84,10 +85,10 @@ Step = TableRename | ColumnRename  # a target step: a rename, of a table or of a
 class RenamePlan:
     segments: list[Segment]
     tables: list[_Table]  # every table the renames touched
-    keys: list[str]  # the renames' order keys, in order
+    keys: list[bytes]  # the renames' order keys, in order
     aside: set[TableName] = field(default_factory=set)  # where dropped tables are kept
 
-    def net(self, after: str = "") -> list[Step]:
+    def net(self, after: bytes = b"") -> list[Step]:
         """The net renames from the targets as they were after the renames up to order key
         ``after`` (the sink's last batch) to the end of this batch: tables (old -> final name),
         then columns (in the table's final name)."""
@@ -102,7 +103,7 @@ class RenamePlan:
             ]
         return out
 
-    def steps(self, after: str = "") -> list[Step]:
+    def steps(self, after: bytes = b"") -> list[Step]:
         """``net`` as steps a sink can run one by one: through temporary names, so swaps and cycles
         work and each step is a plain move into a free name."""
         net = self.net(after)
@@ -120,8 +121,9 @@ class RenamePlan:
 
 
 def plan_renames(rows: list[dict[str, Any]]) -> RenamePlan:
-    """The plan for a batch's rename rows (dicts with order_key, db, table, op, before, after;
-    names in sink space, see ``sink_name_rows``)."""
+    """The plan for a batch's rename rows (dicts with order_key (bytes), db, table, op, before and
+    after (dicts: db and table, or column; after None for a drop); names in sink space, see
+    ``sink_name_rows``)."""
     rows = sorted(rows, key=lambda r: r["order_key"])
     tables: dict[TableName, _Table] = {}  # name now -> table
     every: list[_Table] = []
@@ -136,7 +138,7 @@ def plan_renames(rows: list[dict[str, Any]]) -> RenamePlan:
         return t
 
     for i, r in enumerate(rows):
-        after = json.loads(r["after"] or "null")
+        after = r["after"]
         name = (r["db"], r["table"])
         t = table(name)
         if r["op"] == DROP_TABLE:
@@ -150,7 +152,7 @@ def plan_renames(rows: list[dict[str, Any]]) -> RenamePlan:
             every.append(fresh)
             tables[new] = t
         elif r["op"] == RENAME_COLUMN:
-            old = json.loads(r["before"])["column"]
+            old = r["before"]["column"]
             c = t.columns.get(old.lower())
             if c is None:
                 c = t.columns[old.lower()] = _Named([(t.born(), old)])
@@ -165,14 +167,14 @@ def plan_renames(rows: list[dict[str, Any]]) -> RenamePlan:
         if r["op"] == DROP_TABLE:
             t = dropped[i]
             db, name = t.name_at(i)
-            k = r["order_key"]
-            t.names.append((i + 1, (db, dropped_name(name, int(k[:10]), int(k[10:23])))))
+            k = OrderKey.decode(r["order_key"])
+            t.names.append((i + 1, (db, dropped_name(name, k.major, k.minor))))
             aside.add(t.final)
-    keys = [""] + [r["order_key"] for r in rows] + [FAR]
+    keys = [b""] + [r["order_key"] for r in rows] + [FAR]
     return RenamePlan(_segments(every, keys), every, keys[1:-1], aside)
 
 
-def _segments(every: list[_Table], keys: list[str]) -> list[Segment]:
+def _segments(every: list[_Table], keys: list[bytes]) -> list[Segment]:
     out = []
     for t in every:
         changes = sorted({since for since, _ in t.names} | {s for c in t.all_columns for s, _ in c.names})
@@ -204,12 +206,12 @@ def renamed_columns(columns: list[dict[str, Any]], mapping: str | None) -> list[
 
 
 def layout_columns(
-    layout: str, renamed: str | None, name: Callable[[str], str] = str
+    layout: list[dict[str, Any]], renamed: str | None, name: Callable[[str], str] = str
 ) -> list[dict[str, Any]]:
-    """A change-log layout (``columns`` JSON) as a sink writes it: columns in sink space (binlake's
+    """A change-log layout (``columns``, as dicts) as a sink writes it: columns in sink space (binlake's
     prefix reserved), under their names at the end of the batch, then ``name`` (a dialect's length
     limit); ``from`` is the name the row images use. Two columns on one name are refused."""
-    sink = [{**c, "name": escape_reserved(c["name"]), "from": c["name"]} for c in json.loads(layout)]
+    sink = [{**c, "name": escape_reserved(c["name"]), "from": c["name"]} for c in layout]
     out = [{**c, "name": name(c["name"])} for c in renamed_columns(sink, renamed)]
     seen = [c["name"].lower() for c in out]
     if len(set(seen)) != len(seen):
@@ -221,19 +223,12 @@ def sink_name_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Rename rows with every table and column name in sink space (binlake's prefix reserved)."""
     out = []
     for r in rows:
-        before, after = (json.loads(r[k] or "null") for k in ("before", "after"))
+        before, after = (dict(r[k]) if r[k] is not None else None for k in ("before", "after"))
         for image in (before, after):
             for k in ("table", "column"):
                 if image and k in image:
                     image[k] = escape_reserved(image[k])
-        out.append(
-            {
-                **r,
-                "table": escape_reserved(r["table"]),
-                "before": json.dumps(before),
-                "after": json.dumps(after),
-            }
-        )
+        out.append({**r, "table": escape_reserved(r["table"]), "before": before, "after": after})
     return out
 
 
@@ -256,7 +251,7 @@ def follow_renames(df: Any, plan: RenamePlan) -> Any:
     spark = df.sparkSession
     seg = spark.createDataFrame(
         [(s.table[0], s.table[1], s.lo, s.hi, s.final[0], s.final[1], s.columns) for s in plan.segments],
-        "s_db STRING, s_table STRING, s_lo STRING, s_hi STRING, f_db STRING, f_table STRING, renamed STRING",
+        "s_db STRING, s_table STRING, s_lo BINARY, s_hi BINARY, f_db STRING, f_table STRING, renamed STRING",
     )
     on = (
         (F.col("db") == F.col("s_db"))
@@ -283,7 +278,16 @@ def renamed_changes(df: Any) -> tuple[Any, RenamePlan]:
         .select("order_key", "db", "table", "op", "before", "after")
         .collect()
     )
-    plan = plan_renames(sink_name_rows([r.asDict() for r in found]))
+    rows = [
+        {
+            **r.asDict(),
+            "order_key": bytes(r["order_key"]),
+            "before": r["before"].toPython() if r["before"] is not None else None,
+            "after": r["after"].toPython() if r["after"] is not None else None,
+        }
+        for r in found
+    ]
+    plan = plan_renames(sink_name_rows(rows))
     return follow_renames(df.where(F.col("op").isin(*ROW_OPS)), plan), plan
 
 
@@ -293,13 +297,13 @@ class Journal:
     key ``upto``) renamed from the state after order key ``base``; ``done`` steps are behind."""
 
     version: int
-    base: str
-    upto: str
+    base: bytes
+    upto: bytes
     done: int
 
 
 def rename_work(
-    journal: Journal | None, plan: RenamePlan, version: int, upto: str
+    journal: Journal | None, plan: RenamePlan, version: int, upto: bytes
 ) -> tuple[Journal, list[Step], list[str]]:
     """The journal for batch ``version`` (ending at ``upto``), all of its steps (those before
     ``journal.done`` are behind) and the net renames as text for reports. A batch re-reading renames
@@ -307,7 +311,7 @@ def rename_work(
     if journal is not None and journal.version > version:
         return journal, [], []  # an older batch replayed: its renames are behind us
     if journal is None or journal.version != version:
-        base = journal.upto if journal is not None else ""
+        base = journal.upto if journal is not None else b""
         journal = Journal(version, base, upto, 0)
     return journal, plan.steps(journal.base), [describe(s, plan.aside) for s in plan.net(journal.base)]
 

@@ -1,0 +1,194 @@
+"""The change log as Arrow record batches: one row per change, one schema for every table, typed.
+
+``order_key`` is ``OrderKey.encode()`` (35 bytes whose byte order is commit order, for a file series
+and the global binlog alike); ``before``/``after`` are VARIANT objects column name -> typed value
+(``binlake.arrowlog.images``), ``pk``/``pk_before`` the same for the primary key's columns;
+``columns`` the table's layout as a list of structs. Rename and drop changes carry their names in
+``before``/``after`` (``{"db", "table"}``, or ``{"column"}``) and no layout or key.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import pyarrow as pa
+
+from binlake.arrowlog import variant
+from binlake.arrowlog.images import ImageCache
+from binlake.changes import Layout, Op, RowChange
+
+# a VARIANT column as Spark's Python data source takes it from Arrow
+VARIANT = pa.struct(
+    [
+        pa.field("value", pa.binary(), nullable=False, metadata={b"variant": b"true"}),
+        pa.field("metadata", pa.binary(), nullable=False, metadata={b"variant": b"true"}),
+    ]
+)
+COLUMN = pa.struct(
+    [
+        pa.field("name", pa.string()),
+        pa.field("type", pa.int32()),
+        pa.field("meta", pa.int32()),
+        pa.field("unsigned", pa.bool_()),
+        pa.field("collation", pa.int32()),
+        pa.field("pk", pa.bool_()),
+        pa.field("values", pa.list_(pa.string())),
+    ]
+)
+CHANGELOG_FIELDS: list[tuple[str, pa.DataType]] = [
+    ("source", pa.string()),
+    ("file", pa.string()),
+    ("file_number", pa.int64()),
+    ("position", pa.int64()),
+    ("txn_position", pa.int64()),
+    ("order_key", pa.binary()),
+    ("gtid", pa.string()),
+    ("last_committed", pa.int64()),
+    ("sequence_number", pa.int64()),
+    ("commit_ts", pa.timestamp("us", tz="UTC")),
+    ("server_id", pa.int64()),
+    ("db", pa.string()),
+    ("table", pa.string()),
+    ("op", pa.string()),
+    ("before", VARIANT),
+    ("after", VARIANT),
+    ("pk", VARIANT),
+    ("pk_before", VARIANT),
+    ("columns", pa.list_(COLUMN)),
+]
+CHANGELOG_SCHEMA = pa.schema(CHANGELOG_FIELDS)
+SPARK_DDL = (
+    "source STRING, file STRING, file_number BIGINT, position BIGINT, txn_position BIGINT, order_key BINARY, "
+    "gtid STRING, last_committed BIGINT, sequence_number BIGINT, commit_ts TIMESTAMP, server_id BIGINT, "
+    "db STRING, `table` STRING, op STRING, before VARIANT, after VARIANT, pk VARIANT, pk_before VARIANT, "
+    "columns ARRAY<STRUCT<name: STRING, type: INT, meta: INT, unsigned: BOOLEAN, collation: INT, pk: BOOLEAN, "
+    "values: ARRAY<STRING>>>"
+)
+_NAME_FIELDS = {
+    Op.RENAME_TABLE: ("db", "table"),
+    Op.DROP_TABLE: ("db", "table"),
+    Op.RENAME_COLUMN: ("column",),
+}
+_UTC = dt.timezone.utc
+
+
+def columns_value(layout: Layout) -> list[dict[str, Any]]:
+    """A layout as the ``columns`` field holds it."""
+    return [
+        {
+            "name": c.name, "type": c.type, "meta": c.meta, "unsigned": c.unsigned, "collation": c.collation,
+            "pk": c.pk, "values": list(c.values) if c.values is not None else None,
+        }
+        for c in layout
+    ]  # fmt: skip
+
+
+class _Variants:
+    """One VARIANT column being filled."""
+
+    def __init__(self) -> None:
+        self.values: list[bytes] = []
+        self.metas: list[bytes] = []
+        self.nulls: list[bool] = []
+
+    def add(self, value: bytes | None, metadata: bytes) -> None:
+        if value is None:
+            self.values.append(b"")
+            self.metas.append(b"")
+            self.nulls.append(True)
+        else:
+            self.values.append(value)
+            self.metas.append(metadata)
+            self.nulls.append(False)
+
+    def array(self) -> pa.StructArray:
+        return pa.StructArray.from_arrays(
+            [pa.array(self.values, pa.binary()), pa.array(self.metas, pa.binary())],
+            fields=list(VARIANT),
+            mask=pa.array(self.nulls, pa.bool_()),
+        )
+
+
+def changelog_batches(changes: Iterable[RowChange], size: int = 4096) -> Iterator[pa.RecordBatch]:
+    """Row changes as change-log record batches of up to ``size`` rows."""
+    images = ImageCache()
+    buf: list[RowChange] = []
+    for c in changes:
+        buf.append(c)
+        if len(buf) >= size:
+            yield _batch(buf, images)
+            buf = []
+    if buf:
+        yield _batch(buf, images)
+
+
+def _batch(changes: list[RowChange], images: ImageCache) -> pa.RecordBatch:
+    before, after, pk, pk_before = _Variants(), _Variants(), _Variants(), _Variants()
+    layouts: dict[int, int] = {}  # id(layout) -> index into distinct
+    distinct: list[Any] = []
+    which: list[int | None] = []
+    for c in changes:
+        layout = c.layout
+        if layout is None:  # a rename or drop: names, no layout, no key
+            fields = _NAME_FIELDS[c.op]
+            for col, names in ((before, c.before), (after, c.after)):
+                if names is None:
+                    col.add(None, b"")
+                else:
+                    col.add(*variant.encode_document(dict(zip(fields, names, strict=True))))
+            pk.add(None, b"")
+            pk_before.add(None, b"")
+            which.append(None)
+            continue
+        enc = images(layout)
+        img, key = enc.image, enc.key
+        before.add(img(c.before) if c.before is not None else None, img.metadata)
+        after.add(img(c.after) if c.after is not None else None, img.metadata)
+        pk.add(key(c.key) if c.key is not None else None, key.metadata)
+        pk_before.add(key(c.key_before) if c.key_before is not None else None, key.metadata)
+        i = layouts.get(id(layout))
+        if i is None:
+            i = layouts[id(layout)] = len(distinct)
+            distinct.append(columns_value(layout))
+        which.append(i)
+    origins = [c.origin for c in changes]
+    cols = (
+        pa.array(distinct, pa.list_(COLUMN)).take(pa.array(which, pa.int32()))
+        if distinct
+        else pa.nulls(len(changes), pa.list_(COLUMN))
+    )
+    arrays = [
+        pa.array([o.source for o in origins], pa.string()),
+        pa.array([c.file for c in changes], pa.string()),
+        pa.array([o.file_number for o in origins], pa.int64()),
+        pa.array([c.position for c in changes], pa.int64()),
+        pa.array([o.txn_position for o in origins], pa.int64()),
+        pa.array([c.order_key.encode() for c in changes], pa.binary()),
+        pa.array([o.gtid for o in origins], pa.string()),
+        pa.array([o.last_committed for o in origins], pa.int64()),
+        pa.array([o.sequence_number for o in origins], pa.int64()),
+        pa.array([o.commit_time_us for o in origins], pa.int64()).cast(pa.timestamp("us", tz="UTC")),
+        pa.array([c.server_id for c in changes], pa.int64()),
+        pa.array([c.db for c in changes], pa.string()),
+        pa.array([c.table for c in changes], pa.string()),
+        pa.array([c.op.value for c in changes], pa.string()),
+        before.array(),
+        after.array(),
+        pk.array(),
+        pk_before.array(),
+        cols,
+    ]
+    return pa.RecordBatch.from_arrays(arrays, schema=CHANGELOG_SCHEMA)
+
+
+def rows_of(batch: pa.RecordBatch | pa.Table) -> list[dict[str, Any]]:
+    """Change-log rows as Python dicts, variants decoded (``binlake.arrowlog.variant.decode``): for
+    tests and users reading a change log outside Spark."""
+    out = batch.to_pylist()
+    for r in out:
+        for k in ("before", "after", "pk", "pk_before"):
+            if r[k] is not None:
+                r[k] = variant.decode(r[k]["value"], r[k]["metadata"])
+    return out
