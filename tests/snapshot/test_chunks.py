@@ -242,6 +242,7 @@ def test_chunks_read_during_writes_plus_the_binlog_after_them_equal_the_table(ma
     replay by order key equals the table — no binlog before the snapshot is needed."""
     import random
     import threading
+    import time
 
     mariadb.execute(
         "CREATE DATABASE IF NOT EXISTS snaplive",
@@ -258,6 +259,7 @@ def test_chunks_read_during_writes_plus_the_binlog_after_them_equal_the_table(ma
                 n = 0
                 while not stop.is_set():
                     n += 1
+                    done.append(n)
                     k = rnd.randint(1, 450)
                     cur.execute(
                         rnd.choice(
@@ -272,12 +274,23 @@ def test_chunks_read_during_writes_plus_the_binlog_after_them_equal_the_table(ma
         finally:
             conn.close()
 
+    done: list[int] = []
+
+    def after_some_writes() -> None:
+        """Let the workload commit a few statements between chunks (threads alone may not)."""
+        goal = len(done) + 5
+        while len(done) < goal and writer.is_alive():
+            time.sleep(0.005)
+
     writer = threading.Thread(target=workload)
     writer.start()
     conn = _raw(mariadb)
     try:
         table = table_layout(conn, "snaplive", "t")
-        chunks = [read_chunk(conn, table, r) for r in plan_chunks(conn, table, 25)]
+        chunks = []
+        for r in plan_chunks(conn, table, 25):
+            after_some_writes()
+            chunks.append(read_chunk(conn, table, r))
     finally:
         stop.set()
         writer.join()

@@ -19,10 +19,10 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
+from binlake.arrowlog.changelog import CHANGELOG_SCHEMA, SPARK_DDL, changelog_batches
 from binlake.replication.client import ServerAddress
 from binlake.snapshot.catalog import CatalogTable, server_tables, table_layout
 from binlake.snapshot.chunks import KeyRange, chunk_changes, plan_chunks, raw_conversions, read_chunk
-from binlake.spark.changelog import CHANGELOG_SCHEMA, SPARK_DDL, changelog_rows, to_batches
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +54,7 @@ def read_tasks(server: ServerAddress, tasks: list[ChunkTask], source: str) -> It
     conn = server.connect(conv=raw_conversions(), use_unicode=False)
     try:
         for t in tasks:
-            yield from to_batches(changelog_rows(chunk_changes(read_chunk(conn, t.table, t.range), source)))
+            yield from changelog_batches(chunk_changes(read_chunk(conn, t.table, t.range), source))
     finally:
         conn.close()
 
