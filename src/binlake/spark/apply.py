@@ -153,10 +153,17 @@ class _Counted:
 
 
 def table_stream(
-    df: Any, db: str, table: str, layouts: list[Layout], *, keyless: bool, name: Callable[[str], str] = str
+    df: Any,
+    db: str,
+    table: str,
+    layouts: list[Layout],
+    *,
+    keyless: bool,
+    name: Callable[[str], str] = str,
+    chunk_rows: int | None = None,
 ) -> tuple[list[dict[str, Any]], _Counted]:
-    """One table's changes in ``df`` as typed target rows on the driver (an Arrow stream, counted),
-    and the target columns; keyless tables' changes in order."""
+    """One table's changes in ``df`` as typed target rows on the driver (an Arrow stream, counted;
+    about ``chunk_rows`` rows at a time), and the target columns; keyless tables' changes in order."""
     from pyspark.sql import functions as F
 
     columns, sources = union_columns(layouts, name)
@@ -164,7 +171,7 @@ def table_stream(
     if keyless:
         rows = rows.orderBy("order_key")
     typed = typed_rows(rows, columns, sources, keyless)
-    return columns, _Counted(arrow_batches(typed, target_schema(columns, keyless=keyless)))
+    return columns, _Counted(arrow_batches(typed, target_schema(columns, keyless=keyless), chunk_rows))
 
 
 def column_types(columns: list[dict[str, Any]]) -> dict[str, pa.DataType]:
@@ -321,7 +328,7 @@ def _apply_changes(
     df, plan = renamed_changes(df)
     upto = bytes.fromhex(metadata["binlake.order_key"])
     report.renamed = rename_delta_targets(target, plan, report.version, upto)
-    _append_keyless(df, target, report, metadata)
+    _append_keyless(df, target, report, metadata, chunk_rows)
     latest = latest_per_key(df).persist(StorageLevel.DISK_ONLY)
     for (db, table), layouts in table_layouts(latest).items():
         name = f"{db}.{table}"
@@ -333,7 +340,7 @@ def _apply_changes(
             continue
         # one MERGE per table in the columns of all its layouts of the batch (ADD COLUMN evolves
         # the table), each column in its type in the newest layout (a type change widens it)
-        columns, counted = table_stream(latest, db, table, layouts, keyless=False)
+        columns, counted = table_stream(latest, db, table, layouts, keyless=False, chunk_rows=chunk_rows)
         widen_table(path, column_types(columns))
         keys = [c["name"] for c in columns if c.get("pk")]
         shown = json.dumps(columns)
@@ -343,7 +350,9 @@ def _apply_changes(
     return report
 
 
-def _append_keyless(df: Any, target: Path, report: SyncReport, metadata: dict[str, str]) -> None:
+def _append_keyless(
+    df: Any, target: Path, report: SyncReport, metadata: dict[str, str], chunk_rows: int | None = None
+) -> None:
     """Tables without a primary key: every change appended to a change table (``_binlake_op`` says
     which), once: a batch re-reading changes already appended (a rerun over a grown directory)
     appends only those after the order key the table's last append recorded."""
@@ -360,7 +369,7 @@ def _append_keyless(df: Any, target: Path, report: SyncReport, metadata: dict[st
             continue
         upto = appended_upto(path)
         rows = keyless.where(F.col("order_key") > F.lit(upto)) if upto else keyless
-        columns, counted = table_stream(rows, db, table, layouts, keyless=True)
+        columns, counted = table_stream(rows, db, table, layouts, keyless=True, chunk_rows=chunk_rows)
         props = CommitProperties(
             custom_metadata={**metadata, "binlake.columns": json.dumps(columns)},
             app_transactions=[Transaction(APP_ID, report.version)],

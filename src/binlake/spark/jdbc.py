@@ -639,13 +639,17 @@ def _apply_changes_jdbc(
 
         latest = latest_per_key(df).persist(StorageLevel.DISK_ONLY)
         for db_table, layouts in table_layouts(latest).items():
-            columns, counted = table_stream(latest, *db_table, layouts, keyless=False, name=d.column)
+            columns, counted = table_stream(
+                latest, *db_table, layouts, keyless=False, name=d.column, chunk_rows=chunk_rows
+            )
             stage(counted.stream, db_table, [c["name"] for c in columns if c.get("pk")])
             count(db_table, counted)
         latest.unpersist()
         keyless = df.where(F.col("pk").isNull())
         for db_table, layouts in table_layouts(keyless).items():
-            _, counted = table_stream(keyless, *db_table, layouts, keyless=True, name=d.column)
+            _, counted = table_stream(
+                keyless, *db_table, layouts, keyless=True, name=d.column, chunk_rows=chunk_rows
+            )
             stage(counted.stream, db_table, [])
             count(db_table, counted)
         # one transaction: every table and the position, or nothing

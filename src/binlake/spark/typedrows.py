@@ -10,7 +10,7 @@ both ``'`` and ``"``) is looked up in the image as a map.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -123,12 +123,30 @@ def typed_rows(
     return df.select(*out)
 
 
-def arrow_batches(df: Any, schema: pa.Schema) -> pa.RecordBatchReader:
-    """``df``'s rows on the driver as Arrow batches of ``schema``, in ``df``'s order (Spark's own
-    Arrow collection: no Python objects per row; the driver holds one table's rows of the batch —
-    ``mapInArrow`` could stream them a partition at a time, but needs pandas)."""
+def arrow_batches(df: Any, schema: pa.Schema, slice_rows: int | None = None) -> pa.RecordBatchReader:
+    """``df``'s rows on the driver as Arrow batches of ``schema``, in order key order where ``df``
+    is ordered (Spark's own Arrow collection: no Python objects per row). With ``slice_rows`` the
+    driver never holds more than about that many rows: a bigger ``df`` is cut into order-key ranges
+    collected one after another (``mapInArrow`` could stream partitions, but needs pandas)."""
+    if slice_rows:
+        n = df.count()
+        if n > slice_rows:
+            return pa.RecordBatchReader.from_batches(schema, _sliced(df, schema, -(-n // slice_rows)))
     table = df.toArrow()
     return pa.RecordBatchReader.from_batches(schema, (_conform(b, schema) for b in table.to_batches()))
+
+
+def _sliced(df: Any, schema: pa.Schema, slices: int) -> Iterator[pa.RecordBatch]:
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    parts = df.repartitionByRange(slices, ORDER).sortWithinPartitions(ORDER).persist(StorageLevel.DISK_ONLY)
+    try:
+        for i in range(slices):
+            for b in parts.where(F.spark_partition_id() == i).toArrow().to_batches():
+                yield _conform(b, schema)
+    finally:
+        parts.unpersist()
 
 
 def _conform(b: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
