@@ -91,7 +91,7 @@ def test_snapshot_then_binlog_equals_the_tables(spark: Any, server: Any, tmp_pat
         waves += 1
         if waves == 3:
             raise Killed  # the third wave dies before its commit: the journal keeps the first two
-        return apply_changes(df, lake, source="snapshot")
+        return apply_changes(df, lake, source="snapshot", positioned=False)
 
     writer = threading.Thread(target=workload)
     writer.start()
@@ -101,7 +101,7 @@ def test_snapshot_then_binlog_equals_the_tables(spark: Any, server: Any, tmp_pat
         assert len(live.journal.done) == 6
         resumed = LiveSync(address, state, keep=lambda db, t: db == "shop")
         assert resumed.journal.done == live.journal.done and len(resumed.journal.remaining) == 4
-        resumed.snapshot(spark, lambda df: apply_changes(df, lake, source="snapshot"))
+        resumed.snapshot(spark, lambda df: apply_changes(df, lake, source="snapshot", positioned=False))
         assert resumed.journal.complete
     finally:
         stop.set()

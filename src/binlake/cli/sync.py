@@ -101,13 +101,46 @@ def sink_from(args: TargetOptions) -> Sink:
     return sink
 
 
+def batch_apply(args: SyncOptions, sink: Sink, spark: Any, source: str, positioned: bool = True) -> Any:
+    """The sink's exactly-once apply of one batch of the change log: ``apply(df, on_phase=None)``.
+    ``positioned=False``: a snapshot's chunks, which record no binlog position (a JDBC sink keeps
+    positions per source, and ``source`` names the snapshot)."""
+
+    def apply(df: Any, on_phase: Any = None) -> Any:
+        if sink.kind == "jdbc":
+            from binlake.spark.jdbc import apply_changes_jdbc
+
+            return apply_changes_jdbc(
+                spark, df, args.target.to, source=source, on_phase=on_phase, password=sink.password
+            )
+        from binlake.spark.apply import apply_changes, export_parquet
+
+        report = apply_changes(df, sink.where, source=source, on_phase=on_phase, positioned=positioned)
+        if sink.snapshots:
+            if on_phase:
+                on_phase("writing Parquet snapshots")
+            report.snapshots = export_parquet(sink.where, sink.snapshots)
+        return report
+
+    return apply
+
+
+def is_live(source: str) -> bool:
+    """A server URL (``mysql://``, ``mariadb://``) rather than binlog files."""
+    return source.startswith(("mysql://", "mariadb://"))
+
+
 def cmd_sync(args: SyncOptions) -> int:
     from rich.table import Table
 
     from binlake.spark.session import spark_session
 
+    if is_live(args.source):
+        from binlake.cli.live import cmd_live
+
+        return cmd_live(args)
     sink = sink_from(args.target)
-    kind, where, snapshots, password, shown = sink.kind, sink.where, sink.snapshots, sink.password, sink.shown
+    kind, where, snapshots, shown = sink.kind, sink.where, sink.snapshots, sink.shown
     if kind == "jdbc" and args.stream and not args.checkpoint:
         raise UsageError("--stream into jdbc needs --checkpoint DIR")
     from binlake.spark.source import absolute
@@ -128,22 +161,11 @@ def cmd_sync(args: SyncOptions) -> int:
         options["schema"] = args.schema
     console = output_console()
 
+    spark: Any = None
+
     def apply(df: Any, on_phase: Any = None) -> Any:
         """The sink's exactly-once apply of one batch of the change log."""
-        if kind == "jdbc":
-            from binlake.spark.jdbc import apply_changes_jdbc
-
-            return apply_changes_jdbc(
-                spark, df, args.target.to, source=args.source, on_phase=on_phase, password=password
-            )
-        from binlake.spark.apply import apply_changes, export_parquet
-
-        report = apply_changes(df, where, source=args.source, on_phase=on_phase)
-        if snapshots:
-            if on_phase:
-                on_phase("writing Parquet snapshots")
-            report.snapshots = export_parquet(where, snapshots)
-        return report
+        return batch_apply(args, sink, spark, args.source)(df, on_phase)
 
     if args.stream:
         from binlake.spark.apply import stream_changes
@@ -330,7 +352,11 @@ def add_sync(sub: Any) -> None:
         "or below that position is skipped, so to widen the selection of an existing target, or to "
         "apply again from the start, run `binlake offsets reset` first.",
     )
-    sy.add_argument("source", help="a binlog directory, an index file or a glob")
+    sy.add_argument(
+        "source",
+        help="a binlog directory, an index file or a glob; or a server, mysql://USER@HOST:PORT[/DB,...] "
+        "(also mariadb://): a snapshot of its tables, then its binlog (README: Snapshots)",
+    )
     _add_target(sy)
     sy.add_argument(
         "--master",

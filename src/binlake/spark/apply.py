@@ -308,16 +308,29 @@ def decoded_once(df: Any) -> Iterator[Any]:
 
 
 def apply_changes(
-    df: Any, target: str | Path, *, source: str = "", chunk_rows: int = 50_000, on_phase: Phase = None
+    df: Any,
+    target: str | Path,
+    *,
+    source: str = "",
+    chunk_rows: int = 50_000,
+    on_phase: Phase = None,
+    positioned: bool = True,
 ) -> SyncReport:
     """Apply a change-log DataFrame (a whole batch, or one streaming micro-batch) exactly once.
-    ``on_phase`` hears what it does now (for a progress display)."""
+    ``on_phase`` hears what it does now (for a progress display). ``positioned=False``: changes
+    that are not a stretch of the binlog (a snapshot's chunks, each at its own position): applied
+    under the order-key guard alone, no table records or compares a batch position."""
     with decoded_once(df) as kept:
-        return _apply_changes(kept, Path(target), source, chunk_rows, on_phase or (lambda _: None))
+        return _apply_changes(kept, Path(target), source, chunk_rows, on_phase or (lambda _: None), positioned)
 
 
 def _apply_changes(
-    df: Any, target: Path, source: str, chunk_rows: int, on_phase: Callable[[str], None]
+    df: Any,
+    target: Path,
+    source: str,
+    chunk_rows: int,
+    on_phase: Callable[[str], None],
+    positioned: bool = True,
 ) -> SyncReport:
     from pyspark import StorageLevel
 
@@ -334,7 +347,7 @@ def _apply_changes(
         name = f"{db}.{table}"
         on_phase(f"merging {name}")
         path = table_path(target, db, table)
-        done = committed_version(target, path.name)
+        done = committed_version(target, path.name) if positioned else None
         if done is not None and done >= report.version:
             report.skipped.append(name)
             continue
@@ -344,7 +357,8 @@ def _apply_changes(
         widen_table(path, column_types(columns))
         keys = [c["name"] for c in columns if c.get("pk")]
         shown = json.dumps(columns)
-        merge_table(path, counted.stream, keys, report.version, {**metadata, "binlake.columns": shown})
+        version = report.version if positioned else None
+        merge_table(path, counted.stream, keys, version, {**metadata, "binlake.columns": shown})
         report.tables[name] = counted.n
     latest.unpersist()
     return report

@@ -5,13 +5,15 @@ snapshot on (issue #16).
    the replica starts at its beginning, before every chunk's position — and each selected table's
    key ranges (``binlake.snapshot``).
 2. **Snapshot**: the chunks not yet applied, a wave at a time, read by Spark tasks and applied by
-   the sink WITHOUT recording a binlog position (a chunk is a point in the binlog, not a batch
-   of it); the journal records a wave after the sink's commit, so a kill costs at most one wave,
-   re-applied harmlessly (the sink's order-key guard).
+   the sink under its order-key guard alone: a chunk is a point in the binlog, not a stretch of
+   it, so it records no batch position (Delta: ``positioned=False``; JDBC keeps positions per
+   source, and the snapshot is its own source). The journal records a wave after the sink's
+   commit, so a kill costs at most one wave, re-applied harmlessly.
 3. **Binlog**: ``binlake mirror``'s replica copies the server's files from that start into the
-   state directory, and the streaming sync applies them; a change before a chunk's position loses
-   to the chunk's row, a change after it wins (their order keys), so nothing is missed or applied
-   twice whatever the server did during the snapshot.
+   state directory (first up to the server's end, then following it), and the sync applies the
+   copy as any binlog directory. A change before a chunk's position loses to the chunk's row, a
+   change after it wins (their order keys), so nothing is missed or applied twice whatever the
+   server did during the snapshot.
 """
 
 from __future__ import annotations
@@ -94,8 +96,8 @@ class LiveSync:
     def snapshot(
         self, spark: Any, apply: Callable[[Any], Any], on_wave: Callable[[int, int], None] | None = None
     ) -> int:
-        """Read and apply every chunk not yet applied; the rows read. ``apply`` must not record a
-        binlog position (see the module docstring)."""
+        """Read and apply every chunk not yet applied, wave by wave (``apply`` must record no batch
+        position: module docstring); the rows applied."""
         rows = 0
         for ids in self.waves():
             df = snapshot_changelog(
