@@ -80,3 +80,25 @@ def sink_mariadb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         )
         db.url = f"jdbc:mariadb://127.0.0.1:{db.port}/lake?user=binlake"  # type: ignore[attr-defined]
         yield db
+
+
+@pytest.fixture
+def own_mariadb(tmp_path: Path) -> Iterator[Any]:
+    """A private MariaDB for one test (one that purges binlogs or restarts: not the shared one)."""
+    from binlake.sandbox import PrivateMariaDB, mariadb_available
+
+    if not mariadb_available():
+        pytest.skip("mariadbd is not installed (./dev setup installs it)")
+    with PrivateMariaDB(tmp_path / "own-mariadb") as db:
+        yield db
+
+
+def select_all(db: Any, database: str, table: str) -> list[tuple[Any, ...]]:
+    """Every row of ``database.table``, sorted (names quoted: any name)."""
+    conn = db.connect(database)
+    try:
+        with conn.cursor() as cur:
+            cur.execute(f"SELECT * FROM `{table.replace('`', '``')}`")
+            return sorted(cur.fetchall())
+    finally:
+        conn.close()

@@ -11,33 +11,15 @@ from typing import Any
 import pytest
 
 from binlake.replication.client import ServerAddress
+from tests.conftest import select_all
 
 
 class Killed(Exception):
     pass
 
 
-@pytest.fixture
-def server(tmp_path: Path) -> Any:
-    from binlake.sandbox import PrivateMariaDB, mariadb_available
-
-    if not mariadb_available():
-        pytest.skip("mariadbd is not installed (./dev setup installs it)")
-    with PrivateMariaDB(tmp_path / "server") as db:
-        yield db
-
-
-def _table(db: Any, name: str) -> list[tuple[Any, ...]]:
-    conn = db.connect("shop")
-    try:
-        with conn.cursor() as cur:
-            cur.execute(f"SELECT * FROM `{name}`")
-            return sorted(cur.fetchall())
-    finally:
-        conn.close()
-
-
-def test_snapshot_then_binlog_equals_the_tables(spark: Any, server: Any, tmp_path: Path) -> None:
+def test_snapshot_then_binlog_equals_the_tables(spark: Any, own_mariadb: Any, tmp_path: Path) -> None:
+    server = own_mariadb
     from binlake.spark.apply import apply_changes, change_log, read_table
     from binlake.spark.live import LiveSync
 
@@ -114,4 +96,4 @@ def test_snapshot_then_binlog_equals_the_tables(spark: Any, server: Any, tmp_pat
         rows = sorted(
             tuple(r[c] for c in got.column_names if not c.startswith("_binlake")) for r in got.to_pylist()
         )
-        assert rows == _table(server, name), name
+        assert rows == select_all(server, "shop", name), name

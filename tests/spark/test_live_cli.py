@@ -10,27 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-
-@pytest.fixture
-def server(tmp_path: Path) -> Any:
-    from binlake.sandbox import PrivateMariaDB, mariadb_available
-
-    if not mariadb_available():
-        pytest.skip("mariadbd is not installed (./dev setup installs it)")
-    with PrivateMariaDB(tmp_path / "server") as db:
-        yield db
-
-
-def _rows(db: Any, table: str) -> list[tuple[Any, ...]]:
-    conn = db.connect("shop")
-    try:
-        with conn.cursor() as cur:
-            cur.execute(f"SELECT * FROM {table}")
-            return sorted(cur.fetchall())
-    finally:
-        conn.close()
+from tests.conftest import select_all
 
 
 def _synced(lake: Path, table: str) -> list[tuple[Any, ...]]:
@@ -49,7 +29,8 @@ def _sync(server: Any, lake: Path) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
-def test_sync_from_a_server_then_again(server: Any, tmp_path: Path) -> None:
+def test_sync_from_a_server_then_again(own_mariadb: Any, tmp_path: Path) -> None:
+    server = own_mariadb
     server.execute(
         "CREATE DATABASE shop",
         "CREATE TABLE shop.items (id INT PRIMARY KEY, name VARCHAR(20), price DECIMAL(8,2))",
@@ -70,9 +51,8 @@ def test_sync_from_a_server_then_again(server: Any, tmp_path: Path) -> None:
     first = _sync(server, lake)
     assert first.returncode == 0, first.stderr[-3000:]
     assert "snapshot of 2 tables in 5 chunks (0 applied before)" in first.stdout
-    assert _synced(lake, "items") == _rows(server, "items") and _synced(lake, "other") == _rows(
-        server, "other"
-    )
+    for table in ("items", "other"):
+        assert _synced(lake, table) == select_all(server, "shop", table), table
 
     server.execute(
         "UPDATE items SET price = price + 1 WHERE id <= 200",
@@ -83,9 +63,8 @@ def test_sync_from_a_server_then_again(server: Any, tmp_path: Path) -> None:
     again = _sync(server, lake)
     assert again.returncode == 0, again.stderr[-3000:]
     assert "(5 applied before)" in again.stdout
-    assert _synced(lake, "items") == _rows(server, "items") and _synced(lake, "other") == _rows(
-        server, "other"
-    )
+    for table in ("items", "other"):
+        assert _synced(lake, table) == select_all(server, "shop", table), table
 
 
 def test_a_password_in_the_url_is_refused(tmp_path: Path) -> None:

@@ -14,17 +14,13 @@ reference as a whole. Tests hold the two equal on the corpus and generated serie
 from __future__ import annotations
 
 import base64
-import datetime as dt
 import json
 from collections.abc import Callable, Sequence
-from decimal import Decimal
 from typing import Any
 
 from binlake.events.rows import ABSENT
-from binlake.render.values import TypedColumn, float32_text, json_value
-from binlake.values.json_binary import Json
-from binlake.values.temporal import format_date, format_datetime, format_time
-from binlake.values.types import BLOB_TYPES, ColumnType
+from binlake.render.values import FORMAT_ENV, TypedColumn, float32_text, json_value
+from binlake.values.types import BLOB_TYPES, INTEGER_TYPES, ColumnType
 
 ImageJson = Callable[[Sequence[Any]], str]
 """The JSON object of one row image (list or tuple, one slot per column)."""
@@ -34,17 +30,7 @@ encode = ENCODER.encode
 quote = json.encoder.encode_basestring  # type: ignore[attr-defined]  # what the encoder quotes str with
 
 _STRINGS = frozenset({ColumnType.VARCHAR, ColumnType.STRING, ColumnType.VAR_STRING, *BLOB_TYPES})
-_INTEGERS = frozenset(
-    {
-        ColumnType.TINY,
-        ColumnType.SHORT,
-        ColumnType.INT24,
-        ColumnType.LONG,
-        ColumnType.LONGLONG,
-        ColumnType.YEAR,
-        ColumnType.BIT,
-    }
-)
+_INTEGERS = INTEGER_TYPES | {ColumnType.BIT}
 
 # inline expressions of a non-NULL value ``v`` by column type (``r`` names the reference for the
 # column, ``m`` is the column's metadata). Each checks the value's class first: a column's values are
@@ -117,17 +103,10 @@ _INLINE: dict[int, Inline] = {
 }
 
 _ENV: dict[str, Any] = {
+    **FORMAT_ENV,
     "ABSENT": ABSENT,
     "Q": quote,
     "B64": base64.b64encode,
-    "DEC": Decimal,
-    "JSON": Json,
-    "DT": dt.datetime,
-    "DATE": dt.date,
-    "TD": dt.timedelta,
-    "FDT": format_datetime,
-    "FD": format_date,
-    "FT": format_time,
     "F32": float32_text,
 }
 

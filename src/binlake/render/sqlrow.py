@@ -13,23 +13,19 @@ update takes the reference as a whole. Tests hold the two equal on the corpus an
 
 from __future__ import annotations
 
-import datetime as dt
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Any
 
 from binlake.dialects.mysql import quote_ident, quote_str
 from binlake.events.rows import ABSENT, PartialJson
 from binlake.events.table_map import TableMap
-from binlake.render.values import float32_text
+from binlake.render.values import FORMAT_ENV, float32_text
 from binlake.values.columns import ColumnDef
-from binlake.values.json_binary import Json
 from binlake.values.numeric import bit_length
 from binlake.values.plan import layout_signature
-from binlake.values.temporal import format_date, format_datetime, format_time
-from binlake.values.types import BLOB_TYPES, ColumnType
+from binlake.values.types import BLOB_TYPES, INTEGER_TYPES, ColumnType
 
 Image = list[Any]
 Literal = Callable[[Any, ColumnDef], str]
@@ -37,16 +33,7 @@ Literal = Callable[[Any, ColumnDef], str]
 # ``quote_str`` escapes only these: text without them is quoted as is
 _NEEDS_ESCAPE = re.compile("[\\\\'\x00\n\r\x1a]").search
 
-_INTEGERS = frozenset(
-    {
-        ColumnType.TINY,
-        ColumnType.SHORT,
-        ColumnType.INT24,
-        ColumnType.LONG,
-        ColumnType.LONGLONG,
-        ColumnType.YEAR,
-    }
-)
+_INTEGERS = INTEGER_TYPES
 _STRINGS = frozenset({ColumnType.VARCHAR, ColumnType.STRING, ColumnType.VAR_STRING, *BLOB_TYPES})
 # Values that never compare equal to their own literal (as ``render.sql``): float32, JSON, geometry.
 NOT_COMPARABLE = frozenset({ColumnType.FLOAT, ColumnType.JSON, ColumnType.GEOMETRY})
@@ -109,19 +96,12 @@ _INLINE: dict[int, Callable[[str, str, int], str]] = {
 }
 
 _ENV: dict[str, Any] = {
+    **FORMAT_ENV,
     "ABSENT": ABSENT,
     "PJ": PartialJson,
     "ESC": _NEEDS_ESCAPE,
     "QS": quote_str,
     "Q": quote,
-    "DEC": Decimal,
-    "JSON": Json,
-    "DT": dt.datetime,
-    "DATE": dt.date,
-    "TD": dt.timedelta,
-    "FDT": format_datetime,
-    "FD": format_date,
-    "FT": format_time,
     "F32": float32_text,
 }
 

@@ -237,3 +237,17 @@ def json_value(value: Any, col: TypedColumn) -> Any:
             return [float(float32_text(v)) for v in value]
         return list(value)
     return str(value)
+
+
+# Names every generated row formatter (jsonrow, sqlrow) finds in its namespace: value classes and
+# the formatters of this module its code calls.
+FORMAT_ENV: dict[str, Any] = {
+    "DEC": Decimal,
+    "JSON": Json,
+    "DT": dt.datetime,
+    "DATE": dt.date,
+    "TD": dt.timedelta,
+    "FDT": format_datetime,
+    "FD": format_date,
+    "FT": format_time,
+}

@@ -106,6 +106,11 @@ CHARACTER_TYPES = frozenset(
 
 BLOB_TYPES = frozenset({ColumnType.BLOB, ColumnType.TINY_BLOB, ColumnType.MEDIUM_BLOB, ColumnType.LONG_BLOB})
 
+# Types whose decoded value is a plain int (YEAR as its number)
+INTEGER_TYPES = frozenset(
+    {ColumnType.TINY, ColumnType.SHORT, ColumnType.INT24, ColumnType.LONG, ColumnType.LONGLONG, ColumnType.YEAR}
+)
+
 
 def real_type(type_code: int, meta: int) -> int:
     """ENUM and SET are logged as STRING with the real type in the high metadata byte."""
