@@ -46,6 +46,18 @@ ROWS = [
 ]
 
 
+@pytest.fixture(scope="module")
+def mariadb(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """A private server for this module: its hostile names must not reach the binlog other tests
+    compare with mariadb-binlog (which prints a backquote in a name unescaped)."""
+    from binlake.sandbox import PrivateMariaDB, mariadb_available
+
+    if not mariadb_available():
+        pytest.skip("mariadbd is not installed (./dev setup installs it)")
+    with PrivateMariaDB(tmp_path_factory.mktemp("snapshot-server")) as db:
+        yield db
+
+
 def _raw(mariadb: Any) -> Any:
     return mariadb.connect(conv=raw_conversions(), use_unicode=False)
 
