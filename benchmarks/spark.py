@@ -160,8 +160,8 @@ def main() -> None:
     shutil.rmtree(target, ignore_errors=True)
     sync = (
         child(
-            "from binlake.spark.session import spark_session; from binlake.spark.apply import sync_to_delta\n"
-            f"sync_to_delta(spark_session('local[2]'), {str(src)!r}, {str(target)!r})"
+            "from binlake.spark.session import spark_session; from binlake.spark.apply import sync\n"
+            f"sync(spark_session('local[2]'), {str(src)!r}, {'delta:' + str(target)!r})"
         )
         - start
     )

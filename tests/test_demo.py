@@ -34,7 +34,8 @@ def test_sync_command(spark: Any, tmp_path: Path) -> None:
 
     from binlake.demo import compare_to_truth
     from binlake.generate import generate
-    from binlake.spark.apply import delta_tables, read_delta, sync_to_delta
+    from binlake.spark.apply import sync
+    from binlake.spark.sinks.delta import delta_tables, read_delta
 
     result = generate(tmp_path / "all", seed=6, target_bytes=200_000, max_file_size=70_000, ddl_every=15)
     src, out = tmp_path / "bin", tmp_path / "pq"
@@ -65,5 +66,5 @@ def test_sync_command(spark: Any, tmp_path: Path) -> None:
     ]
     for name in compared:
         assert pq.read_table(out / f"{name}.parquet").to_pylist() == read_delta(state, name).to_pylist()
-    again = sync_to_delta(spark, str(src), state, options={})
+    again = sync(spark, str(src), state, options={})
     assert not again.tables and sorted(again.skipped) == delta_tables(state)

@@ -21,7 +21,7 @@ def compare_to_truth(truth_dir: Path, target: Path) -> dict[str, tuple[list[dict
     columns — a target also keeps columns dropped upstream — typed the way Delta holds them."""
     from deltalake import DeltaTable
 
-    from binlake.spark.apply import read_delta
+    from binlake.spark.sinks.delta import read_delta
     from binlake.spark.typed import arrow_type, convert
 
     out = {}
@@ -52,8 +52,9 @@ def compare_to_truth(truth_dir: Path, target: Path) -> dict[str, tuple[list[dict
 
 
 def run_demo(workdir: str | Path, console: Console | None = None, size: int = 3_000_000) -> int:
-    from binlake.spark.apply import delta_tables, sync_to_delta
+    from binlake.spark.apply import sync
     from binlake.spark.session import spark_session
+    from binlake.spark.sinks.delta import delta_tables
 
     console = console or output_console()
     root = Path(workdir).resolve()
@@ -69,7 +70,7 @@ def run_demo(workdir: str | Path, console: Console | None = None, size: int = 3_
     )
     with console.status("starting Spark (local) and syncing into Delta"):
         spark = spark_session("local[*]")
-        report = sync_to_delta(spark, str(root / "binlogs"), root / "delta")
+        report = sync(spark, str(root / "binlogs"), root / "delta")
     table = Table(title=f"binlake sync -> {root / 'delta'} (up to {report.position})")
     for c in ("table", "rows merged", "rows now", "equals the truth"):
         table.add_column(c)

@@ -26,7 +26,7 @@ import pytest
 from binlake.demo import compare_to_truth
 from binlake.generate import generate
 from binlake.spark import session
-from binlake.spark.apply import delta_tables, read_delta
+from binlake.spark.sinks.delta import delta_tables, read_delta
 
 JDK = Path("/usr/lib/jvm/java-17-openjdk-amd64")
 

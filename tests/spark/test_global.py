@@ -31,8 +31,9 @@ def test_spark_merge_equals_the_single_process_merge(spark: Any, tmp_path: Path,
 
 
 def test_a_sharded_database_applied_into_one_table(spark: Any, tmp_path: Path) -> None:
-    from binlake.spark.apply import apply_changes, read_delta
+    from binlake.spark.apply import apply_changes
     from binlake.spark.changelog import changelog_batches
+    from binlake.spark.sinks.delta import read_delta
 
     res = simulate(tmp_path / "nodes", seed=22, transactions=300, nodes=3, pending_at_end=0)
     out, _ = merge_nodes(res.node_files)

@@ -155,7 +155,7 @@ def check(got: Any, truth: dict[Any, Any], column: Any) -> None:
 
 
 def delta_reader(target: Path) -> Any:
-    from binlake.spark.apply import read_table
+    from binlake.spark.sinks.delta import read_table
 
     def got(db: str, table: str) -> list[dict[str, Any]]:
         return read_table(target, db, table).to_pylist()
@@ -166,7 +166,7 @@ def delta_reader(target: Path) -> Any:
 def jdbc_reader(spark: Any, url: str) -> Any:
     """Rows of a JDBC target read through a plain JDBC connection (Spark's JDBC reader does not
     escape quotes inside column names)."""
-    from binlake.spark.jdbc import Jdbc
+    from binlake.spark.sinks.jdbc_connection import Jdbc
 
     def got(db: str, table: str) -> list[dict[str, Any]]:
         conn = Jdbc(spark, url)
@@ -209,7 +209,8 @@ def test_hostile_names_delta_and_parquet(spark: Any, hostile: dict[str, Any], tm
     targets, the foreign file kept, every table equal to the source."""
     import pyarrow.parquet as pq
 
-    from binlake.spark.apply import apply_changes, change_log, export_parquet
+    from binlake.spark.apply import apply_changes, change_log
+    from binlake.spark.sinks.parquet import export_parquet
 
     deep = tmp_path / "a" / "b" / "c" / "d" / "e"
     delta, snaps = deep / "delta", deep / "pq"
@@ -261,7 +262,7 @@ def test_hostile_names_killed_and_rerun(
             return pq.read_table(target / name).to_pylist()
 
     else:
-        from binlake.spark.jdbc import dialect_for
+        from binlake.spark.sinks.jdbc_dialects import dialect_for
 
         d = dialect_for(to)
         column = lambda c: d.column(escape_reserved(c))  # noqa: E731
@@ -276,8 +277,9 @@ def test_hostile_names_jdbc_file_by_file(
     """PostgreSQL and MariaDB fed file by file, each run re-reading the grown directory (one batch:
     the kill test's last run); a canary table beside the targets is untouched (no statement but
     binlake's own ran)."""
-    from binlake.spark.apply import change_log
-    from binlake.spark.jdbc import Jdbc, apply_changes_jdbc, dialect_for
+    from binlake.spark.apply import apply_changes, change_log
+    from binlake.spark.sinks.jdbc_connection import Jdbc
+    from binlake.spark.sinks.jdbc_dialects import dialect_for
 
     url = new_jdbc_database(request, sink, "several")
     d = dialect_for(url)
@@ -290,7 +292,7 @@ def test_hostile_names_jdbc_file_by_file(
     grown.mkdir()
     for f in hostile["files"]:  # the directory grows by a file; each run re-reads it all
         shutil.copy(f, grown / f.name)
-        apply_changes_jdbc(spark, change_log(spark, str(grown)), url, source=str(grown))
+        apply_changes(change_log(spark, str(grown)), url, source=str(grown))
     check(jdbc_reader(spark, url), hostile["truth"], lambda c: d.column(escape_reserved(c)))
     db = Jdbc(spark, url)
     assert db.rows(f"SELECT id FROM {canary}") == [["1"]]

@@ -51,7 +51,7 @@ def pg_tables(spark: Any, url: str, names: list[str]) -> dict[str, list[dict]]:
 
 
 def jdbc_tables(spark: Any, url: str, names: list[str], driver: str, quote: str) -> dict[str, list[dict]]:
-    from binlake.spark.jdbc import dialect_for
+    from binlake.spark.sinks.jdbc_dialects import dialect_for
 
     d = dialect_for(url)
     out = {}
@@ -66,14 +66,14 @@ def jdbc_tables(spark: Any, url: str, names: list[str], driver: str, quote: str)
 
 
 def test_sync_to_postgres_equals_the_truth(spark: Any, postgres: Any, tmp_path: Path) -> None:
-    from binlake.spark.jdbc import sync_to_jdbc
+    from binlake.spark.apply import sync
 
     workload = generate(tmp_path / "bin", seed=21, target_bytes=300_000, max_file_size=120_000, ddl_every=0)
-    report = sync_to_jdbc(spark, str(tmp_path / "bin"), postgres.url)
+    report = sync(spark, str(tmp_path / "bin"), postgres.url)
     assert report.tables and not report.skipped
     expected = expected_tables(spark, workload)
     assert pg_tables(spark, postgres.url, sorted(expected)) == expected
-    again = sync_to_jdbc(spark, str(tmp_path / "bin"), postgres.url)
+    again = sync(spark, str(tmp_path / "bin"), postgres.url)
     assert again.skipped and not again.tables
     assert pg_tables(spark, postgres.url, sorted(expected)) == expected
     assert (
@@ -84,7 +84,8 @@ def test_sync_to_postgres_equals_the_truth(spark: Any, postgres: Any, tmp_path: 
 def test_failure_inside_the_apply_transaction_rolls_back_whole(
     spark: Any, postgres: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from binlake.spark import jdbc
+    from binlake.spark.apply import sync
+    from binlake.spark.sinks import jdbc
 
     workload = generate(tmp_path / "bin", seed=4, target_bytes=200_000, max_file_size=100_000, ddl_every=0)
     source = str(tmp_path / "bin")
@@ -99,7 +100,7 @@ def test_failure_inside_the_apply_transaction_rolls_back_whole(
 
     monkeypatch.setattr(jdbc, "_apply_stage", failing)
     with pytest.raises(RuntimeError, match="killed"):
-        jdbc.sync_to_jdbc(spark, source, postgres.url)
+        sync(spark, source, postgres.url)
     # the first table's apply (its CREATE TABLE included) was rolled back with the rest: no position
     assert postgres.psql(f"SELECT count(*) FROM _binlake_positions WHERE source = '{source}'").strip() == "0"
     schema, table = calls[0][1:3]
@@ -110,7 +111,7 @@ def test_failure_inside_the_apply_transaction_rolls_back_whole(
         == "0"
     )
     monkeypatch.setattr(jdbc, "_apply_stage", real)
-    jdbc.sync_to_jdbc(spark, source, postgres.url)
+    sync(spark, source, postgres.url)
     expected = expected_tables(spark, workload)
     assert pg_tables(spark, postgres.url, sorted(expected)) == expected
 
@@ -148,8 +149,8 @@ def test_sync_to_postgres_killed_again_and_again_then_finished(
     workload = generate(tmp_path / "bin", seed=33, target_bytes=300_000, max_file_size=120_000, ddl_every=0)
     postgres.psql("DROP SCHEMA IF EXISTS shop CASCADE")
     code = (
-        "from binlake.spark.session import spark_session; from binlake.spark.jdbc import sync_to_jdbc; "
-        f"sync_to_jdbc(spark_session('local[1]'), {str(tmp_path / 'bin')!r}, {postgres.url!r})"
+        "from binlake.spark.session import spark_session; from binlake.spark.apply import sync; "
+        f"sync(spark_session('local[1]'), {str(tmp_path / 'bin')!r}, {postgres.url!r})"
     )
     kills = kill_then_finish([sys.executable, "-c", code], seed=11, runs=3, window=(9, 22))
     assert kills >= 1
@@ -158,10 +159,10 @@ def test_sync_to_postgres_killed_again_and_again_then_finished(
 
 
 def test_sync_to_mariadb_equals_the_truth(spark: Any, sink_mariadb: Any, tmp_path: Path) -> None:
-    from binlake.spark.jdbc import sync_to_jdbc
+    from binlake.spark.apply import sync
 
     workload = generate(tmp_path / "bin", seed=21, target_bytes=300_000, max_file_size=120_000, ddl_every=0)
-    report = sync_to_jdbc(spark, str(tmp_path / "bin"), sink_mariadb.url)
+    report = sync(spark, str(tmp_path / "bin"), sink_mariadb.url)
     assert report.tables and not report.skipped
     expected = expected_tables(spark, workload)
     mysql_url = sink_mariadb.url.replace("jdbc:mariadb:", "jdbc:mysql:")  # Spark's MySQL dialect
@@ -175,7 +176,7 @@ def test_sync_to_mariadb_equals_the_truth(spark: Any, sink_mariadb: Any, tmp_pat
     ]
     assert not diffs, diffs[:10]
     assert got == expected
-    assert sync_to_jdbc(spark, str(tmp_path / "bin"), sink_mariadb.url).skipped
+    assert sync(spark, str(tmp_path / "bin"), sink_mariadb.url).skipped
 
 
 DDL_WORKLOAD = [
@@ -243,13 +244,13 @@ def ddl_binlogs(
 
 def sink_tables(spark: Any, request: Any, sink: str, db: str, tables: list[str]) -> tuple[Any, Any]:
     """(sync into ``sink``, read its tables back): Delta, PostgreSQL or MariaDB."""
-    from binlake.spark.apply import read_delta, sync_to_delta
-    from binlake.spark.jdbc import sync_to_jdbc
+    from binlake.spark.apply import sync
+    from binlake.spark.sinks.delta import read_delta
 
     if sink == "delta":
         target = request.getfixturevalue("tmp_path") / "delta"
         return (
-            lambda source: sync_to_delta(spark, source, target, options={"databases": db}),
+            lambda source: sync(spark, source, target, options={"databases": db}),
             lambda: {t: read_delta(target, f"{db}.{t}").to_pylist() for t in tables},
         )
     if sink == "postgres":
@@ -262,7 +263,7 @@ def sink_tables(spark: Any, request: Any, sink: str, db: str, tables: list[str])
         got = jdbc_tables(spark, read_url or url, [f"{db}.{t}" for t in tables], driver, q)
         return {t: got[f"{db}.{t}"] for t in tables}
 
-    return lambda source: sync_to_jdbc(spark, source, url, options={"databases": db}), read
+    return lambda source: sync(spark, source, url, options={"databases": db}), read
 
 
 SWAP_WORKLOAD = [
@@ -300,7 +301,7 @@ def test_swapped_tables_and_columns_follow(
     different types; another column and table are renamed in one ALTER; in the next batch every
     sink's tables equal SELECT * of the source under the new names."""
     from binlake.spark import delta_renames
-    from binlake.spark.jdbc import Jdbc
+    from binlake.spark.sinks.jdbc_connection import Jdbc
 
     db = f"swap_{sink}"
     files = ddl_binlogs(mariadb, db, tmp_path, SWAP_WORKLOAD, cut=7)
@@ -374,7 +375,8 @@ def test_ddl_policy_drop_rename_and_type_change(
 ) -> None:
     """A live MariaDB's MODIFY (INT -> BIGINT), DROP COLUMN, RENAME COLUMN and RENAME TABLE over
     JDBC follow the documented policy on both sinks, whether applied in one batch or two."""
-    from binlake.spark.jdbc import dialect_for, sync_to_jdbc
+    from binlake.spark.apply import sync
+    from binlake.spark.sinks.jdbc_dialects import dialect_for
 
     db = f"ddlpol_{sink}_{batches}"
     files = ddl_binlogs(mariadb, db, tmp_path)
@@ -384,8 +386,8 @@ def test_ddl_policy_drop_rename_and_type_change(
         url = request.getfixturevalue("sink_mariadb").url
         read_url, driver, q = url.replace("jdbc:mariadb:", "jdbc:mysql:"), "org.mariadb.jdbc.Driver", "`"
     if batches == 2:
-        sync_to_jdbc(spark, str(files[0]), url, options={"databases": db})
-    sync_to_jdbc(spark, str(files[0].parent), url, options={"databases": db})
+        sync(spark, str(files[0]), url, options={"databases": db})
+    sync(spark, str(files[0].parent), url, options={"databases": db})
     got = jdbc_tables(spark, read_url or url, [f"{db}.t", f"{db}.t2"], driver, q)
     assert {r["id"]: (r["a"], r["bb"], r["c"]) for r in got[f"{db}.t2"]} == DDL_EXPECTED_T2
     assert "b" not in got[f"{db}.t2"][0]
@@ -405,7 +407,7 @@ def test_ddl_policy_drop_rename_and_type_change(
 def test_target_password_from_outside_the_url(spark: Any, sink_mariadb: Any, tmp_path: Path) -> None:
     """The JDBC sinks take the target's password apart from the URL; a wrong one fails without
     showing it."""
-    from binlake.spark.jdbc import sync_to_jdbc
+    from binlake.spark.apply import sync
 
     sink_mariadb.execute(
         "CREATE DATABASE pwlake",
@@ -415,16 +417,16 @@ def test_target_password_from_outside_the_url(spark: Any, sink_mariadb: Any, tmp
     generate(tmp_path / "bin", seed=3, target_bytes=40_000, max_file_size=40_000, ddl_every=0)
     url = f"jdbc:mariadb://127.0.0.1:{sink_mariadb.port}/pwlake?user=pw"
     with pytest.raises(Exception) as refused:
-        sync_to_jdbc(spark, str(tmp_path / "bin"), url, password="wrong-Secret")
+        sync(spark, str(tmp_path / "bin"), url, password="wrong-Secret")
     assert "wrong-Secret" not in str(refused.value)
-    report = sync_to_jdbc(spark, str(tmp_path / "bin"), url, password="S3cret;pw")
+    report = sync(spark, str(tmp_path / "bin"), url, password="S3cret;pw")
     assert report.tables and not report.skipped
 
 
 def test_refuses_to_write_into_the_server_it_reads(spark: Any, mariadb: Any, tmp_path: Path) -> None:
     """Pointed at the server whose binlogs it reads, the MariaDB sink refuses before writing a thing
     (it once ALTERed a source table and left staging tables behind)."""
-    from binlake.spark.jdbc import sync_to_jdbc
+    from binlake.spark.apply import sync
 
     files = ddl_binlogs(mariadb, "selfsync", tmp_path, DDL_WORKLOAD[:3], cut=2)
     mariadb.execute(
@@ -435,7 +437,7 @@ def test_refuses_to_write_into_the_server_it_reads(spark: Any, mariadb: Any, tmp
     )
     url = f"jdbc:mariadb://127.0.0.1:{mariadb.port}/selflake?user=self"
     with pytest.raises(ValueError, match="does not write into the server it reads from"):
-        sync_to_jdbc(spark, str(files[0].parent), url)
+        sync(spark, str(files[0].parent), url)
     conn = mariadb.connect("selflake")
     with conn.cursor() as cur:
         cur.execute("SHOW TABLES")

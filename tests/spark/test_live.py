@@ -20,8 +20,9 @@ class Killed(Exception):
 
 def test_snapshot_then_binlog_equals_the_tables(spark: Any, own_mariadb: Any, tmp_path: Path) -> None:
     server = own_mariadb
-    from binlake.spark.apply import apply_changes, change_log, read_table
+    from binlake.spark.apply import apply_changes, change_log
     from binlake.spark.live import LiveSync
+    from binlake.spark.sinks.delta import read_table
 
     server.execute(
         "CREATE DATABASE shop",

@@ -14,7 +14,7 @@ from tests.conftest import select_all
 
 
 def _synced(lake: Path, table: str) -> list[tuple[Any, ...]]:
-    from binlake.spark.apply import read_table
+    from binlake.spark.sinks.delta import read_table
 
     t = read_table(lake, "shop", table)
     return sorted(tuple(r[c] for c in t.column_names if not c.startswith("_binlake")) for r in t.to_pylist())

@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from binlake.sandbox import PrivateMariaDB, mariadb_available
-from binlake.spark.apply import delta_tables, read_delta, stream_to_delta
+from binlake.spark.apply import stream_to
+from binlake.spark.sinks.delta import delta_tables, read_delta
 
 pytestmark = pytest.mark.slow
 
@@ -114,7 +115,7 @@ def test_mirror_feeds_a_streaming_sync(spark: Any, tmp_path: Path) -> None:
         deadline = time.monotonic() + 30
         while not list(mirror_dir.glob("*.index")) and time.monotonic() < deadline:
             time.sleep(0.2)
-        query = stream_to_delta(
+        query = stream_to(
             spark, str(mirror_dir), target, ckpt, available_now=False, interval="1 second"
         )
         for k in (1, 2):

@@ -12,7 +12,7 @@ import pytest
 from binlake.cli import main
 from binlake.generate import generate
 from binlake.series import BinlogSeries
-from binlake.spark.apply import delta_tables
+from binlake.spark.sinks.delta import delta_tables
 from binlake.txn import iter_transactions
 from tests.spark.test_sync import synced, write_keyless_log
 

@@ -52,11 +52,11 @@ def _assert_names_the_change(e: UnappliableChangeError) -> None:
 
 @pytest.mark.slow
 def test_delta_refuses_before_creating_anything(spark: Any, partial_source: str, tmp_path: Path) -> None:
-    from binlake.spark.apply import sync_to_delta
+    from binlake.spark.apply import sync
 
     target = tmp_path / "lake"
     with pytest.raises(UnappliableChangeError) as e:
-        sync_to_delta(spark, partial_source, target)
+        sync(spark, partial_source, target)
     _assert_names_the_change(e.value)
     assert not target.exists()  # no table directory, no name book
 
@@ -65,8 +65,8 @@ def test_delta_refuses_before_creating_anything(spark: Any, partial_source: str,
 def test_jdbc_refuses_before_connecting(spark: Any, partial_source: str) -> None:
     """Refused before the target is even reached: port 1 has no server, so an attempt to connect
     would fail with a connection error instead."""
-    from binlake.spark.jdbc import sync_to_jdbc
+    from binlake.spark.apply import sync
 
     with pytest.raises(UnappliableChangeError) as e:
-        sync_to_jdbc(spark, partial_source, "jdbc:postgresql://127.0.0.1:1/nowhere?user=x")
+        sync(spark, partial_source, "jdbc:postgresql://127.0.0.1:1/nowhere?user=x")
     _assert_names_the_change(e.value)

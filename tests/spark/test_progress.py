@@ -11,7 +11,7 @@ import pytest
 from rich.console import Console
 
 from binlake.generate import generate
-from binlake.spark.apply import sync_to_delta
+from binlake.spark.apply import sync
 from binlake.spark.progress import SyncProgress
 
 pytestmark = pytest.mark.slow
@@ -44,7 +44,7 @@ def test_sync_reports_its_phases(spark: Any, tmp_path: Path) -> None:
             phases.append(text)
             progress.phase(text)
 
-        report = sync_to_delta(spark, str(tmp_path / "bin"), tmp_path / "delta", on_phase=phase)
+        report = sync(spark, str(tmp_path / "bin"), tmp_path / "delta", on_phase=phase)
     assert phases[0] == "reading the change log"
     assert [p for p in phases if p.startswith("merging")] == [f"merging {t}" for t in sorted(report.tables)]
     assert "done" in console.export_text()

@@ -178,7 +178,7 @@ def server_rows(db: PrivateMariaDB, table: str) -> tuple[list[str], list[dict[st
 
 
 def synced_rows(target: Path, table: str, names: list[str]) -> list[dict[str, Any]]:
-    from binlake.spark.apply import read_table
+    from binlake.spark.sinks.delta import read_table
 
     t = read_table(target, "app", table)
     return [{n: _plain(r[n]) for n in names} for r in t.to_pylist()]
@@ -211,7 +211,7 @@ def test_the_minimal_series_has_no_column_names(minimal_series: Any) -> None:
 def test_minimal_metadata_with_an_alter_syncs_equal_to_the_server(
     spark: Any, minimal_series: Any, tmp_path: Path, batches: str
 ) -> None:
-    from binlake.spark.apply import sync_to_delta
+    from binlake.spark.apply import sync
 
     db, files = minimal_series
     source, target = tmp_path / "binlogs", tmp_path / "lake"
@@ -219,7 +219,7 @@ def test_minimal_metadata_with_an_alter_syncs_equal_to_the_server(
     for i, f in enumerate(files):
         shutil.copy(f, source)
         if batches == "per file" or i == len(files) - 1:
-            sync_to_delta(spark, str(source), target, options={"splitSize": "1KB"})
+            sync(spark, str(source), target, options={"splitSize": "1KB"})
     for table in ("items", "pairs"):
         names, want = server_rows(db, table)
         got = synced_rows(target, table, names)

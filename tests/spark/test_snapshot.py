@@ -11,7 +11,8 @@ from binlake.snapshot.chunks import SnapshotPoint
 
 
 def test_snapshot_by_spark_into_delta_equals_the_tables(spark: Any, mariadb: Any, tmp_path: Path) -> None:
-    from binlake.spark.apply import apply_changes, read_table
+    from binlake.spark.apply import apply_changes
+    from binlake.spark.sinks.delta import read_table
     from binlake.spark.snapshot import plan, snapshot_changelog
 
     mariadb.execute(

@@ -199,7 +199,8 @@ def test_a_live_series_batch_position_is_its_last_complete_transaction(spark: An
     the server is inside a transaction: the last complete transaction with rows."""
     from binlake.position import last_boundary
     from binlake.reader import BinlogReader
-    from binlake.spark.apply import batch_head, change_log
+    from binlake.spark.apply import change_log
+    from binlake.spark.plan import batch_head
     from binlake.txn import TransactionGrouper
 
     generate(tmp_path / "bin", seed=4, target_bytes=80_000, max_file_size=50_000, ddl_every=0)

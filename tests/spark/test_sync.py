@@ -12,9 +12,10 @@ import pytest
 
 from binlake.demo import compare_to_truth
 from binlake.generate import generate
-from binlake.spark import apply as apply_mod
 from binlake.spark import delta_renames
-from binlake.spark.apply import delta_tables, read_delta, sync_to_delta
+from binlake.spark.apply import sync
+from binlake.spark.sinks import delta as delta_sink
+from binlake.spark.sinks.delta import delta_tables, read_delta
 from binlake.spark.typed import arrow_type, convert
 
 pytestmark = pytest.mark.slow
@@ -87,10 +88,10 @@ def workload(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 def test_sync_equals_the_truth_and_replays_change_nothing(spark: Any, workload: Any, tmp_path: Path) -> None:
     target = tmp_path / "delta"
-    report = sync_to_delta(spark, str(workload.files[0].parent), target)
+    report = sync(spark, str(workload.files[0].parent), target)
     assert set(report.tables) == {"shop.customers", "shop.orders", "shop.alltypes"}
     assert synced(target) == truth_tables(workload, target)
-    again = sync_to_delta(spark, str(workload.files[0].parent), target)
+    again = sync(spark, str(workload.files[0].parent), target)
     assert sorted(again.skipped) == sorted(report.tables) and not again.tables
     assert synced(target) == truth_tables(workload, target)
 
@@ -101,11 +102,11 @@ def test_incremental_runs_equal_one_run(spark: Any, workload: Any, tmp_path: Pat
     for f in workload.files[:2]:
         shutil.copy(f, partial / f.name)
     target = tmp_path / "delta"
-    sync_to_delta(spark, str(partial), target)
+    sync(spark, str(partial), target)
     for f in workload.files[2:]:
         shutil.copy(f, partial / f.name)
     # the driver takes a table's rows 60 at a time (order-key slices): the same tables
-    sync_to_delta(spark, str(partial), target, chunk_rows=60)
+    sync(spark, str(partial), target, chunk_rows=60)
     assert synced(target) == truth_tables(workload, target)
 
 
@@ -113,7 +114,7 @@ def test_crash_between_tables_then_rerun(
     spark: Any, workload: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     target = tmp_path / "delta"
-    real, calls = apply_mod.merge_table, []
+    real, calls = delta_sink.merge_table, []
 
     def crashing(*args: Any, **kw: Any) -> None:
         calls.append(args[0])
@@ -121,11 +122,11 @@ def test_crash_between_tables_then_rerun(
             raise KeyboardInterrupt("killed mid-run")
         real(*args, **kw)
 
-    monkeypatch.setattr(apply_mod, "merge_table", crashing)
+    monkeypatch.setattr(delta_sink, "merge_table", crashing)
     with pytest.raises(KeyboardInterrupt):
-        sync_to_delta(spark, str(workload.files[0].parent), target)
-    monkeypatch.setattr(apply_mod, "merge_table", real)
-    sync_to_delta(spark, str(workload.files[0].parent), target)
+        sync(spark, str(workload.files[0].parent), target)
+    monkeypatch.setattr(delta_sink, "merge_table", real)
+    sync(spark, str(workload.files[0].parent), target)
     assert synced(target) == truth_tables(workload, target)
 
 
@@ -187,7 +188,7 @@ def write_keyless_log(out: Path) -> None:
 
 def test_table_without_key_is_an_append_only_change_table(spark: Any, tmp_path: Path) -> None:
     write_keyless_log(tmp_path / "bin")
-    sync_to_delta(spark, str(tmp_path / "bin"), tmp_path / "delta")
+    sync(spark, str(tmp_path / "bin"), tmp_path / "delta")
     from deltalake import DeltaTable
 
     rows = (
@@ -201,7 +202,7 @@ def test_table_without_key_is_an_append_only_change_table(spark: Any, tmp_path: 
         (1, "x", "insert"),
         (1, "x", "delete"),
     ]
-    again = sync_to_delta(spark, str(tmp_path / "bin"), tmp_path / "delta")
+    again = sync(spark, str(tmp_path / "bin"), tmp_path / "delta")
     assert (
         again.skipped == ["d.log"]
         and len(DeltaTable(str(tmp_path / "delta" / "d.log")).to_pyarrow_table()) == 3
@@ -212,7 +213,7 @@ def test_streaming_follows_a_growing_directory(spark: Any, tmp_path: Path) -> No
     """Files arrive one by one, the last one cut inside a transaction: the stream waits for the tail
     and, once everything is there and it has caught up, the tables equal the truth — with DDL on, so
     tables and columns renamed between micro-batches are followed."""
-    from binlake.spark.apply import stream_to_delta
+    from binlake.spark.apply import stream_to
 
     result, _ = ddl_series(tmp_path, "mysql80")
     live = tmp_path / "live"
@@ -222,10 +223,10 @@ def test_streaming_follows_a_growing_directory(spark: Any, tmp_path: Path) -> No
     for i, f in enumerate(files):
         data = f.read_bytes()
         (live / f.name).write_bytes(data[: len(data) * 2 // 3])  # a server still writing it
-        stream_to_delta(spark, str(live), target, ckpt)
+        stream_to(spark, str(live), target, ckpt)
         (live / f.name).write_bytes(data)
         if i == len(files) - 1:
-            stream_to_delta(spark, str(live), target, ckpt)
+            stream_to(spark, str(live), target, ckpt)
     got, want = final_tables(result, target)
     assert got == want
     assert sorted(delta_tables(target)) == sorted(want)
@@ -244,8 +245,8 @@ def test_killed_again_and_again_then_finished(tmp_path: Path) -> None:
     cmd = [
         sys.executable,
         "-c",
-        "import sys; from binlake.spark.session import spark_session; from binlake.spark.apply import sync_to_delta; "
-        f"sync_to_delta(spark_session('local[1]'), {str(tmp_path / 'bin')!r}, {str(target)!r}, chunk_rows=40)",
+        "import sys; from binlake.spark.session import spark_session; from binlake.spark.apply import sync; "
+        f"sync(spark_session('local[1]'), {str(tmp_path / 'bin')!r}, {'delta:' + str(target)!r}, chunk_rows=40)",
     ]
     kills = kill_then_finish(cmd, runs=3, window=(6, 20))
     assert kills >= 1
@@ -256,10 +257,10 @@ def test_killed_again_and_again_then_finished(tmp_path: Path) -> None:
 def test_parquet_snapshot_export(spark: Any, workload: Any, tmp_path: Path) -> None:
     import pyarrow.parquet as pq
 
-    from binlake.spark.apply import export_parquet
+    from binlake.spark.sinks.parquet import export_parquet
 
     target = tmp_path / "delta"
-    sync_to_delta(spark, str(workload.files[0].parent), target)
+    sync(spark, str(workload.files[0].parent), target)
     counts = export_parquet(target, tmp_path / "pq")
     for name, rows in synced(target).items():
         snap = pq.read_table(tmp_path / "pq" / f"{name}.parquet").to_pylist()
@@ -278,7 +279,7 @@ def test_sync_with_ddl_equals_the_truth(spark: Any, tmp_path: Path, flavor: str)
     ]
     assert {r["op"] for r in renames} == {"rename_table", "rename_column"}
     one = tmp_path / "one"
-    sync_to_delta(spark, str(tmp_path / "bin"), one, options=options)
+    sync(spark, str(tmp_path / "bin"), one, options=options)
     got, want = final_tables(result, one)
     assert got == want and len(want) == 3
     assert sorted(delta_tables(one)) == sorted(want)  # no table left behind under an old name
@@ -288,7 +289,7 @@ def test_sync_with_ddl_equals_the_truth(spark: Any, tmp_path: Path, flavor: str)
     for i, f in enumerate(result.files, 1):  # three batches: renames cross batch boundaries
         shutil.copy(f, partial / f.name)
         if i in (1, 3, len(result.files)):
-            sync_to_delta(spark, str(partial), batches, options=options)
+            sync(spark, str(partial), batches, options=options)
     got, want = final_tables(result, batches)
     assert got == want
     assert sorted(delta_tables(batches)) == sorted(want)
@@ -323,7 +324,7 @@ def test_renames_killed_at_every_step_then_rerun(
         shutil.copy(f, partial / f.name)
         while True:
             try:
-                sync_to_delta(spark, str(partial), target, options=options)
+                sync(spark, str(partial), target, options=options)
                 break
             except KeyboardInterrupt:
                 kills += 1

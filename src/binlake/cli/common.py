@@ -182,9 +182,7 @@ def add_selection(p: argparse.ArgumentParser) -> None:
         "and ranges (domain-server-lo-hi: 0-1-590-595), comma-separated",
     )
     g.add_argument("--exclude-gtids", type=gtid_set_arg, help="not these GTIDs (as --include-gtids)")
-    g.add_argument(
-        "--database", "--databases", action="append", help="only this schema (glob; repeatable)"
-    )
+    g.add_argument("--database", "--databases", action="append", help="only this schema (glob; repeatable)")
     g.add_argument("--table", action="append", help="only this table, 'tbl' or 'db.tbl' (glob; repeatable)")
     g.add_argument("--type", action="append", choices=OPERATIONS, help="only these changes (repeatable)")
 

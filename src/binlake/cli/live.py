@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from binlake.cli.common import UsageError
@@ -18,6 +19,9 @@ from binlake.cli.sync import SyncOptions, batch_apply, cmd_sync, sink_from
 from binlake.console import output_console
 from binlake.credentials import CredentialsError, client_options, resolve_password
 from binlake.replication.client import ServerAddress
+
+if TYPE_CHECKING:
+    from binlake.spark.sinks import Sink
 
 DEFAULT_CHUNK_ROWS = 50_000
 
@@ -56,16 +60,17 @@ def server_from_url(url: str) -> tuple[ServerAddress, list[str], int]:
     return server, databases, chunk_rows
 
 
-def state_dir(args: SyncOptions, kind: str, where: str) -> Path:
+def state_dir(args: SyncOptions, sink: Sink) -> Path:
     """Where the journal and the mirrored binlog live: beside a Delta/Parquet target's data, or in
     the checkpoint directory a JDBC target needs."""
-    if kind == "jdbc":
+    where = sink.state_dir()
+    if where is None:
         if not args.checkpoint:
             raise UsageError(
                 "sync from a server into jdbc needs --checkpoint DIR (its journal and binlog copy)"
             )
         return Path(args.checkpoint).absolute() / "live"
-    return Path(where) / "_binlake_live"
+    return where / "_binlake_live"
 
 
 def cmd_live(args: SyncOptions) -> int:
@@ -74,7 +79,7 @@ def cmd_live(args: SyncOptions) -> int:
 
     server, databases, chunk_rows = server_from_url(args.source)
     sink = sink_from(args.target)
-    state = state_dir(args, sink.kind, sink.where)
+    state = state_dir(args, sink)
     selection = args.selection
 
     def keep(db: str, table: str) -> bool:
@@ -89,7 +94,7 @@ def cmd_live(args: SyncOptions) -> int:
         f"snapshot of {len(j.plan)} tables in {len(j.chunks)} chunks ({len(j.done)} applied before); "
         f"the binlog from {j.start[0]}"
     )
-    apply = batch_apply(args, sink, spark, f"snapshot:{server.label}", positioned=False)
+    apply = batch_apply(sink, f"snapshot:{server.label}", positioned=False)
     live.snapshot(
         spark, apply, on_wave=lambda done, total: console.print(f"snapshot: {done}/{total} chunks applied")
     )

@@ -6,12 +6,15 @@ import argparse
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from binlake.cli.common import Command, Options, UsageError, add_selection, open_seed
 from binlake.console import output_console
 from binlake.credentials import redacted_url
 from binlake.filters import Selection
+
+if TYPE_CHECKING:
+    from binlake.spark.sinks import Sink
 
 
 @dataclass(frozen=True)
@@ -58,69 +61,35 @@ def check_target_dir(path: str) -> None:
             return
 
 
-@dataclass
-class Sink:
-    """A ``--to`` target: ``kind`` delta, parquet or jdbc; ``where`` the Delta directory (Parquet's
-    exactly-once state) or the JDBC URL; ``shown`` what output may say of it (never a password)."""
-
-    kind: str
-    where: str
-    shown: str
-    snapshots: str | None = None
-    password: str | None = None
-
-
 def sink_from(args: TargetOptions) -> Sink:
-    """The ``--to`` target of ``sync`` and ``offsets``, with the JDBC password from outside the URL."""
-    kind, _, where = args.to.partition(":")
-    if kind not in ("delta", "jdbc", "parquet") or not where:
-        raise UsageError("--to takes delta:PATH, parquet:PATH or jdbc:postgresql://… / jdbc:mariadb://…")
-    if kind != "jdbc":  # executors run in another directory (on a cluster, another host): absolute
-        from binlake.spark.source import absolute
+    """The ``--to`` target of ``sync`` and ``offsets``, with a JDBC password from outside the URL."""
+    from binlake.credentials import CredentialsError, secret_from
+    from binlake.spark.sinks import sink_for
 
-        where = absolute(where)
-    sink = Sink(kind, where, redacted_url(args.to))
-    if kind == "parquet":  # Parquet cannot MERGE: a Delta state beside the snapshots keeps it exactly-once
-        sink.snapshots, sink.where = where, str(Path(where) / "_binlake_state")
-    if kind == "jdbc":
-        from binlake.credentials import CredentialsError, secret_from
-        from binlake.spark.jdbc import dialect_for
-
-        sink.where = args.to
-        if sink.shown != args.to:
-            print(
-                "binlake: warning: the target URL holds a password (visible in ps and shell history): "
-                "give it with --to-password-env VAR or --to-password-file FILE",
-                file=sys.stderr,
-            )
-        try:
-            dialect_for(args.to)
-            sink.password = secret_from(args.to_password_env, args.to_password_file)
-        except (ValueError, CredentialsError) as e:
-            raise UsageError(str(e)) from None
-    return sink
+    password = None
+    try:
+        if args.to.startswith("jdbc:"):
+            if redacted_url(args.to) != args.to:
+                print(
+                    "binlake: warning: the target URL holds a password (visible in ps and shell history): "
+                    "give it with --to-password-env VAR or --to-password-file FILE",
+                    file=sys.stderr,
+                )
+            password = secret_from(args.to_password_env, args.to_password_file)
+        return sink_for(args.to, password=password)
+    except CredentialsError as e:
+        raise UsageError(str(e)) from None
+    except ValueError as e:
+        raise UsageError(f"--to: {e}") from None
 
 
-def batch_apply(args: SyncOptions, sink: Sink, spark: Any, source: str, positioned: bool = True) -> Any:
+def batch_apply(sink: Sink, source: str, positioned: bool = True) -> Any:
     """The sink's exactly-once apply of one batch of the change log: ``apply(df, on_phase=None)``.
-    ``positioned=False``: a snapshot's chunks, which record no binlog position (a JDBC sink keeps
-    positions per source, and ``source`` names the snapshot)."""
+    ``positioned=False``: a snapshot's chunks, which record no binlog position."""
+    from binlake.spark.apply import apply_changes
 
     def apply(df: Any, on_phase: Any = None) -> Any:
-        if sink.kind == "jdbc":
-            from binlake.spark.jdbc import apply_changes_jdbc
-
-            return apply_changes_jdbc(
-                spark, df, args.target.to, source=source, on_phase=on_phase, password=sink.password
-            )
-        from binlake.spark.apply import apply_changes, export_parquet
-
-        report = apply_changes(df, sink.where, source=source, on_phase=on_phase, positioned=positioned)
-        if sink.snapshots:
-            if on_phase:
-                on_phase("writing Parquet snapshots")
-            report.snapshots = export_parquet(sink.where, sink.snapshots)
-        return report
+        return apply_changes(df, sink, source=source, on_phase=on_phase, positioned=positioned)
 
     return apply
 
@@ -140,8 +109,8 @@ def cmd_sync(args: SyncOptions) -> int:
 
         return cmd_live(args)
     sink = sink_from(args.target)
-    kind, where, snapshots, shown = sink.kind, sink.where, sink.snapshots, sink.shown
-    if kind == "jdbc" and args.stream and not args.checkpoint:
+    state = sink.state_dir()
+    if state is None and args.stream and not args.checkpoint:
         raise UsageError("--stream into jdbc needs --checkpoint DIR")
     from binlake.spark.source import absolute
 
@@ -152,7 +121,7 @@ def cmd_sync(args: SyncOptions) -> int:
         schema=args.schema and absolute(args.schema),
         checkpoint=args.checkpoint and absolute(args.checkpoint),
     )
-    check_sync_inputs(args, None if kind == "jdbc" else (snapshots or where))
+    check_sync_inputs(args, None if state is None else str(state))
     try:
         options = args.selection.to_options()
     except ValueError as e:
@@ -161,19 +130,15 @@ def cmd_sync(args: SyncOptions) -> int:
         options["schema"] = args.schema
     console = output_console()
 
-    spark: Any = None
-
-    def apply(df: Any, on_phase: Any = None) -> Any:
-        """The sink's exactly-once apply of one batch of the change log."""
-        return batch_apply(args, sink, spark, args.source)(df, on_phase)
+    apply = batch_apply(sink, args.source)
 
     if args.stream:
         from binlake.spark.apply import stream_changes
         from binlake.stopping import STOP_SIGNALS, stop_flag
 
         spark = spark_session(args.master)
-        checkpoint = args.checkpoint or str(Path(where) / "_binlake_checkpoint")
-        console.print(f"following {args.source} into {shown} (checkpoint {checkpoint}); Ctrl-C stops")
+        checkpoint = args.checkpoint or str(Path(str(state)) / "_binlake_checkpoint")
+        console.print(f"following {args.source} into {sink.shown} (checkpoint {checkpoint}); Ctrl-C stops")
         with stop_flag(*STOP_SIGNALS) as stop:  # after Spark's start: it installs a Ctrl-C handler
             query = stream_changes(
                 spark,
@@ -199,7 +164,7 @@ def cmd_sync(args: SyncOptions) -> int:
     total = sum(Path(f).stat().st_size for f in resolve_files(args.source))
     with SyncProgress(spark, total, console) as progress:
         report = apply(change_log(spark, args.source, options), progress.phase)
-    table = Table(title=f"binlake sync -> {shown} (up to {report.position or 'nothing new'})")
+    table = Table(title=f"binlake sync -> {sink.shown} (up to {report.position or 'nothing new'})")
     for c in ("table", "rows merged", "state"):
         table.add_column(c)
     for name, n in sorted(report.tables.items()):
@@ -210,8 +175,8 @@ def cmd_sync(args: SyncOptions) -> int:
         table.add_row(rename, "", "followed upstream DDL")
     console.print(table)
     console.print(f"{report.changes:,} row changes read")
-    if snapshots:
-        console.print(f"{len(report.snapshots)} Parquet snapshots in {snapshots} (one file per table)")
+    if report.snapshots:
+        console.print(f"{len(report.snapshots)} Parquet snapshots in {sink.shown} (one file per table)")
     return 0
 
 
@@ -229,16 +194,17 @@ class OffsetsOptions(Options):
 def _target_offsets(args: OffsetsOptions, sink: Sink) -> list[Any]:
     """``offsets show`` or ``reset`` on the target: the offsets shown or reset."""
     from binlake.spark import offsets
+    from binlake.spark.sinks.jdbc import JdbcSink
 
     reset = args.action == "reset"
-    if sink.kind != "jdbc":
+    if not isinstance(sink, JdbcSink):
+        where = str(sink.state_dir())
         if reset:
-            return offsets.reset_delta(sink.where, args.source, empty_change_tables=args.empty_change_tables)
-        return offsets.delta_offsets(sink.where)
-    from binlake.spark.jdbc import Jdbc
+            return offsets.reset_delta(where, args.source, empty_change_tables=args.empty_change_tables)
+        return offsets.delta_offsets(where)
     from binlake.spark.session import spark_session
 
-    db = Jdbc(spark_session(args.master), sink.where, sink.password)
+    db = sink.connect(spark_session(args.master))
     try:
         if reset:
             return offsets.reset_jdbc(db, args.source, empty_change_tables=args.empty_change_tables)
@@ -284,13 +250,13 @@ class ExportOptions(Options):
 
 
 def cmd_export(args: ExportOptions) -> int:
-    from binlake.spark.apply import export_parquet
+    from binlake.spark.sinks.parquet import export_parquet
 
     src_kind, _, src = args.source.partition(":")
     dst_kind, _, dst = args.to.partition(":")
     if src_kind != "delta" or dst_kind != "parquet" or not src or not dst:
         raise UsageError("export takes --from delta:PATH --to parquet:PATH")
-    from binlake.spark.apply import delta_tables
+    from binlake.spark.sinks.delta import delta_tables
 
     if not delta_tables(src):
         raise UsageError(f"{src}: no tables synced there (binlake sync --to delta:{src} writes them)")

@@ -23,7 +23,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from binlake.spark.apply import APP_ID, commit_empty, delta_tables
+from binlake.spark.sinks.delta import APP_ID, commit_empty, delta_tables
 from binlake.targetnames import inside
 
 CHANGE_OP = "_binlake_op"  # the column only change tables have
@@ -106,8 +106,8 @@ def reset_delta(
 
 
 def jdbc_offsets(db: Any) -> list[Offset]:
-    """The rows of a JDBC target's ``_binlake_positions`` (``db``: a ``binlake.spark.jdbc.Jdbc``)."""
-    from binlake.spark.jdbc import POSITIONS
+    """The rows of a JDBC target's ``_binlake_positions`` (``db``: a ``binlake.spark.sinks.jdbc_connection.Jdbc``)."""
+    from binlake.spark.sinks.jdbc_dialects import POSITIONS
 
     db.execute(db.dialect.positions_ddl())
     rows = db.rows(f"SELECT source, version, position FROM {POSITIONS} ORDER BY source")
@@ -136,7 +136,7 @@ def reset_jdbc(db: Any, source: str | None = None, *, empty_change_tables: bool 
     """Forget the positions of a JDBC target (of ``source`` only, if given), and with
     ``empty_change_tables`` empty its change tables, in one transaction. Change tables do not say
     which source their rows came from: emptying them for one source of several is refused."""
-    from binlake.spark.jdbc import POSITIONS
+    from binlake.spark.sinks.jdbc_dialects import POSITIONS
 
     recorded = jdbc_offsets(db)
     chosen = [o for o in recorded if source is None or o.source == source]

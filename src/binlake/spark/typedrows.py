@@ -123,13 +123,16 @@ def typed_rows(
     return df.select(*out)
 
 
-def arrow_batches(df: Any, schema: pa.Schema, slice_rows: int | None = None) -> pa.RecordBatchReader:
+def arrow_batches(
+    df: Any, schema: pa.Schema, slice_rows: int | None = None, rows: int | None = None
+) -> pa.RecordBatchReader:
     """``df``'s rows on the driver as Arrow batches of ``schema``, in order key order where ``df``
     is ordered (Spark's own Arrow collection: no Python objects per row). With ``slice_rows`` the
     driver never holds more than about that many rows: a bigger ``df`` is cut into order-key ranges
-    collected one after another (``mapInArrow`` could stream partitions, but needs pandas)."""
+    collected one after another (``mapInArrow`` could stream partitions, but needs pandas).
+    ``rows``: ``df``'s row count (or a bound of it) where the caller knows it, saving a Spark job."""
     if slice_rows:
-        n = df.count()
+        n = df.count() if rows is None else rows
         if n > slice_rows:
             return pa.RecordBatchReader.from_batches(schema, _sliced(df, schema, -(-n // slice_rows)))
     table = df.toArrow()

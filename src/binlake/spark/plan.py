@@ -1,0 +1,247 @@
+"""A batch of the change log planned once for every sink (``binlake.spark.sinks``).
+
+What each sink needs of a batch, and what used to be computed by each of them in its own order:
+its identity (the last transaction's position, the version a sink commits with the data), the
+renames it makes (``binlake.spark.renames``) with its row changes under their names at its end, the
+last change per key (a primary-key change also leaves a tombstone for the old key), and per table
+its column layouts in the order they were written and its row count. A sink then asks for one
+table's typed target rows (``BatchPlan.rows``), an Arrow stream on the driver.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from binlake.changes import KEY_WIDTH, TOMBSTONE
+from binlake.spark.changelog import PARTIAL_JSON_MARK, ROW_OPS, partial_json_error
+from binlake.spark.renames import RenamePlan, layout_columns, renamed_changes
+from binlake.spark.typedrows import arrow_batches, target_schema, typed_rows
+
+KEY = "_binlake_key"  # a change's primary key as JSON text, while finding the last change per key
+JSON_TYPE = 245  # ColumnType.JSON: the only columns a partial JSON update is in
+Phase = Callable[[str], None] | None  # told what a sync does now, for progress displays
+Layout = tuple[list[dict[str, Any]], str | None]  # a change-log ``columns`` value and its ``renamed``
+Sources = dict[str, list[tuple[str | None, str]]]  # target column -> (renamed, name in the images)
+
+
+@dataclass
+class SyncReport:
+    """What a sink did with one batch."""
+
+    tables: dict[str, int] = field(default_factory=dict)  # table -> rows merged
+    skipped: list[str] = field(default_factory=list)  # already at this version (a replay)
+    renamed: list[str] = field(default_factory=list)  # renames the targets followed ("a -> b")
+    snapshots: dict[str, int] = field(default_factory=dict)  # Parquet snapshots written: table -> rows
+    changes: int = 0
+    version: int = 0
+    position: str = ""
+
+
+def batch_version(file_number: int, txn_position: int) -> int:
+    """A batch's version (its last transaction's place in the file series): what a sink commits."""
+    return file_number * 10**13 + txn_position
+
+
+def latest_per_key(df: Any) -> Any:
+    """The last change per (db, table, primary key) by order key; a primary-key change also yields a
+    tombstone for the old key, whose order key is the change's with ``part`` TOMBSTONE (it sorts just
+    before it). Keys compare by their JSON form (``to_json``: a VARIANT is not a grouping key)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    keyed = df.where(F.col("pk").isNotNull()).withColumn(KEY, F.to_json("pk"))
+    moved = keyed.where(
+        (F.col("op") == "update") & F.col("pk_before").isNotNull() & (F.to_json("pk_before") != F.col(KEY))
+    )
+    tombstone = F.overlay(F.col("order_key"), F.lit(bytes([TOMBSTONE])), F.lit(KEY_WIDTH))
+    replaced = {
+        "op": F.lit("delete"),
+        "pk": F.col("pk_before"),
+        KEY: F.to_json("pk_before"),
+        "order_key": tombstone,
+        "after": F.lit(None).cast("variant"),
+    }
+    tombstones = moved.select(*[replaced.get(c, F.col(c)).alias(c) for c in keyed.columns])
+    both = keyed.unionByName(tombstones)
+    w = Window.partitionBy("db", "table", KEY).orderBy(F.col("order_key").desc())
+    return both.withColumn("_rn", F.row_number().over(w)).where(F.col("_rn") == 1).drop("_rn", KEY)
+
+
+@dataclass(frozen=True)
+class TablePlan:
+    """One table of a batch: its layouts (oldest first), its rows (the last change per key for a
+    keyed table, every change for a keyless one) and whether it has a key."""
+
+    db: str
+    table: str
+    layouts: list[Layout]
+    rows: int
+    keyless: bool
+
+    @property
+    def name(self) -> str:
+        return f"{self.db}.{self.table}"
+
+
+def table_plans(df: Any, keyless: bool) -> list[TablePlan]:
+    """Each table's layouts in ``df``, in the order they were written (by their newest change), and
+    its row count: one small Spark job for every table."""
+    from pyspark.sql import functions as F
+
+    found: dict[tuple[str, str], list[tuple[bytes, Layout, int]]] = {}
+    groups = df.groupBy("db", "table", "columns", "renamed").agg(
+        F.max("order_key").alias("k"), F.count(F.lit(1)).alias("n")
+    )
+    for g in groups.collect():
+        columns = [c.asDict(recursive=True) for c in g["columns"]]
+        found.setdefault((g["db"], g["table"]), []).append((bytes(g["k"]), (columns, g["renamed"]), g["n"]))
+    return [
+        TablePlan(
+            db, table, [lay for _, lay, _ in sorted(ls, key=lambda x: x[0])], sum(n for *_, n in ls), keyless
+        )
+        for (db, table), ls in sorted(found.items())
+    ]
+
+
+def union_columns(
+    layouts: list[Layout], name: Callable[[str], str] = str
+) -> tuple[list[dict[str, Any]], Sources]:
+    """The target columns of a table's layouts (oldest first): every column in the order it first
+    appeared, typed (and keyed) as in the newest layout that has it — older rows of a column whose
+    type changed go into the new type — with the image names each layout uses."""
+    out: dict[str, dict[str, Any]] = {}
+    sources: Sources = {}
+    for columns, renamed in layouts:
+        for c in layout_columns(columns, renamed, name):
+            out[c["name"]] = {k: v for k, v in c.items() if k != "from"}
+            seen = sources.setdefault(c["name"], [])
+            if (renamed, c["from"]) not in seen:
+                seen.append((renamed, c["from"]))
+    newest = {c["name"] for c in layout_columns(*layouts[-1], name)}
+    for c in out.values():  # the key is the newest layout's
+        c["pk"] = bool(c.get("pk")) and c["name"] in newest
+    return list(out.values()), sources
+
+
+class Counted:
+    """An Arrow stream that counts the rows that passed through it."""
+
+    def __init__(self, stream: pa.RecordBatchReader) -> None:
+        self.n = 0
+
+        def each() -> Iterator[pa.RecordBatch]:
+            for b in stream:
+                self.n += b.num_rows
+                yield b
+
+        self.stream = pa.RecordBatchReader.from_batches(stream.schema, each())
+
+
+def batch_head(df: Any, source: str) -> tuple[SyncReport, dict[str, str]]:
+    """A batch's identity: its last transaction's position (the version sinks commit atomically with
+    the data) and its size; the metadata every commit of it carries. A change no sink can apply (a
+    partial JSON update) is refused here, before any sink creates or writes anything."""
+    from pyspark.sql import functions as F
+
+    report = SyncReport()
+    json_table = F.exists(F.col("columns"), lambda c: c["type"] == JSON_TYPE)
+    after = F.to_json(F.col("after"))
+    partial = (F.col("op") == "update") & json_table & after.contains(PARTIAL_JSON_MARK)
+    head = df.agg(  # one Spark job: the newest row (structs compare field by field) and the size
+        F.max(F.struct("order_key", "file", "file_number", "txn_position")).alias("top"),
+        F.sum(F.col("op").isin(*ROW_OPS).cast("long")).alias("changes"),
+        F.min(
+            F.when(partial, F.struct("order_key", "db", "table", "file", "position", after.alias("after")))
+        ).alias("partial"),
+    ).collect()[0]
+    if head["partial"] is not None:
+        raise partial_json_error(head["partial"])
+    top = head["top"]
+    if top is None:
+        return report, {}
+    report.version = batch_version(top["file_number"], top["txn_position"])
+    report.position = f"{top['file']}:{top['txn_position']}"
+    report.changes = int(head["changes"] or 0)
+    return report, {
+        "binlake.position": report.position,
+        "binlake.order_key": bytes(top["order_key"]).hex(),
+        "binlake.source": source,
+    }
+
+
+@dataclass
+class BatchPlan:
+    """One batch as every sink applies it (module docstring). ``positioned=False``: changes that are
+    not a stretch of the binlog (a snapshot's chunks, each at its own point): a sink applies them
+    under the order-key guard alone and records no batch position."""
+
+    source: str
+    positioned: bool
+    report: SyncReport
+    metadata: dict[str, str]  # what every commit of the batch carries (empty: nothing in the batch)
+    changes: Any = None  # the row changes under their names at the end of the batch (a DataFrame)
+    latest: Any = None  # the last change per key (a DataFrame, kept while the plan is open)
+    renames: RenamePlan | None = None
+    tables: list[TablePlan] = field(default_factory=list)  # keyed tables, then keyless ones
+
+    @property
+    def empty(self) -> bool:
+        return not self.metadata
+
+    @property
+    def last_order_key(self) -> bytes:
+        return bytes.fromhex(self.metadata["binlake.order_key"])
+
+    def rows(
+        self,
+        t: TablePlan,
+        name: Callable[[str], str] = str,
+        chunk_rows: int | None = None,
+        after: bytes | None = None,
+    ) -> tuple[list[dict[str, Any]], Counted]:
+        """Table ``t``'s typed target rows on the driver (an Arrow stream, counted; about
+        ``chunk_rows`` at a time) and its target columns (names through ``name``, a dialect's
+        length limit). Keyless tables' changes in order, only those after order key ``after``."""
+        from pyspark.sql import functions as F
+
+        columns, sources = union_columns(t.layouts, name)
+        df = self.changes.where(F.col("pk").isNull()) if t.keyless else self.latest
+        rows = df.where((F.col("db") == t.db) & (F.col("table") == t.table))
+        if t.keyless:
+            if after is not None:
+                rows = rows.where(F.col("order_key") > F.lit(after))
+            rows = rows.orderBy("order_key")
+        typed = typed_rows(rows, columns, sources, t.keyless)
+        schema = target_schema(columns, keyless=t.keyless)
+        return columns, Counted(arrow_batches(typed, schema, chunk_rows, t.rows))
+
+
+@contextmanager
+def planned(df: Any, source: str = "", *, positioned: bool = True) -> Iterator[BatchPlan]:
+    """The plan of change-log batch ``df``, kept (on disk) while a sink runs its several Spark
+    actions over it: without that every action would decode the binlogs again."""
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    # on disk: held in the JVM heap the change log crowded out the sort of last-change-per-key
+    kept = df.persist(StorageLevel.DISK_ONLY)
+    latest = None
+    try:
+        report, metadata = batch_head(kept, source)
+        plan = BatchPlan(source, positioned, report, metadata)
+        if not plan.empty:  # (a batch of renames only still has renames to follow)
+            plan.changes, plan.renames = renamed_changes(kept)
+            latest = plan.latest = latest_per_key(plan.changes).persist(StorageLevel.DISK_ONLY)
+            plan.tables = table_plans(latest, keyless=False) + table_plans(
+                plan.changes.where(F.col("pk").isNull()), keyless=True
+            )
+        yield plan
+    finally:
+        if latest is not None:
+            latest.unpersist()
+        kept.unpersist()

@@ -1,0 +1,203 @@
+"""Delta Lake tables (deltalake, no JVM jars), one per source table under a directory.
+
+Per batch and table: one MERGE guarded by the order key — a replayed or late batch changes nothing —
+committed with the batch's binlog position as the Delta app-transaction version and in the commit
+metadata; a table at or past the batch's version is skipped. Tables without a primary key get an
+append-only change table (``_binlake_op`` says which change), appended once per batch.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from binlake.dialects import delta as sql
+from binlake.spark.delta_renames import rename_delta_targets
+from binlake.spark.plan import BatchPlan, Phase, SyncReport, TablePlan
+from binlake.spark.typed import arrow_type
+from binlake.spark.typedrows import COMMIT_TS, DELETED, GTID, ORDER
+from binlake.targetnames import NAME_BOOK, NameBook, escape_reserved, inside, path_name
+
+APP_ID = "binlake-sync"
+
+
+@dataclass(frozen=True)
+class DeltaSink:
+    """Delta tables under ``target``, each in a directory named injectively after ``db.table``
+    (``binlake.targetnames``), exactly once by app-transaction versions."""
+
+    target: Path
+    chunk_rows: int = 50_000
+
+    @property
+    def shown(self) -> str:
+        return f"delta:{self.target}"
+
+    def state_dir(self) -> Path | None:
+        return self.target
+
+    def apply(self, plan: BatchPlan, on_phase: Phase = None) -> SyncReport:
+        phase = on_phase or (lambda _: None)
+        report = plan.report
+        if plan.empty or plan.renames is None:
+            return report
+        report.renamed = rename_delta_targets(self.target, plan.renames, report.version, plan.last_order_key)
+        for t in plan.tables:
+            phase(f"merging {t.name}")
+            path = table_path(self.target, t.db, t.table)
+            done = committed_version(self.target, path.name) if plan.positioned or t.keyless else None
+            if done is not None and done >= report.version:
+                report.skipped.append(t.name)
+                continue
+            report.tables[t.name] = (self._append if t.keyless else self._merge)(plan, t, path)
+        return report
+
+    def _merge(self, plan: BatchPlan, t: TablePlan, path: Path) -> int:
+        """One MERGE per table in the columns of all its layouts of the batch (ADD COLUMN evolves
+        the table), each column in its type in the newest layout (a type change widens it)."""
+        columns, counted = plan.rows(t, chunk_rows=self.chunk_rows)
+        widen_table(path, {c["name"]: arrow_type(c) for c in columns})
+        keys = [c["name"] for c in columns if c.get("pk")]
+        version = plan.report.version if plan.positioned else None
+        merge_table(
+            path, counted.stream, keys, version, {**plan.metadata, "binlake.columns": json.dumps(columns)}
+        )
+        return counted.n
+
+    def _append(self, plan: BatchPlan, t: TablePlan, path: Path) -> int:
+        """A change table: the batch's changes after the order key its last append recorded (a
+        rerun over a grown directory re-reads changes already appended), in one commit per table
+        and batch — appends are not idempotent, so never split."""
+        from deltalake import CommitProperties, Transaction, write_deltalake
+
+        columns, counted = plan.rows(t, chunk_rows=self.chunk_rows, after=appended_upto(path))
+        props = CommitProperties(
+            custom_metadata={**plan.metadata, "binlake.columns": json.dumps(columns)},
+            app_transactions=[Transaction(APP_ID, plan.report.version)],
+        )
+        path.mkdir(parents=True, exist_ok=True)
+        write_deltalake(
+            str(path), counted.stream, mode="append", schema_mode="merge", commit_properties=props
+        )
+        return counted.n
+
+
+def committed_version(target: str | Path, table: str) -> int | None:
+    """The batch version a target table (by directory name) has committed, if any."""
+    from deltalake import DeltaTable
+
+    path = inside(Path(target), table)
+    if not (path / "_delta_log").exists():
+        return None
+    return DeltaTable(str(path)).transaction_version(APP_ID)
+
+
+def table_path(target: Path, db: str, table: str) -> Path:
+    """Where table ``db.table`` (sink-space names) lives under ``target``: an injective file name
+    that cannot leave it, recorded in the target's name book."""
+    name = path_name(db, table)
+    NameBook.open(target / NAME_BOOK).claim(name, db, table)
+    return inside(target, name)
+
+
+def widen_table(path: Path, types: dict[str, pa.DataType]) -> None:
+    """Give an existing Delta table's columns their new types (a type change upstream) by rewriting
+    it once, values cast (a value that does not fit is an error, nothing is lost). Idempotent: a rerun
+    finds the table already rewritten."""
+    from deltalake import DeltaTable, write_deltalake
+
+    if not (path / "_delta_log").exists():
+        return
+    table = DeltaTable(str(path))
+    schema = pa.schema(table.schema().to_arrow())
+    changed = {f.name: types[f.name] for f in schema if f.name in types and f.type != types[f.name]}
+    if not changed:
+        return
+    data = table.to_pyarrow_table()
+    data = data.cast(pa.schema([f.with_type(changed.get(f.name, f.type)) for f in data.schema]))
+    write_deltalake(str(path), data, mode="overwrite", schema_mode="overwrite")
+
+
+def merge_table(
+    path: Path, batch: Any, keys: list[str], version: int | None, metadata: dict[str, str]
+) -> None:
+    """Upsert ``batch`` (a table or an Arrow stream) by key, newer order keys winning, in one commit
+    that records ``version`` as the app transaction (None: an idempotent step before the last)."""
+    from deltalake import CommitProperties, DeltaTable, Schema, Transaction, write_deltalake
+
+    txns = [Transaction(APP_ID, version)] if version is not None else None
+    props = CommitProperties(custom_metadata=metadata, app_transactions=txns)
+    if not (path / "_delta_log").exists():
+        path.mkdir(parents=True, exist_ok=True)
+        write_deltalake(str(path), batch, mode="append", commit_properties=props)
+        return
+    predicate = sql.keys_equal(keys)
+    table = DeltaTable(str(path))
+    have = pa.schema(table.schema().to_arrow())
+    added = [f for f in batch.schema if f.name not in have.names]
+    if added:  # ADD COLUMN upstream (its own commit; a rerun finds the column there)
+        table.alter.add_columns(Schema.from_arrow(pa.schema(added)).fields)
+        table = DeltaTable(str(path))
+    # columns dropped or renamed upstream stay in the table; a row changed after that reads NULL there
+    gone = [name for name in have.names if name not in batch.schema.names]
+    q = sql.quote_ident
+    updates = {q(c): sql.column("s", c) for c in batch.schema.names} | {q(c): "NULL" for c in gone}
+    newer = f"{sql.column('s', ORDER)} > {sql.column('t', ORDER)}"
+    (
+        table.merge(batch, predicate, source_alias="s", target_alias="t", commit_properties=props)
+        .when_matched_update(updates, predicate=newer)
+        # every column named and quoted here: delta-rs's insert_all does not quote the names it makes
+        .when_not_matched_insert({q(c): sql.column("s", c) for c in batch.schema.names})
+        .execute()
+    )
+    if version is not None and DeltaTable(str(path)).transaction_version(APP_ID) != version:
+        commit_empty(path, props)  # a MERGE that changed no row commits nothing, nor the version
+
+
+def commit_empty(path: Path, props: Any, *, overwrite: bool = False) -> None:
+    """A commit of no rows carrying ``props`` (the app-transaction version, metadata): the position
+    alone, or with ``overwrite`` every row removed (the rows stay in the table history)."""
+    from deltalake import DeltaTable, write_deltalake
+
+    nothing = pa.schema(DeltaTable(str(path)).schema().to_arrow()).empty_table()
+    write_deltalake(str(path), nothing, mode="overwrite" if overwrite else "append", commit_properties=props)
+
+
+def appended_upto(path: Path) -> bytes | None:
+    """The order key up to which a change table holds its source's changes (its last batch's)."""
+    from deltalake import DeltaTable
+
+    if not (path / "_delta_log").exists():
+        return None
+    for commit in DeltaTable(str(path)).history():
+        if "binlake.order_key" in commit:
+            return bytes.fromhex(str(commit["binlake.order_key"]))
+    return None
+
+
+def read_delta(target: str | Path, table: str) -> pa.Table:
+    """A synced table (by directory name) as it reads: tombstones and system columns removed."""
+    from deltalake import DeltaTable
+
+    t = DeltaTable(str(inside(Path(target), table))).to_pyarrow_table()
+    t = t.filter(pa.compute.invert(t[DELETED]))
+    return t.drop_columns([ORDER, DELETED, GTID, COMMIT_TS])
+
+
+def read_table(target: str | Path, db: str, table: str) -> pa.Table:
+    """Source table ``db.table`` as synced (see ``read_delta``)."""
+    return read_delta(target, path_name(db, escape_reserved(table)))
+
+
+def delta_tables(target: str | Path) -> list[str]:
+    """The synced tables' directory names under ``target``."""
+    return (
+        sorted(p.name for p in Path(target).iterdir() if (p / "_delta_log").exists())
+        if os.path.isdir(target)
+        else []
+    )

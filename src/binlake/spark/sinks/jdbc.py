@@ -1,0 +1,215 @@
+"""Exactly-once apply of the change log into PostgreSQL or MariaDB/MySQL over JDBC (driver jars from
+Debian's libpostgresql-jdbc-java and libmariadb-java, on Spark's classpath by ``spark_session``).
+
+Per batch: the last change per key (as for Delta) is written by Spark's JDBC writer into one staging
+table per source table and column layout; then ONE database transaction applies every staging table
+and records the batch's binlog position in ``_binlake_positions``. A batch at or below the recorded
+position is skipped whole, so a run killed anywhere — while staging, mid-transaction (rolled back),
+after the commit — is simply run again: nothing lost, nothing doubled.
+
+Targets: PostgreSQL ``"db"."table"`` (a schema per source database, in the URL's database);
+MariaDB/MySQL ```<URL's database>`.`db.table``` (names encoded as in ``binlake.targetnames``: a
+``.`` or any other character outside ``[A-Za-z0-9_]`` in a name is ``@xxxx``), with the source
+columns plus ``_binlake_order_key``/``_binlake_gtid``/``_binlake_commit_ts``. Names too long for the
+database are shortened with a hash and recorded in ``_binlake_tables``; identifiers are quoted by
+``binlake.dialects``; every value (positions, names in catalog queries) is a bound parameter. Upserts are guarded by the order key
+(``ON CONFLICT ... WHERE target order < new order``); deletes remove the row (guarded the same way).
+Tables without a primary key get an append-only change table with ``_binlake_op``. A new column
+(ADD COLUMN upstream) is added to the target; column types follow Spark's PostgreSQL dialect.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from binlake.spark.plan import BatchPlan, Phase, SyncReport
+from binlake.spark.sinks.jdbc_connection import Jdbc, committed_position, record_name, refuse_own_source
+from binlake.spark.sinks.jdbc_dialects import SYSTEM_COLUMNS, dialect_for
+from binlake.spark.sinks.jdbc_renames import rename_jdbc_targets
+from binlake.spark.typedrows import DELETED, ORDER
+
+
+@dataclass(frozen=True)
+class JdbcSink:
+    """PostgreSQL or MariaDB/MySQL at JDBC ``url`` (``password`` kept out of it); the connection and
+    staging writes run in the driver's JVM (the Spark session of the batch)."""
+
+    url: str
+    password: str | None = None
+    chunk_rows: int = 50_000
+
+    def __post_init__(self) -> None:
+        dialect_for(self.url)  # a URL no dialect takes is refused at once, before any Spark work
+
+    @property
+    def shown(self) -> str:
+        from binlake.credentials import redacted_url
+
+        return redacted_url(self.url)
+
+    def state_dir(self) -> Path | None:
+        return None
+
+    def connect(self, spark: Any) -> Jdbc:
+        return Jdbc(spark, self.url, self.password)
+
+    def apply(self, plan: BatchPlan, on_phase: Phase = None) -> SyncReport:
+        report = plan.report
+        if plan.empty or plan.renames is None:
+            return report
+        spark = plan.changes.sparkSession
+        db = self.connect(spark)
+        stages: list[Stage] = []
+        try:
+            last_file, _, last_pos = report.position.rpartition(":")
+            ids = [r[0] for r in plan.changes.select("server_id").distinct().collect()]
+            refuse_own_source(db, ids, last_file.rsplit("/", 1)[-1], int(last_pos))
+            if plan.positioned:
+                done = committed_position(db, plan.source)
+                if done is not None and done >= report.version:
+                    report.skipped = ["(batch already applied)"]
+                    return report
+            report.renamed = rename_jdbc_targets(
+                db, plan.renames, plan.source, report.version, plan.last_order_key
+            )
+            for t in plan.tables:
+                columns, counted = plan.rows(t, name=db.dialect.column, chunk_rows=self.chunk_rows)
+                if on_phase is not None:
+                    on_phase(f"staging {t.name}")
+                keys = [] if t.keyless else [c["name"] for c in columns if c.get("pk")]
+                stages.append(
+                    self._stage(spark, db, counted.stream, (t.db, t.table), keys, report.version, len(stages))
+                )
+                report.tables[t.name] = report.tables.get(t.name, 0) + counted.n
+            if on_phase is not None:
+                on_phase("applying every table in one transaction")
+            self._commit(db, stages, plan)
+            return report
+        finally:
+            d = db.dialect
+            try:
+                for name, schema, *_ in stages:  # staging tables never outlive the batch
+                    db.execute(f"DROP TABLE IF EXISTS {d.q(d.stage_schema(schema))}.{d.q(name)}")
+            finally:
+                db.close()
+
+    def _stage(
+        self,
+        spark: Any,
+        db: Jdbc,
+        stream: pa.RecordBatchReader,
+        db_table: tuple[str, str],
+        keys: list[str],
+        version: int,
+        n: int,
+    ) -> Stage:
+        """Write one table's rows to a staging table beside its target (Spark's JDBC writer)."""
+        d = db.dialect
+        schema, table = d.target(*db_table)
+        record_name(db, schema, table, db_table)
+        arrow = d.to_stage(stream.read_all())
+        name = f"_binlake_stage_{version}_{n}"
+        where = d.stage_schema(schema)
+        if where == schema:
+            db.execute(f"CREATE SCHEMA IF NOT EXISTS {d.q(where)}")  # the stage lives beside the target
+        staged = f"{d.q(where)}.{d.q(name)}"
+        ddl = d.stage_ddl(staged, arrow.schema, keys)
+        if ddl:
+            db.execute(f"DROP TABLE IF EXISTS {staged}")
+            db.execute(ddl)
+        spark.createDataFrame(arrow).write.jdbc(
+            d.spark_url(self.url),
+            staged,
+            mode="append" if ddl else "overwrite",
+            properties={
+                "driver": d.driver,
+                **({"password": self.password} if self.password is not None else {}),
+            },
+        )
+        return name, schema, table, keys
+
+    @staticmethod
+    def _commit(db: Jdbc, stages: list[Stage], plan: BatchPlan) -> None:
+        """Every staged table and the batch position in ONE transaction, or nothing."""
+        d = db.dialect
+        types = final_types(db, stages)
+        if not d.transactional_ddl:  # DDL would commit the transaction half-way: do it first
+            for name, schema, table, keys in stages:
+                _prepare_target(db, name, schema, table, keys, types)
+        db.conn.setAutoCommit(False)
+        try:
+            for name, schema, table, keys in stages:
+                _apply_stage(db, name, schema, table, keys, types)
+            if plan.positioned:
+                db.execute(d.save_position(), [plan.source, plan.report.version, plan.report.position])
+            db.conn.commit()
+        except Exception:
+            db.conn.rollback()
+            raise
+        finally:
+            db.conn.setAutoCommit(True)
+
+
+Types = dict[tuple[str, str], dict[str, str]]  # target (schema, table) -> column -> SQL type
+Stage = tuple[str, str, str, list[str]]  # staging table, target schema, target table, key columns
+
+
+def final_types(db: Jdbc, stages: list[Stage]) -> Types:
+    """Per target table, each column's type in the newest layout that has it (stages come in
+    chronological order): rows of older layouts in the same batch go into the newer type."""
+    d = db.dialect
+    out: Types = {}
+    for name, schema, table, _ in stages:
+        out.setdefault((schema, table), {}).update(d.columns(db, d.stage_schema(schema), name))
+    return out
+
+
+def _prepare_target(
+    db: Jdbc, stage: str, schema: str, table: str, keys: list[str], types: Types
+) -> tuple[list[str], list[str]]:
+    """Create the target like the staging table (plus its key); add the columns it lacks and give
+    changed columns their newest type. Returns the staged column names and the target's source
+    columns the stage lacks: dropped or renamed upstream, they stay in the target (rows written
+    after that read NULL there: see ``Dialect.upsert``)."""
+    d = db.dialect
+    target = f"{d.q(schema)}.{d.q(table)}"
+    staged = d.columns(db, d.stage_schema(schema), stage)
+    have = dict(d.columns(db, schema, table))
+    if not have:
+        db.execute(f"CREATE SCHEMA IF NOT EXISTS {d.q(schema)}")
+        db.execute(d.create_like(target, f"{d.q(d.stage_schema(schema))}.{d.q(stage)}"))
+        if keys:
+            db.execute(f"ALTER TABLE {target} ADD PRIMARY KEY ({', '.join(d.q(k) for k in keys)})")
+        have = dict(staged)
+    newest = types.get((schema, table), {})
+    for name, sqltype in staged:
+        want = newest.get(name, sqltype)
+        if name not in have:
+            db.execute(f"ALTER TABLE {target} ADD COLUMN {d.q(name)} {want}")
+        elif have[name] != want:
+            db.execute(d.alter_type(target, name, want))
+    names = [name for name, _ in staged]
+    return names, [c for c in have if c not in names and c not in SYSTEM_COLUMNS]
+
+
+def _apply_stage(db: Jdbc, stage: str, schema: str, table: str, keys: list[str], types: Types) -> None:
+    d = db.dialect
+    target = f"{d.q(schema)}.{d.q(table)}"
+    staged = f"{d.q(d.stage_schema(schema))}.{d.q(stage)}"
+    names, gone = _prepare_target(db, stage, schema, table, keys, types)
+    cols = [c for c in names if c != DELETED]
+    if not keys:  # a change table: append what it does not hold yet (a rerun re-reads old changes)
+        listed = ", ".join(d.q(c) for c in cols)
+        order = d.q(ORDER)
+        db.execute(
+            f"INSERT INTO {target} ({listed}) SELECT {listed} FROM {staged} AS s "
+            # the newest stored key by ORDER BY: PostgreSQL has no max() of bytea
+            f"WHERE s.{order} > COALESCE((SELECT m.{order} FROM {target} AS m ORDER BY m.{order} DESC LIMIT 1), '')"
+        )
+        return
+    db.execute(d.upsert(target, staged, cols, keys, gone))
+    db.execute(d.delete(target, staged, keys))
