@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from binlake.cli import main
 from binlake.events.control import RowsQuery
 from binlake.events.rows import Rows
-from binlake.globalbinlog.output import CTS_MARK
+from binlake.globalbinlog.output import CTS_MARK, GLOBAL_UUID
 from binlake.globalbinlog.vtso import TSO_NODE, parse
 from binlake.series import BinlogSeries
 from binlake.shardsim import SimResult, SimTxn, simulate
@@ -40,8 +40,8 @@ def merge(nodes: list[Path], out: Path, final: bool = True) -> None:
 def written(directory: Path) -> list[tuple[str, Unit]]:
     """The global binlog read back: (vtso mark, rows) per transaction, in file order."""
     out = []
-    for t in iter_transactions(BinlogSeries.open(directory / "binlog.index").events()):
-        assert t.kind != UNFINISHED
+    for i, t in enumerate(iter_transactions(BinlogSeries.open(directory / "binlog.index").events()), 1):
+        assert t.kind != UNFINISHED and t.gtid == f"{GLOBAL_UUID}:{i}"  # consumers resume by GTID
         (mark,) = [e.body.query for e in t.events if isinstance(e.body, RowsQuery)]
         rows = [(b[0], b[1], a[1]) for e in t.events if isinstance(e.body, Rows) for b, a in e.body.rows]
         assert len(rows) == len(set(rows))
