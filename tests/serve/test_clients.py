@@ -230,6 +230,8 @@ def test_show_statements_answer_from_the_directory(global_binlog: Path) -> None:
                 assert cur.fetchall() == (("binlog_checksum", "CRC32"),)
                 cur.execute("SELECT VERSION()")
                 assert cur.fetchone()[0] == "5.7.44-binlake"
+                cur.execute("SELECT @@gtid_mode, @@global.gtid_executed")  # a global binlog has GTIDs
+                gtid_mode, executed = cur.fetchone()
                 for sql in ("SELECT * FROM mysql.user", "SELECT @@nonexistent_variable", "DROP TABLE t"):
                     with pytest.raises(pymysql.err.MySQLError) as err:
                         cur.execute(sql)
@@ -242,6 +244,10 @@ def test_show_statements_answer_from_the_directory(global_binlog: Path) -> None:
     files = sorted(global_binlog.glob("binlog.0*"))
     assert logs == tuple((f.name, f.stat().st_size) for f in files)
     assert status[:2] == (files[-1].name, files[-1].stat().st_size)
+    assert (gtid_mode, executed, status[4]) == (
+        "ON",
+        *[f"{GLOBAL_UUID}:1-{len(file_transactions(global_binlog))}"] * 2,
+    )
 
 
 # -- real corpus series --------------------------------------------------------------------------
