@@ -565,12 +565,31 @@ def _unique(items: list[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(items))
 
 
+# XA statements exactly as a server writes them to its binlog (``XA START X'..',X'..',1``): one per
+# XA event group of a sharded cluster, read without the tokenizer (the same result, 10x faster)
+_XA_CANONICAL = re.compile(
+    r"XA (START|BEGIN|END|PREPARE|COMMIT|ROLLBACK) X'((?:[0-9a-fA-F]{2})*)',X'((?:[0-9a-fA-F]{2})*)',"
+    r"(0|[1-9][0-9]{0,9})( ONE PHASE)?"
+)
+
+
+def _xa_canonical(query: str) -> Statement | None:
+    m = _XA_CANONICAL.fullmatch(query)
+    if m is None:
+        return None
+    kind = _HEADS["XA", m[1]][0]
+    xid = XaId(int(m[4]), bytes.fromhex(m[2]), bytes.fromhex(m[3]))
+    return Statement(kind, xid=xid, one_phase=m[5] is not None)
+
+
 def classify(query: str, default_db: str = "") -> Statement:
     """What one statement is, and the tables and databases it touches (unqualified names are in
     ``default_db``). Never raises: text it cannot read is ``Kind.UNKNOWN``."""
     simple = _SIMPLE.get(query)
     if simple is not None:
         return simple
+    if query[:3] == "XA " and (xa := _xa_canonical(query)) is not None:
+        return xa
     tk = _Tokens(query)
     head, temporary = _head(tk)
     if head is None:

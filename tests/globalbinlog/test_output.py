@@ -113,3 +113,57 @@ def test_a_crashed_writer_continues_from_its_last_complete_transaction(
     assert marks == [g.vtso for g in out if g.kind != HEARTBEAT and g.events]  # none lost, none twice
     assert [list(BinlogReader(f))[-1].type_name for f in again] == ["ROTATE"] * (len(again) - 1) + ["STOP"]
     assert [f.read_bytes() for f in again] == [f.read_bytes() for f in files]
+
+
+def test_find_position_by_tso(merged, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+    """`find-position --tso` on the written global binlog: the first transaction at or after a TSO
+    (a TSO unit's own, one between two units, before all, after all, a whole vtso), the GTIDs
+    executed before it, and reading from there gives exactly the rest."""
+    from binlake.cli import main
+    from binlake.globalbinlog.output import GLOBAL_UUID
+    from binlake.globalbinlog.position import find_by_tso
+    from binlake.globalbinlog.vtso import parse
+
+    _, out, files = merged
+    series = BinlogSeries.open(*files)
+    txns = [(seq, t) for seq, t in _series_transactions(series)]
+    marks = [_mark_of(t) for _, t in txns]
+    tsos = [parse(m)[0] for m in marks]
+    picks = [0, 1, len(txns) // 2, len(txns) - 1]
+    picks += [i for i, (_, t) in enumerate(txns) if t.source != txns[i - 1][1].source][:2]  # a file's first
+    cases = [(str(tsos[i]), next(j for j, v in enumerate(tsos) if v >= tsos[i])) for i in picks]
+    cases += [(str(tsos[i] - 1), next(j for j, v in enumerate(tsos) if v >= tsos[i] - 1)) for i in picks]
+    cases += [(marks[i], i) for i in picks]  # a whole vtso: that very transaction
+    cases += [("1", 0), (str(tsos[-1] + 1), len(txns))]
+    for target, want in cases:
+        found, vtso = find_by_tso(series, target)
+        if want == len(txns):
+            assert found.transaction is None and vtso is None
+            assert found.position.offset == files[-1].stat().st_size
+            continue
+        seq, t = txns[want]
+        assert (found.position.file, found.position.offset, vtso) == (str(files[seq]), t.start, marks[want])
+        assert str(found.executed) == (
+            f"{GLOBAL_UUID}:1-{want}" if want > 1 else f"{GLOBAL_UUID}:1" if want else ""
+        )
+        rest = [_mark_of(r) for _, r in _series_transactions(series, found.position)]
+        assert rest == marks[want:], target
+    assert main(["find-position", "--tso", str(tsos[5]), *map(str, files)]) == 0
+    text = capsys.readouterr().out
+    assert f"position: {txns[5][1].start}" in text and f"vtso {marks[5]}" in text
+    assert f"executed before: {GLOBAL_UUID}:1-5" in text
+
+
+def _series_transactions(series: BinlogSeries, start=None):  # type: ignore[no-untyped-def]
+    from binlake.txn import TransactionGrouper
+
+    g = TransactionGrouper(keep_events=True)
+    for seq, ev in series.events(start=start):
+        for t in g.feed(seq, ev):
+            if t.kind != UNFINISHED:
+                yield seq, t
+
+
+def _mark_of(t) -> str:  # type: ignore[no-untyped-def]
+    (mark,) = [e.body.query for e in t.events if isinstance(e.body, RowsQuery)]
+    return str(mark).removeprefix(CTS_MARK)

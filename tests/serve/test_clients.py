@@ -15,6 +15,7 @@ import pytest
 
 from binlake.events.rows import Rows
 from binlake.events.types import FLAG_BINLOG_IN_USE
+from binlake.globalbinlog.output import GLOBAL_UUID
 from binlake.gtid import GtidSet
 from binlake.replication.client import FilePosition, GtidStart, ReplicaClient, ServerAddress
 from binlake.series import BinlogSeries
@@ -130,8 +131,34 @@ def test_binlake_replica_gets_the_files_transactions(global_binlog: Path) -> Non
             served_transactions(port, FilePosition("binlog.000002", start))
             == expected[expected.index(second[3]) :]
         )
-        # an empty GTID set: the whole series (a global binlog has no GTIDs)
+        # an empty GTID set: the whole series
         assert served_transactions(port, GtidStart("")) == expected
+
+
+def test_resume_by_gtid_gets_exactly_the_remainder(global_binlog: Path) -> None:
+    """Issue #17: the global binlog numbers its transactions UUID:1, 2, 3, ...; a replica that has
+    the first k (any k: inside a file, at a file's end, none left) gets exactly the rest, from
+    binlake's replica client and from python-mysql-replication (COM_BINLOG_DUMP_GTID both)."""
+    from pymysqlreplication import BinLogStreamReader
+    from pymysqlreplication.event import GtidEvent
+
+    expected = file_transactions(global_binlog)
+    gtids = [t[1] for t in expected]
+    assert gtids == [f"{GLOBAL_UUID}:{i}" for i in range(1, len(expected) + 1)]
+    first_file_end = sum(1 for t in expected if t[5] == "binlog.000001")
+    with serving(global_binlog) as port:
+        for k in (1, first_file_end, first_file_end + 1, len(expected) - 7, len(expected)):
+            assert served_transactions(port, GtidStart(f"{GLOBAL_UUID}:1-{k}")) == expected[k:], k
+        stream = BinLogStreamReader(
+            connection_settings={"host": "127.0.0.1", "port": port, "user": USER, "passwd": PASSWORD},
+            server_id=4243, blocking=False, auto_position=f"{GLOBAL_UUID}:1-{first_file_end + 3}",
+            only_events=[GtidEvent],
+        )  # fmt: skip
+        try:
+            got = [ev.gtid for ev in stream]
+        finally:
+            stream.close()
+    assert got == gtids[first_file_end + 3 :]
 
 
 def test_python_mysql_replication_decodes_the_same_rows(global_binlog: Path) -> None:
@@ -203,6 +230,8 @@ def test_show_statements_answer_from_the_directory(global_binlog: Path) -> None:
                 assert cur.fetchall() == (("binlog_checksum", "CRC32"),)
                 cur.execute("SELECT VERSION()")
                 assert cur.fetchone()[0] == "5.7.44-binlake"
+                cur.execute("SELECT @@gtid_mode, @@global.gtid_executed")  # a global binlog has GTIDs
+                gtid_mode, executed = cur.fetchone()
                 for sql in ("SELECT * FROM mysql.user", "SELECT @@nonexistent_variable", "DROP TABLE t"):
                     with pytest.raises(pymysql.err.MySQLError) as err:
                         cur.execute(sql)
@@ -215,6 +244,10 @@ def test_show_statements_answer_from_the_directory(global_binlog: Path) -> None:
     files = sorted(global_binlog.glob("binlog.0*"))
     assert logs == tuple((f.name, f.stat().st_size) for f in files)
     assert status[:2] == (files[-1].name, files[-1].stat().st_size)
+    assert (gtid_mode, executed, status[4]) == (
+        "ON",
+        *[f"{GLOBAL_UUID}:1-{len(file_transactions(global_binlog))}"] * 2,
+    )
 
 
 # -- real corpus series --------------------------------------------------------------------------

@@ -29,6 +29,7 @@ class MergeOptions(Options):
     follow: bool = False
     poll: float = 0.5
     idle_exit: float = 0.0
+    server_uuid: str | None = None
 
 
 def cmd_merge(o: MergeOptions) -> int:
@@ -43,7 +44,7 @@ def cmd_merge(o: MergeOptions) -> int:
     if o.follow:
         return cmd_follow(o, view)
     out, merger = merge_nodes(nodes, node_names(o.node), final=o.final, require_fde=o.require_fde, view=view)
-    files = write_binlog(out, o.output, max_file_size=o.max_file_size)
+    files = write_binlog(out, o.output, max_file_size=o.max_file_size, server_uuid=server_uuid(o))
     if o.jsonl:
         write_jsonl(out, o.jsonl)
     kinds = Counter(g.kind for g in out)
@@ -99,6 +100,7 @@ def cmd_follow(o: MergeOptions, view: LogicalView | None) -> int:
         max_file_size=o.max_file_size,
         poll=o.poll,
         idle_exit=o.idle_exit,
+        server_uuid=server_uuid(o),
     )
     print(
         f"followed {len(o.node)} nodes for {stats.rounds} rounds: {stats.written} transactions written "
@@ -114,6 +116,20 @@ def logical_view(o: MergeOptions) -> LogicalView | None:
     if o.logical_map is None and o.logical_names is None:
         return None
     return LogicalView(LogicalNames.load(o.logical_map, derive=o.logical_names == "polardbx"))
+
+
+def server_uuid(o: MergeOptions) -> str:
+    """The source id of the global binlog's GTIDs (checked: a replica compares them as UUIDs)."""
+    import uuid
+
+    from binlake.globalbinlog.output import GLOBAL_UUID
+
+    if o.server_uuid is None:
+        return GLOBAL_UUID
+    try:
+        return str(uuid.UUID(o.server_uuid))
+    except ValueError:
+        raise SeriesError(f"--server-uuid {o.server_uuid!r} is not a UUID") from None
 
 
 def node_names(nodes: tuple[str, ...]) -> list[str]:
@@ -159,6 +175,12 @@ def add_merge(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg
         default=0.0,
         metavar="SECONDS",
         help="--follow: stop when no node has grown for this long (default: never)",
+    )
+    m.add_argument(
+        "--server-uuid",
+        metavar="UUID",
+        help="the source id of the GTIDs written (GTID UUID:1, UUID:2, ... one per transaction; "
+        "default: a fixed binlake UUID); a series is always continued with the one it was written with",
     )
     m.add_argument(
         "--logical-map",

@@ -3,6 +3,7 @@ position."""
 
 from __future__ import annotations
 
+import argparse
 import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,11 +59,12 @@ def cmd_index(o: SeriesOptions) -> int:
 
 @dataclass(frozen=True)
 class FindPositionOptions(Options):
-    """``find-position``: a series, and a time or a GTID set (exactly one of them)."""
+    """``find-position``: a series, and a time, a GTID set or a commit TSO (exactly one of them)."""
 
     source: tuple[str, ...]
     datetime: dt.datetime | None = None
     gtid_set: GtidSet | MariaGtidPos | None = None
+    tso: str | None = None  # a global binlog (``binlake merge``): a commit TSO or a whole vtso
 
 
 def cmd_find_position(o: FindPositionOptions) -> int:
@@ -70,6 +72,11 @@ def cmd_find_position(o: FindPositionOptions) -> int:
     from binlake.series import BinlogSeries
 
     series = BinlogSeries.open(*o.source)
+    if o.tso is not None:
+        from binlake.globalbinlog.position import describe, find_by_tso
+
+        print(describe(*find_by_tso(series, o.tso)))
+        return 0
     if o.datetime is not None:
         found = find_by_time(series, o.datetime)
     else:
@@ -126,6 +133,16 @@ def cmd_schema(o: SchemaCommandOptions) -> int:
     return 0
 
 
+def tso_arg(text: str) -> str:
+    from binlake.globalbinlog.position import target_vtso
+
+    try:
+        target_vtso(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text.strip()
+
+
 def add_index(sub: Any) -> None:
     ix = sub.add_parser("index", help="per-file summary of a series from a header-only scan")
     ix.add_argument("source", nargs="+", help="a binlog directory, an index file, or files in order")
@@ -159,5 +176,11 @@ def add_find_position(sub: Any) -> None:
     )
     what.add_argument(
         "--gtid-set", type=gtid_any_arg, help="a MySQL GTID set or a MariaDB GTID position already executed"
+    )
+    what.add_argument(
+        "--tso",
+        type=tso_arg,
+        help="a global binlog (binlake merge): first position of transactions at or after this commit TSO "
+        "(a number, or a whole 54-digit vtso from a CTS:: mark)",
     )
     f.set_defaults(handler=Command(FindPositionOptions, cmd_find_position))

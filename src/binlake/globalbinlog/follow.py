@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from binlake.globalbinlog.merge import IncrementalMerge, View
-from binlake.globalbinlog.output import GlobalBinlogWriter
+from binlake.globalbinlog.output import GLOBAL_UUID, GlobalBinlogWriter
 
 CHECKPOINT = "merge.checkpoint"
 
@@ -52,12 +52,13 @@ def follow(
     poll: float = 0.5,
     idle_exit: float = 0.0,
     report: Callable[[FollowStats], None] | None = None,
+    server_uuid: str = GLOBAL_UUID,
 ) -> FollowStats:
     """Follow the nodes until none has grown for ``idle_exit`` seconds (0: forever).
     ``list_nodes`` lists each node's files now (new files appear as the nodes rotate)."""
     output.mkdir(parents=True, exist_ok=True)
     ck = output / CHECKPOINT
-    writer = GlobalBinlogWriter(output, max_file_size=max_file_size)
+    writer = GlobalBinlogWriter(output, max_file_size=max_file_size, server_uuid=server_uuid)
     if ck.exists():
         run = IncrementalMerge.restore(list_nodes(), ck.read_bytes())
     else:

@@ -1,8 +1,10 @@
 """Writing the merged stream: a global binlog series (MySQL 5.7 layout, the one PolarDB-X CDC writes)
 that binlake and mariadb-binlog read, and a JSON-lines form for inspection and tests.
 
-Each transaction: BEGIN, a ROWS_QUERY ``CTS::<vtso>`` (its virtual TSO), the pieces' table maps and
-rows (table ids renumbered per output file: two nodes may use one id for different tables), XID.
+Each transaction: a GTID (``GLOBAL_UUID:N``, N = 1, 2, 3, ... over the series, so consumers resume
+by GTID; logical clock serial: every transaction depends on the one before), BEGIN, a ROWS_QUERY
+``CTS::<vtso>`` (its virtual TSO), the pieces' table maps and rows (table ids renumbered per output
+file: two nodes may use one id for different tables), XID. A DDL: GTID, the mark, the statement.
 Files rotate only between transactions. Heartbeat transactions are watermarks, not data: they are
 left out of the binlog (the JSON lines keep them).
 """
@@ -18,8 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from binlake.errors import BadMagicError, IncompleteTailError
+from binlake.errors import BadMagicError, BinlogError, IncompleteTailError
 from binlake.events.control import RowsQuery, Xid
+from binlake.events.gtid import Gtid
 from binlake.events.query import Query
 from binlake.events.rows import Rows
 from binlake.events.table_map import TableMap
@@ -27,12 +30,17 @@ from binlake.events.types import EventType
 from binlake.globalbinlog.merge import GlobalTxn
 from binlake.globalbinlog.sorter import DDL_KIND, HEARTBEAT
 from binlake.globalbinlog.vtso import Vtso
+from binlake.gtid import GtidAccumulator, GtidSet
 from binlake.reader import BinlogReader
 from binlake.series import BinlogSeries
 from binlake.txn import UNFINISHED, Transaction, TransactionGrouper
 from binlake.writer import BinlogWriter
 
 CTS_MARK = "CTS::"
+# the source id of the global binlog's GTIDs unless told another (``merge --server-uuid``): fixed, so
+# that two runs over the same nodes write the same bytes
+GLOBAL_UUID = "6c0b1a6e-6e2c-5f0e-9a1d-62696e6c616b"
+GTID_MAY_HAVE_SBR = 1  # the GTID flag MySQL sets on a statement (DDL); 0: rows only
 
 
 class GlobalBinlogWriter:
@@ -41,9 +49,19 @@ class GlobalBinlogWriter:
     ``last_vtso`` says what it has."""
 
     def __init__(
-        self, directory: str | Path, *, max_file_size: int | None = 256 << 20, server_id: int = 1
+        self,
+        directory: str | Path,
+        *,
+        max_file_size: int | None = 256 << 20,
+        server_id: int = 1,
+        server_uuid: str = GLOBAL_UUID,
     ) -> None:
         r = recover(Path(directory))
+        if r and r.uuid and r.uuid != server_uuid:
+            raise BinlogError(
+                f"the global binlog in {directory} carries GTIDs of {r.uuid}, not {server_uuid}: "
+                "continue it with the server UUID it was written with"
+            )
         self.writer = BinlogWriter(
             directory,
             flavor="mysql57",
@@ -56,6 +74,12 @@ class GlobalBinlogWriter:
         self._ids: dict[tuple[Any, ...], int] = dict(r.table_ids) if r else {}
         self._file = self.writer.number
         self.xid = r.xid if r else 0
+        self.uuid = server_uuid
+        self.gno = r.gno if r else 0  # the last GTID number of the series
+        self._seq = r.sequence if r else 0  # the logical clock restarts in every file, as MySQL's
+        self._seq_file = self.writer.number
+        if self.gno:  # the next file's PREVIOUS_GTIDS
+            self.writer.executed = GtidAccumulator(GtidSet.from_dict({(server_uuid, ""): [(1, self.gno)]}))
         self.transactions = 0
         if r:  # a crash between a transaction and the rotation it called for
             self.writer.maybe_rotate(r.last_timestamp)
@@ -109,6 +133,7 @@ class GlobalBinlogWriter:
     ) -> Iterator[tuple[int, Any, int]]:
         """BEGIN, the ``CTS::`` mark, the body, XID (at the time of the body's last event)."""
         ts = last = first[2]
+        yield self._gtid(ts, 0)
         yield EventType.QUERY, Query(0, 0, 0, "", "BEGIN", {"flags2": 0, "sql_mode": 0}), ts
         yield EventType.ROWS_QUERY, RowsQuery(f"{CTS_MARK}{g.vtso}"), ts
         for item in itertools.chain([first], body):
@@ -126,11 +151,24 @@ class GlobalBinlogWriter:
             if isinstance(e.body, Query):
                 ts = e.header.timestamp
                 self.writer.transaction(
-                    [(EventType.ROWS_QUERY, RowsQuery(f"{CTS_MARK}{g.vtso}"), ts), (e.type_code, e.body, ts)]
+                    [
+                        self._gtid(ts, GTID_MAY_HAVE_SBR),
+                        (EventType.ROWS_QUERY, RowsQuery(f"{CTS_MARK}{g.vtso}"), ts),
+                        (e.type_code, e.body, ts),
+                    ]
                 )
                 wrote = True
         self.transactions += wrote
         return wrote
+
+    def _gtid(self, ts: int, flags: int) -> tuple[int, Gtid, int]:
+        """The next transaction's GTID event: the next number, serial logical clock in this file."""
+        if self.writer.number != self._seq_file:
+            self._seq, self._seq_file = 0, self.writer.number
+        self.gno += 1
+        self._seq += 1
+        body = Gtid(flags, self.uuid, self.gno, last_committed=self._seq - 1, sequence_number=self._seq)
+        return EventType.GTID, body, ts
 
     def flush(self) -> None:
         self.writer.flush()
@@ -157,6 +195,9 @@ class Resumed:
     xid: int  # the last XID of the series (XIDs continue without gaps or repeats)
     table_ids: dict[tuple[Any, ...], int]  # the file's table ids (one id space per file)
     last_timestamp: int  # of the last event kept (a rotation that is due happens at it)
+    uuid: str | None = None  # the source id of its GTIDs (None: a series written without GTIDs)
+    gno: int = 0  # its last GTID number
+    sequence: int = 0  # the logical clock's last sequence number in the file continued
 
 
 @dataclass
@@ -166,6 +207,8 @@ class _ReadBack:
     xid: int | None = None
     table_ids: dict[tuple[Any, ...], int] = dataclasses.field(default_factory=dict)
     timestamp: int = 0
+    gtid: str | None = None
+    sequence: int = 0
 
 
 def _read_back(path: Path) -> _ReadBack | None:
@@ -184,6 +227,7 @@ def _read_back(path: Path) -> _ReadBack | None:
                         seen.table_ids.setdefault(key, e.body.table_id)
                 seen.end, seen.timestamp = t.end, t.events[-1].header.timestamp
                 seen.vtso, seen.xid = _mark(t) or seen.vtso, t.xid if t.xid is not None else seen.xid
+                seen.gtid, seen.sequence = t.gtid or seen.gtid, t.sequence_number or seen.sequence
                 got = dataclasses.replace(seen, table_ids=dict(seen.table_ids))
     except (FileNotFoundError, BadMagicError, IncompleteTailError):
         pass  # a crash cut it: what follows the last complete transaction is written again
@@ -213,22 +257,29 @@ def recover(directory: Path) -> Resumed | None:
         tmp.write_text("".join(f"./{n}\n" for n in names[:keep]))
         os.replace(tmp, index)
     i, r = last
-    vtso, xid = r.vtso, r.xid
+    vtso, xid, gtid = r.vtso, r.xid, r.gtid
     for p in reversed(paths[:i]):  # a file of DDL only carries no XID
-        if vtso is not None and xid is not None:
+        if vtso is not None and xid is not None and gtid is not None:
             break
         older = _read_back(p)
         if older is not None:
             vtso, xid = vtso or older.vtso, xid if xid is not None else older.xid
+            gtid = gtid or older.gtid
     number = int(paths[i].name.rsplit(".", 1)[1])
-    return Resumed(number, r.end, vtso, xid or 0, r.table_ids, r.timestamp)
+    uuid, _, gno = gtid.rpartition(":") if gtid else ("", "", "0")
+    return Resumed(
+        number, r.end, vtso, xid or 0, r.table_ids, r.timestamp, uuid or None, int(gno), r.sequence
+    )
 
 
 def write_binlog(
-    txns: Iterable[GlobalTxn], directory: str | Path, max_file_size: int | None = 256 << 20
+    txns: Iterable[GlobalTxn],
+    directory: str | Path,
+    max_file_size: int | None = 256 << 20,
+    server_uuid: str = GLOBAL_UUID,
 ) -> list[Path]:
     """Write (or continue: what the directory has already is skipped) the global binlog; the files."""
-    w = GlobalBinlogWriter(directory, max_file_size=max_file_size)
+    w = GlobalBinlogWriter(directory, max_file_size=max_file_size, server_uuid=server_uuid)
     for g in txns:
         w.write(g)
     w.close()

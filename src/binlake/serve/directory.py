@@ -11,9 +11,9 @@ from pathlib import Path
 from binlake.decoder import EventDecoder
 from binlake.errors import BinlogError
 from binlake.events.base import FormatDescription
-from binlake.events.gtid import PreviousGtids
+from binlake.events.gtid import Gtid, PreviousGtids
 from binlake.events.types import EventType
-from binlake.gtid import GtidSet
+from binlake.gtid import GtidAccumulator, GtidSet
 from binlake.reader import BINLOG_MAGIC, FIRST_EVENT
 from binlake.series import BinlogSeries, SeriesError
 
@@ -54,6 +54,7 @@ class BinlogDirectory:
     path: str
     _formats: dict[Path, FileFormat] = field(default_factory=dict, repr=False)
     _walks: dict[Path, _Walk] = field(default_factory=dict, repr=False)
+    _executed: tuple[Path, int, GtidSet | None] | None = field(default=None, repr=False)
 
     def files(self) -> list[Path]:
         """The series as it is now: [] while the directory holds no binlog yet."""
@@ -138,6 +139,33 @@ class BinlogDirectory:
         except BinlogError:
             return None
         return None
+
+    def executed_gtids(self) -> GtidSet | None:
+        """The MySQL GTIDs in the series (the newest file's PREVIOUS_GTIDS and its GTID events, up to
+        its last complete event): what a server reports as ``gtid_executed``. None: a series
+        without GTIDs (anonymous, MariaDB or older). Read again only when the newest file grew."""
+        from binlake.reader import BinlogReader
+
+        files = self.files()
+        if not files:
+            return None
+        newest = files[-1]
+        end = self.complete_end(newest)[0]
+        if self._executed is not None and self._executed[:2] == (newest, end):
+            return self._executed[2]
+        before = self.previous_gtids(newest)
+        acc, seen = GtidAccumulator(before), bool(before)
+        try:
+            for ev in BinlogReader(newest, verify_checksum=False, decode_rows=False, stop_position=end):
+                b = ev.body
+                if isinstance(b, Gtid) and not b.anonymous and b.sid:
+                    acc.add(b.sid, b.gno, b.tag or "")
+                    seen = True
+        except BinlogError:
+            pass  # a file cut by its writer: what is complete counts
+        executed = acc.freeze() if seen else None
+        self._executed = (newest, end, executed)
+        return executed
 
     def status(self) -> tuple[str, int] | None:
         """The newest file and where its complete events end (SHOW MASTER STATUS)."""

@@ -70,6 +70,17 @@ class QueryContext:
     def server_uuid(self) -> str:
         return str(uuid.uuid5(uuid.NAMESPACE_URL, f"binlake-serve:{self.directory.path}:{self.server_id}"))
 
+    def gtid_executed(self) -> str:
+        try:
+            executed = self.directory.executed_gtids()
+        except (BinlogError, OSError):
+            executed = None
+        return str(executed) if executed is not None else ""
+
+    def gtid_mode(self) -> str:
+        """ON when the series carries MySQL GTIDs (a replica may then use MASTER_AUTO_POSITION)."""
+        return "ON" if self.gtid_executed() else "OFF"
+
     def checksum(self) -> str:
         try:
             fmt = self.directory.newest_format()
@@ -90,8 +101,9 @@ VARIABLES: dict[str, Callable[[QueryContext], str]] = {
     "binlog_format": lambda c: "ROW",
     "binlog_row_image": lambda c: "FULL",
     "binlog_row_metadata": lambda c: "MINIMAL",
-    "gtid_mode": lambda c: "OFF",
-    "enforce_gtid_consistency": lambda c: "OFF",
+    "gtid_mode": QueryContext.gtid_mode,
+    "enforce_gtid_consistency": QueryContext.gtid_mode,
+    "gtid_executed": QueryContext.gtid_executed,
     "gtid_strict_mode": lambda c: "OFF",
     "gtid_domain_id": lambda c: "0",
     "port": lambda c: str(c.port),
@@ -233,7 +245,7 @@ def _master_status(text: str, ctx: QueryContext) -> Answer:
     columns = ("File", "Position", "Binlog_Do_DB", "Binlog_Ignore_DB", "Executed_Gtid_Set")
     if status is None:
         return Rows(columns, ())
-    return Rows(columns, ((status[0], status[1], "", "", ""),))
+    return Rows(columns, ((status[0], status[1], "", "", ctx.gtid_executed()),))
 
 
 def _set(text: str, ctx: QueryContext) -> Answer:
