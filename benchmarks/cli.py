@@ -71,8 +71,19 @@ def timed(cmd: list[str], repeat: int, env: dict[str, str] | None = None) -> tup
     return best
 
 
+# issue #18's goals, MB/s of binlog per core (dump text's goal is a ratio, printed beside it)
+GOALS = {
+    "binlake dump --format json": 15.0,
+    "binlake sql": 20.0,
+    "binlake sql --flashback": 20.0,
+    "binlake stats": 20.0,
+}
+
+
 def report(name: str, mb: float, wall: float, cpu: float) -> None:
-    print(f"{name:<44} {wall:>7.2f} s wall {cpu:>7.2f} s cpu {mb / cpu:>7.1f} MB/s", flush=True)
+    goal = GOALS.get(name.split(" [")[0])
+    aim = f"  (goal >= {goal:.0f})" if goal else ""
+    print(f"{name:<44} {wall:>7.2f} s wall {cpu:>7.2f} s cpu {mb / cpu:>7.1f} MB/s{aim}", flush=True)
 
 
 class Trees:
@@ -117,13 +128,18 @@ def main() -> None:
             report("mariadb-binlog --base64-output=decode-rows -vv", mb, *theirs)
             for tag, cpu in ours.items():
                 label = f"dump text / mariadb-binlog{f' [{tag}]' if tag else ''}"
-                print(f"{label:<44} {cpu / theirs[1]:>7.1f}x cpu")
+                print(f"{label:<44} {cpu / theirs[1]:>7.1f}x cpu  (goal <= 1.5x)")
     if args.mysql8_mb:
         files = [str(f) for f in mysql8_series(args.mysql8_mb)]
         mb = sum(os.path.getsize(f) for f in files) / 1e6
         print(f"generated MySQL 8 series: {len(files)} file(s), {mb:.1f} MB")
-        trees.run("plain decoding + schema history (floor)", [*DECODE_ONLY, *files], mb, args.repeat)
-        trees.run("library: binlake.txn transactions + row images", [*TRANSACTIONS, *files], mb, args.repeat)
+        plain = trees.run("plain decoding + schema history (floor)", [*DECODE_ONLY, *files], mb, args.repeat)
+        txn = trees.run(
+            "library: binlake.txn transactions + row images", [*TRANSACTIONS, *files], mb, args.repeat
+        )
+        for tag, cpu in txn.items():
+            label = f"txn / plain decoding{f' [{tag}]' if tag else ''}"
+            print(f"{label:<44} {cpu / plain[tag]:>7.2f}x cpu  (goal <= 1.3x)")
         for name, extra in (
             ("binlake dump --format json", ["dump", "--format", "json"]),
             ("binlake changes", ["changes"]),

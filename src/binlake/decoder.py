@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import struct
+import zlib
 from collections.abc import Iterator
 
 from binlake import sizes
@@ -115,9 +116,16 @@ class EventDecoder:
         return Event(header, Skipped(), self.source, offset, None, None, kind)
 
     def _decode_one(self, raw: bytes, header: EventHeader, offset: int, inner: int | None = None) -> Event:
-        hlen = self.header_length
         fde = self.state.fde
-        code = fde.effective_type(header.type_code) if fde else header.type_code
+        if fde is None:
+            hlen, code = HEADER_V4_LEN, header.type_code
+        else:  # the common case read inline (a call per event each is measurable)
+            hlen = fde.header_length
+            code = (
+                header.type_code
+                if fde.event_type_permutation is None
+                else fde.effective_type(header.type_code)
+            )
         # body decoders see the type as we number it; the event keeps the header as written
         seen = header if code == header.type_code else dataclasses.replace(header, type_code=code)
         checksum = None
@@ -133,15 +141,18 @@ class EventDecoder:
                 self.state.fde = body
                 self.state.table_map_bytes.clear()  # a new layout may read the same bytes otherwise
                 return Event(header, body, self.source, offset, checksum, inner, code)
-            csize = fde.checksum_size if (fde is not None and inner is None) else 0
-            if fde is None and inner is None:
+            if inner is not None:
+                csize = 0
+            elif fde is None:
                 csize = _guess_checksum(raw)
+            else:
+                csize = 4 if fde.checksum_alg == 1 else 0
             if len(raw) < hlen + csize:
                 raise ValueError(f"event of {len(raw)} bytes cannot hold a {hlen}-byte header and checksum")
             if csize:
                 checksum = int.from_bytes(raw[-4:], "little")
                 if self.state.verify_checksum:
-                    actual = crc32(raw[:-4])
+                    actual = zlib.crc32(memoryview(raw)[:-4])  # no copy of the event
                     if actual != checksum:
                         raise ChecksumMismatchError(
                             f"CRC32 mismatch in {type_name(code)} event: stored 0x{checksum:08x}, computed 0x{actual:08x}",

@@ -3,11 +3,13 @@ largest and longest transactions, group commits, and the parallelism the logical
 
 from __future__ import annotations
 
+import bisect
 import collections
 import datetime as dt
 import html
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from binlake.events.rows import Rows
 from binlake.txn import UNFINISHED, Transaction
@@ -71,11 +73,19 @@ class StatsCollector:
         for e in t.events:
             b = e.body
             if isinstance(b, Rows) and b.table is not None:
-                s.per_table[(b.table.database, b.table.table, b.operation)] += len(b.rows)
+                s.per_table[(b.table.database, b.table.table, b.operation)] += b.row_total
         info = TxnInfo(t.gtid, f"{t.source}:{t.start}", t.rows, size, t.commit_header_ts - t.first_header_ts)
-        s.largest = sorted([*s.largest, info], key=lambda i: (-i.rows, -i.bytes))[: self.top]
-        s.longest = sorted([*s.longest, info], key=lambda i: -i.seconds)[: self.top]
+        self._keep(s.largest, info, _by_size)
+        self._keep(s.longest, info, _by_duration)
         self._clock(t)
+
+    def _keep(self, top: list[TxnInfo], info: TxnInfo, key: Callable[[TxnInfo], Any]) -> None:
+        """``top`` stays the first ``self.top`` by ``key``, earlier ones first among equals (as a
+        stable sort of the list with ``info`` appended would leave it), without sorting per transaction."""
+        if len(top) >= self.top and (not top or key(info) >= key(top[-1])):
+            return
+        bisect.insort_right(top, info, key=key)
+        del top[self.top :]
 
     def _clock(self, t: Transaction) -> None:
         """Group commits share last_committed (MySQL) or commit_id (MariaDB); a transaction depends
@@ -101,6 +111,14 @@ class StatsCollector:
             self.s.group_sizes[self._group_size] += 1
             self._group_size = 0
         return self.s
+
+
+def _by_size(i: TxnInfo) -> tuple[int, int]:
+    return (-i.rows, -i.bytes)
+
+
+def _by_duration(i: TxnInfo) -> int:
+    return -i.seconds
 
 
 def collect(transactions: Iterable[Transaction], top: int = 5) -> Stats:

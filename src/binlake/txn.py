@@ -214,7 +214,7 @@ class TransactionGrouper:
             if key not in t.tables:
                 t.tables.append(key)
         elif isinstance(b, Rows):
-            t.rows += len(b.rows)
+            t.rows += b.row_total
 
     def _query(self, t: Transaction, query: str) -> str | None:
         """What this statement does to the open transaction: None (it goes on) or how it ends."""

@@ -41,11 +41,16 @@ class ReadOptions(Options):
 
 
 def file_events(
-    read: ReadOptions, tracker: SchemaTracker | None = None, *, streams_output: bool = False
+    read: ReadOptions,
+    tracker: SchemaTracker | None = None,
+    *,
+    streams_output: bool = False,
+    count_only: bool = False,
 ) -> Iterator[tuple[int, Event]]:
     """Events of the files in the order given: --start-position applies to the first file and
     --stop-position to the last, as with mysqlbinlog. ``tracker`` (default: the one of
-    ``read.schema``) follows their DDL; ``streams_output``: the command prints lines as it goes."""
+    ``read.schema``) follows their DDL; ``streams_output``: the command prints lines as it goes;
+    ``count_only``: rows events carry their row count (``Rows.counted``), not their rows."""
     last = len(read.files) - 1
     tracker = tracker or read.schema.tracker()
     sizes = [Path(f).stat().st_size for f in read.files]
@@ -62,6 +67,9 @@ def file_events(
                 require_fde=read.require_fde,
                 observers=[tracker],
             )
+            if count_only:
+                reader.decoder.state.decode_rows = False
+                reader.decoder.state.count_rows = True
             for ev in reader:
                 progress.advance_to(sum(sizes[:seq]) + ev.offset)
                 yield seq, ev
@@ -121,10 +129,13 @@ def cmd_dump(o: DumpOptions) -> int:
     return 0
 
 
-def selected_transactions(read: ReadOptions, *, streams_output: bool) -> Iterator[Transaction]:
-    """Finished transactions that pass the selection, with only their selected events."""
+def selected_transactions(
+    read: ReadOptions, *, streams_output: bool, count_only: bool = False
+) -> Iterator[Transaction]:
+    """Finished transactions that pass the selection, with only their selected events
+    (``count_only``: rows counted, not decoded — see ``file_events``)."""
     grouper = TransactionGrouper(keep_events=True)
-    for seq, ev in file_events(read, streams_output=streams_output):
+    for seq, ev in file_events(read, streams_output=streams_output, count_only=count_only):
         yield from select(grouper.feed(seq, ev), read.selection)
 
 
@@ -161,7 +172,9 @@ class StatsOptions(Options):
 def cmd_stats(o: StatsOptions) -> int:
     from binlake.stats import collect, print_stats, write_plot
 
-    stats = collect(selected_transactions(o.read, streams_output=False), top=o.top)  # prints at the end
+    # stats needs how many rows, never their values: they are counted by their lengths alone
+    transactions = selected_transactions(o.read, streams_output=False, count_only=True)
+    stats = collect(transactions, top=o.top)  # prints at the end
     print_stats(stats)
     if o.plot:
         write_plot(stats, o.plot)

@@ -108,6 +108,8 @@ class DecodeState:
     table_maps: dict[int, Any] = field(default_factory=dict)
     verify_checksum: bool = True
     decode_rows: bool = True
+    # with decode_rows off: count each rows event's rows by their lengths (``Rows.counted``)
+    count_rows: bool = False
     # the most bytes one event may make us hold, as read or uncompressed (see ``binlake.sizes``)
     max_payload: int = field(default_factory=sizes.max_payload)
     # called with every decoded event before it is returned (e.g. a schema tracker completing table maps)

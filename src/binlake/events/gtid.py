@@ -60,36 +60,42 @@ def read_net_field_length(c: Cursor) -> int:
     return v
 
 
+# flags, sid, gno, the logical-clock typecode, last_committed, sequence_number (MySQL 5.7.5+)
+_GTID_CLOCK = struct.Struct("<B16sQBQQ")
+
+
 def decode_gtid(buf: bytes, state: DecodeState, header: EventHeader) -> Gtid:
-    c = Cursor(buf)
-    ev = Gtid(
-        flags=c.u8(),
-        sid=format_uuid(c.take(16)),
-        gno=c.u64(),
-        anonymous=header.type_code == EventType.ANONYMOUS_GTID,
-    )
-    if c.remaining and c.buf[c.pos] == 2:  # logical-clock typecode (MySQL 5.7.5+)
+    anonymous = header.type_code == EventType.ANONYMOUS_GTID
+    if len(buf) >= _GTID_CLOCK.size and buf[25] == 2:  # one read of the fixed part (the common case)
+        flags, sid, gno, _, last_committed, sequence_number = _GTID_CLOCK.unpack_from(buf)
+        ev = Gtid(flags, format_uuid(sid), gno, anonymous, None, last_committed, sequence_number)
+        c = Cursor(buf, _GTID_CLOCK.size)
+    else:
+        c = Cursor(buf)
+        ev = Gtid(flags=c.u8(), sid=format_uuid(c.take(16)), gno=c.u64(), anonymous=anonymous)
+        if not (c.remaining and c.buf[c.pos] == 2):  # no logical clock (before MySQL 5.7.5)
+            return ev
         c.skip(1)
         ev.last_committed = c.u64()
         ev.sequence_number = c.u64()
-        if c.remaining >= 7:
-            ts = c.uint(7)
-            if ts & (1 << 55):
-                ev.immediate_commit_timestamp = ts & ~(1 << 55)
-                ev.original_commit_timestamp = c.uint(7)
-            else:
-                ev.immediate_commit_timestamp = ev.original_commit_timestamp = ts
-        if c.remaining:
-            ev.transaction_length = read_net_field_length(c)
-        if c.remaining >= 4:
-            v = c.u32()
-            if v & (1 << 31):
-                ev.immediate_server_version = v & ~(1 << 31)
-                ev.original_server_version = c.u32()
-            else:
-                ev.immediate_server_version = ev.original_server_version = v
-        if c.remaining >= 8:
-            ev.commit_group_ticket = c.u64()
+    if c.remaining >= 7:
+        ts = c.uint(7)
+        if ts & (1 << 55):
+            ev.immediate_commit_timestamp = ts & ~(1 << 55)
+            ev.original_commit_timestamp = c.uint(7)
+        else:
+            ev.immediate_commit_timestamp = ev.original_commit_timestamp = ts
+    if c.remaining:
+        ev.transaction_length = read_net_field_length(c)
+    if c.remaining >= 4:
+        v = c.u32()
+        if v & (1 << 31):
+            ev.immediate_server_version = v & ~(1 << 31)
+            ev.original_server_version = c.u32()
+        else:
+            ev.immediate_server_version = ev.original_server_version = v
+    if c.remaining >= 8:
+        ev.commit_group_ticket = c.u64()
     return ev
 
 

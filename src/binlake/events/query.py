@@ -102,7 +102,21 @@ class Query:
     load_extra: bytes = b""  # EXECUTE_LOAD_QUERY: file-name positions and duplicate handling
 
 
+_STATUS_SEEN: dict[bytes, tuple[dict[str, Any], bytes]] = {}
+
+
 def parse_status_vars(block: bytes) -> tuple[dict[str, Any], bytes]:
+    """The status variables of a Query event (a copy of the dict: blocks repeat in every BEGIN of
+    a session, so they are parsed once per distinct block)."""
+    seen = _STATUS_SEEN.get(block)
+    if seen is None:
+        if len(_STATUS_SEEN) >= 1024:
+            _STATUS_SEEN.clear()
+        seen = _STATUS_SEEN[block] = _parse_status_vars(block)
+    return dict(seen[0]), seen[1]
+
+
+def _parse_status_vars(block: bytes) -> tuple[dict[str, Any], bytes]:
     c = Cursor(block)
     out: dict[str, Any] = {}
     while c.remaining:

@@ -15,6 +15,7 @@ from binlake.events.table_map import TableMap
 from binlake.events.types import ROWS_EVENT_KINDS, EventType
 from binlake.values.json_binary import decode_json_binary
 from binlake.values.plan import PLANS
+from binlake.values.rowcount import COUNTERS
 from binlake.wire import Cursor, ShortRead, bits_set, encode_lenenc
 
 
@@ -79,10 +80,17 @@ class Rows:
     partial: bool = False
     # MySQL 8 writes the unused bits of each NULL bitmap as 0, older servers and MariaDB as 1
     null_padding: bool = True
+    # rows counted by their lengths but not decoded (``DecodeState.count_rows``); None otherwise
+    counted: int | None = None
 
     @property
     def end_of_statement(self) -> bool:
         return bool(self.flags & STMT_END_F)
+
+    @property
+    def row_total(self) -> int:
+        """How many rows the event changes: decoded, or only counted."""
+        return len(self.rows) if self.counted is None else self.counted
 
 
 def _json_diffs(data: bytes) -> PartialJson:
@@ -148,6 +156,27 @@ def _row_plan(ev: Rows, tm: TableMap) -> tuple[int, Any]:
             plans.clear()
         plan = plans[key] = (len(before if op != "insert" else after), fn)
     return plan
+
+
+def count_rows_data(ev: Rows, buf: bytes, tm: TableMap) -> int | None:
+    """The rows of the event by their lengths alone (a counter generated per layout), or None when
+    the walk does not end exactly at the event's end: damage, which decoding will describe."""
+    if len(tm.columns) != ev.column_count:
+        return None
+    n, op = ev.column_count, ev.operation
+    key = ("count", op, ev.columns_before, ev.columns_after)
+    count = tm.row_plans.get(key)
+    if count is None:
+        before = tuple(bits_set(ev.columns_before, n)) if op != "insert" else None
+        after = tuple(bits_set(ev.columns_after, n)) if op != "delete" else None
+        if len(tm.row_plans) >= 64:
+            tm.row_plans.clear()
+        count = tm.row_plans[key] = COUNTERS.get(tm.signature, tm.columns, before, after)
+    try:
+        rows, pos = count(buf, 0, len(buf))
+    except (IndexError, ValueError):
+        return None
+    return rows if pos == len(buf) else None
 
 
 def decode_rows_data(ev: Rows, buf: bytes, tm: TableMap, is_partial: bool) -> None:
@@ -263,12 +292,18 @@ def decode_rows(buf: bytes, state: DecodeState, header: EventHeader) -> Rows:
     elif tm.undecodable:
         reason = tm.undecodable
     elif not state.decode_rows:
-        reason = "row decoding was not asked for"
+        if state.count_rows and not ev.partial:
+            ev.counted = count_rows_data(ev, data, tm)
+        if ev.counted is None:  # not asked for, or the walk found damage: decoding says what
+            reason = None if state.count_rows else "row decoding was not asked for"
     if reason or tm is None:
         ev.raw_rows = data
         ev.undecoded_reason = reason
-    else:
+    elif ev.counted is None:
         decode_rows_data(ev, data, tm, ev.partial)
+    else:
+        ev.raw_rows = data
+        ev.undecoded_reason = "rows were counted, not decoded"
     return ev
 
 
