@@ -11,6 +11,10 @@ from typing import Any
 
 import pytest
 
+# test batches are small: a task per shuffle partition is the cost there, not the sort (CLI runs in
+# subprocesses inherit it)
+os.environ.setdefault("BINLAKE_SHUFFLE_PARTITIONS", "4")
+
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "binlogs"
 
 

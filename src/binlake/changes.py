@@ -42,6 +42,7 @@ from binlake.events.base import Event
 from binlake.events.query import Query
 from binlake.events.rows import ABSENT, Rows
 from binlake.events.table_map import TableMap
+from binlake.identitycache import IdentityCache
 from binlake.schema.renames import TableDrop, TableRename, renames_in
 from binlake.txn import DDL, Transaction
 from binlake.values.types import ColumnType
@@ -155,27 +156,8 @@ def layout_of(tm: TableMap) -> Layout:
     return tuple(out)
 
 
-class _Layouts:
-    """Layouts by table map, kept across transactions (the decoder reuses a table map whose bytes
-    did not change); bounded, since a long stream meets ever new maps."""
-
-    LIMIT = 4096
-
-    def __init__(self) -> None:
-        self._by_id: dict[int, tuple[TableMap, Layout]] = {}
-
-    def __call__(self, tm: TableMap) -> Layout:
-        hit = self._by_id.get(id(tm))
-        if hit is not None and hit[0] is tm:
-            return hit[1]
-        if len(self._by_id) >= self.LIMIT:
-            self._by_id.clear()
-        layout = layout_of(tm)
-        self._by_id[id(tm)] = (tm, layout)  # the map kept alive: its id is not reused meanwhile
-        return layout
-
-
-_layouts = _Layouts()
+# layouts by table map, kept across transactions (see ``binlake.identitycache``)
+_layouts: IdentityCache[TableMap, Layout] = IdentityCache(layout_of)
 
 
 @dataclass(frozen=True, slots=True)

@@ -300,7 +300,7 @@ def test_swapped_tables_and_columns_follow(
     """Tables synced in one batch swap names (through a third name) and so do two columns of
     different types; another column and table are renamed in one ALTER; in the next batch every
     sink's tables equal SELECT * of the source under the new names."""
-    from binlake.spark import delta_renames
+    from binlake.spark.sinks import delta_renames
     from binlake.spark.sinks.jdbc_connection import Jdbc
 
     db = f"swap_{sink}"

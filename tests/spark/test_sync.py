@@ -12,9 +12,9 @@ import pytest
 
 from binlake.demo import compare_to_truth
 from binlake.generate import generate
-from binlake.spark import delta_renames
 from binlake.spark.apply import sync
 from binlake.spark.sinks import delta as delta_sink
+from binlake.spark.sinks import delta_renames
 from binlake.spark.sinks.delta import delta_tables, read_delta
 from binlake.spark.typed import arrow_type, convert
 

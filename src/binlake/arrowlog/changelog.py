@@ -10,13 +10,13 @@ and the global binlog alike); ``before``/``after`` are VARIANT objects column na
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import pyarrow as pa
 
 from binlake.arrowlog import variant
-from binlake.arrowlog.images import ImageCache
+from binlake.arrowlog.images import LayoutImages, image_cache
 from binlake.changes import Layout, Op, RowChange
 
 # a VARIANT column as Spark's Python data source takes it from Arrow
@@ -113,7 +113,7 @@ class _Variants:
 
 def changelog_batches(changes: Iterable[RowChange], size: int = 4096) -> Iterator[pa.RecordBatch]:
     """Row changes as change-log record batches of up to ``size`` rows."""
-    images = ImageCache()
+    images = image_cache()
     buf: list[RowChange] = []
     for c in changes:
         buf.append(c)
@@ -124,7 +124,7 @@ def changelog_batches(changes: Iterable[RowChange], size: int = 4096) -> Iterato
         yield _batch(buf, images)
 
 
-def _batch(changes: list[RowChange], images: ImageCache) -> pa.RecordBatch:
+def _batch(changes: list[RowChange], images: Callable[[Layout], LayoutImages]) -> pa.RecordBatch:
     before, after, pk, pk_before = _Variants(), _Variants(), _Variants(), _Variants()
     layouts: dict[int, int] = {}  # id(layout) -> index into distinct
     distinct: list[Any] = []

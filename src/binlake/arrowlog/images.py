@@ -23,6 +23,7 @@ from typing import Any
 from binlake.arrowlog import variant as v
 from binlake.changes import Column, Layout
 from binlake.events.rows import ABSENT, PartialJson
+from binlake.identitycache import IdentityCache
 from binlake.render.values import PARTIAL_JSON_KEY  # the one name, as JSON output writes it too
 from binlake.values.json_binary import Json, to_mysql_text
 from binlake.values.numeric import bit_length
@@ -160,20 +161,6 @@ class LayoutImages:
         )
 
 
-class ImageCache:
-    """``LayoutImages`` by layout (identity: the core reuses a layout object per table map); bounded."""
-
-    LIMIT = 4096
-
-    def __init__(self) -> None:
-        self._by_id: dict[int, tuple[Layout, LayoutImages]] = {}
-
-    def __call__(self, layout: Layout) -> LayoutImages:
-        hit = self._by_id.get(id(layout))
-        if hit is not None and hit[0] is layout:
-            return hit[1]
-        if len(self._by_id) >= self.LIMIT:
-            self._by_id.clear()
-        enc = LayoutImages(layout)
-        self._by_id[id(layout)] = (layout, enc)
-        return enc
+def image_cache() -> IdentityCache[Layout, LayoutImages]:
+    """``LayoutImages`` by layout (the core reuses a layout object per table map), bounded."""
+    return IdentityCache(LayoutImages)

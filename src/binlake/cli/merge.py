@@ -33,7 +33,7 @@ class MergeOptions(Options):
 
 
 def cmd_merge(o: MergeOptions) -> int:
-    from binlake.globalbinlog.merge import merge_nodes
+    from binlake.globalbinlog.merge import merge_nodes, node_names
     from binlake.globalbinlog.output import write_binlog, write_jsonl
 
     nodes = [series_files(d) for d in o.node]
@@ -88,6 +88,7 @@ def cmd_merge(o: MergeOptions) -> int:
 
 def cmd_follow(o: MergeOptions, view: LogicalView | None) -> int:
     from binlake.globalbinlog.follow import follow
+    from binlake.globalbinlog.merge import node_names
 
     if o.final or o.jsonl:
         raise SeriesError("--follow runs until stopped: --final and --jsonl do not go with it")
@@ -130,11 +131,6 @@ def server_uuid(o: MergeOptions) -> str:
         return str(uuid.UUID(o.server_uuid))
     except ValueError:
         raise SeriesError(f"--server-uuid {o.server_uuid!r} is not a UUID") from None
-
-
-def node_names(nodes: tuple[str, ...]) -> list[str]:
-    """A node's name: its directory's, or its file's when a node is one file (a fragment)."""
-    return [Path(d).name or Path(d).resolve().name for d in nodes]
 
 
 def add_merge(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

@@ -33,6 +33,8 @@ class SyncOptions(Options):
     master: str = "local[*]"
     schema: str | None = None
     stream: bool = False
+    nodes: bool = False  # the source names data nodes, comma-separated: merged into the global binlog
+    final: bool = False  # with nodes: their files are complete (nothing held back)
     available_now: bool = False
     interval: str = "2 seconds"
     checkpoint: str | None = None
@@ -45,11 +47,24 @@ def check_sync_inputs(args: SyncOptions, target_dir: str | None) -> None:
     binlog yet, but must exist."""
     from binlake.tail import check_source, check_stream_source
 
-    (check_stream_source if args.stream else check_source)(args.source)
+    for source in sources(args):
+        (check_stream_source if args.stream else check_source)(source)
     if target_dir is not None:
         check_target_dir(target_dir)
     if args.schema:
         open_seed(args.schema)  # a bad seed is one error line before Spark starts
+
+
+def sources(args: SyncOptions) -> list[str]:
+    """The binlog series sync reads: one, or with ``--nodes`` every data node's."""
+    if not args.nodes:
+        return [args.source]
+    from binlake.spark.merged import node_paths
+
+    try:
+        return node_paths(args.source)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
 
 
 def check_target_dir(path: str) -> None:
@@ -117,7 +132,7 @@ def cmd_sync(args: SyncOptions) -> int:
     # executors run in another directory (on a cluster, on another host): every path absolute here
     args = replace(
         args,
-        source=absolute(args.source),
+        source=",".join(absolute(s) for s in sources(args)),
         schema=args.schema and absolute(args.schema),
         checkpoint=args.checkpoint and absolute(args.checkpoint),
     )
@@ -128,6 +143,16 @@ def cmd_sync(args: SyncOptions) -> int:
         raise UsageError(str(e)) from None
     if args.schema:
         options["schema"] = args.schema
+    if args.nodes:
+        if args.stream:
+            raise UsageError(
+                "--nodes merges in one batch: to follow a sharded database, `binlake merge --follow` "
+                "into a directory and sync --stream that"
+            )
+        options["nodes"] = "true"
+        options["final"] = "true" if args.final else "false"
+    elif args.final:
+        raise UsageError("--final goes with --nodes")
     console = output_console()
 
     apply = batch_apply(sink, args.source)
@@ -161,7 +186,7 @@ def cmd_sync(args: SyncOptions) -> int:
 
     with console.status(f"starting Spark ({args.master})"):
         spark = spark_session(args.master)
-    total = sum(Path(f).stat().st_size for f in resolve_files(args.source))
+    total = sum(Path(f).stat().st_size for s in sources(args) for f in resolve_files(s))
     with SyncProgress(spark, total, console) as progress:
         report = apply(change_log(spark, args.source, options), progress.phase)
     table = Table(title=f"binlake sync -> {sink.shown} (up to {report.position or 'nothing new'})")
@@ -334,6 +359,18 @@ def add_sync(sub: Any) -> None:
     )
     sy.add_argument(
         "--stream", action="store_true", help="follow the directory as it grows (structured streaming)"
+    )
+    sy.add_argument(
+        "--nodes",
+        action="store_true",
+        help="the source names a sharded database's data nodes, comma-separated (DIR,DIR,…): their "
+        "binlogs merged into one globally ordered stream (the global binlog) and applied in one batch",
+    )
+    sy.add_argument(
+        "--final",
+        action="store_true",
+        help="with --nodes: the nodes' files are complete (else what a node may still precede is held "
+        "back for the next run, as binlake merge does)",
     )
     sy.add_argument(
         "--available-now", action="store_true", help="with --stream: process what is there, then stop"

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import heapq
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -315,3 +315,8 @@ class IncrementalMerge:
 
         merger, positions, view, require_fde, spill = pickle.loads(checkpoint)
         return cls(nodes, merger, positions, require_fde=require_fde, view=view, spill=spill)
+
+
+def node_names(nodes: Sequence[str]) -> list[str]:
+    """A node's name: its directory's, or its file's when a node is one file (a fragment)."""
+    return [Path(d).name or Path(d).resolve().name for d in nodes]

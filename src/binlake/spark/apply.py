@@ -16,7 +16,8 @@ Target = Sink | Path | str  # a sink, a Delta directory, or a URL (delta:PATH, p
 
 
 def as_sink(target: Target, *, password: str | None = None, chunk_rows: int = 50_000) -> Sink:
-    """``target`` as a sink: a ``Path`` is a Delta directory, a string a ``--to`` URL (``sink_for``)."""
+    """``target`` as a sink: a ``Path`` is a Delta directory, a string a ``--to`` URL (``sink_for``);
+    a ``Sink`` is taken as it is (its own password and chunk size)."""
     if isinstance(target, Path):
         from binlake.spark.sinks.delta import DeltaSink
 
@@ -112,9 +113,10 @@ def stream_to(
     available_now: bool = True,
     interval: str = "2 seconds",
     options: dict[str, str] | None = None,
+    password: str | None = None,
 ) -> Any:
     """``stream_changes`` into ``target``."""
-    sink = as_sink(target)
+    sink = as_sink(target, password=password)
     return stream_changes(
         spark,
         source,

@@ -40,6 +40,7 @@ class SyncReport:
     changes: int = 0
     version: int = 0
     position: str = ""
+    server_ids: list[int] = field(default_factory=list)  # the servers that wrote the batch
 
 
 def batch_version(file_number: int, txn_position: int) -> int:
@@ -90,7 +91,7 @@ class TablePlan:
 
 def table_plans(df: Any, keyless: bool) -> list[TablePlan]:
     """Each table's layouts in ``df``, in the order they were written (by their newest change), and
-    its row count: one small Spark job for every table."""
+    its row count: one small Spark job for all tables."""
     from pyspark.sql import functions as F
 
     found: dict[tuple[str, str], list[tuple[bytes, Layout, int]]] = {}
@@ -155,6 +156,7 @@ def batch_head(df: Any, source: str) -> tuple[SyncReport, dict[str, str]]:
     head = df.agg(  # one Spark job: the newest row (structs compare field by field) and the size
         F.max(F.struct("order_key", "file", "file_number", "txn_position")).alias("top"),
         F.sum(F.col("op").isin(*ROW_OPS).cast("long")).alias("changes"),
+        F.collect_set("server_id").alias("servers"),
         F.min(
             F.when(partial, F.struct("order_key", "db", "table", "file", "position", after.alias("after")))
         ).alias("partial"),
@@ -167,6 +169,7 @@ def batch_head(df: Any, source: str) -> tuple[SyncReport, dict[str, str]]:
     report.version = batch_version(top["file_number"], top["txn_position"])
     report.position = f"{top['file']}:{top['txn_position']}"
     report.changes = int(head["changes"] or 0)
+    report.server_ids = sorted(int(i) for i in head["servers"] if i is not None)
     return report, {
         "binlake.position": report.position,
         "binlake.order_key": bytes(top["order_key"]).hex(),
@@ -174,20 +177,20 @@ def batch_head(df: Any, source: str) -> tuple[SyncReport, dict[str, str]]:
     }
 
 
-@dataclass
 class BatchPlan:
     """One batch as every sink applies it (module docstring). ``positioned=False``: changes that are
     not a stretch of the binlog (a snapshot's chunks, each at its own point): a sink applies them
-    under the order-key guard alone and records no batch position."""
+    under the order-key guard alone and records no batch position. The parts beyond the batch's
+    identity are computed when a sink first asks (a sink that finds the batch applied asks for
+    none of them) and kept until the plan closes."""
 
-    source: str
-    positioned: bool
-    report: SyncReport
-    metadata: dict[str, str]  # what every commit of the batch carries (empty: nothing in the batch)
-    changes: Any = None  # the row changes under their names at the end of the batch (a DataFrame)
-    latest: Any = None  # the last change per key (a DataFrame, kept while the plan is open)
-    renames: RenamePlan | None = None
-    tables: list[TablePlan] = field(default_factory=list)  # keyed tables, then keyless ones
+    def __init__(self, kept: Any, source: str, positioned: bool) -> None:
+        self.source, self.positioned = source, positioned
+        self._kept = kept
+        self.report, self.metadata = batch_head(kept, source)  # metadata empty: nothing in the batch
+        self._renamed: tuple[Any, RenamePlan] | None = None
+        self._latest: Any = None
+        self._tables: list[TablePlan] | None = None
 
     @property
     def empty(self) -> bool:
@@ -196,6 +199,40 @@ class BatchPlan:
     @property
     def last_order_key(self) -> bytes:
         return bytes.fromhex(self.metadata["binlake.order_key"])
+
+    @property
+    def changes(self) -> Any:
+        """The row changes under their names at the end of the batch (a DataFrame)."""
+        return self._renames_and_changes()[0]
+
+    @property
+    def renames(self) -> RenamePlan:
+        """The renames (and drops) the batch makes."""
+        return self._renames_and_changes()[1]
+
+    def _renames_and_changes(self) -> tuple[Any, RenamePlan]:
+        if self._renamed is None:
+            self._renamed = renamed_changes(self._kept)
+        return self._renamed
+
+    @property
+    def latest(self) -> Any:
+        """The last change per key (a DataFrame, kept on disk while the plan is open)."""
+        from pyspark import StorageLevel
+
+        if self._latest is None:
+            self._latest = latest_per_key(self.changes).persist(StorageLevel.DISK_ONLY)
+        return self._latest
+
+    @property
+    def tables(self) -> list[TablePlan]:
+        """Keyed tables (their last change per key), then keyless ones (every change)."""
+        from pyspark.sql import functions as F
+
+        if self._tables is None:
+            keyless = self.changes.where(F.col("pk").isNull())
+            self._tables = table_plans(self.latest, keyless=False) + table_plans(keyless, keyless=True)
+        return self._tables
 
     def rows(
         self,
@@ -212,13 +249,19 @@ class BatchPlan:
         columns, sources = union_columns(t.layouts, name)
         df = self.changes.where(F.col("pk").isNull()) if t.keyless else self.latest
         rows = df.where((F.col("db") == t.db) & (F.col("table") == t.table))
+        known: int | None = t.rows
         if t.keyless:
-            if after is not None:
-                rows = rows.where(F.col("order_key") > F.lit(after))
+            if after is not None:  # fewer rows than planned: let the slicer count them
+                rows, known = rows.where(F.col("order_key") > F.lit(after)), None
             rows = rows.orderBy("order_key")
         typed = typed_rows(rows, columns, sources, t.keyless)
         schema = target_schema(columns, keyless=t.keyless)
-        return columns, Counted(arrow_batches(typed, schema, chunk_rows, t.rows))
+        return columns, Counted(arrow_batches(typed, schema, chunk_rows, known))
+
+    def close(self) -> None:
+        if self._latest is not None:
+            self._latest.unpersist()
+            self._latest = None
 
 
 @contextmanager
@@ -226,22 +269,14 @@ def planned(df: Any, source: str = "", *, positioned: bool = True) -> Iterator[B
     """The plan of change-log batch ``df``, kept (on disk) while a sink runs its several Spark
     actions over it: without that every action would decode the binlogs again."""
     from pyspark import StorageLevel
-    from pyspark.sql import functions as F
 
     # on disk: held in the JVM heap the change log crowded out the sort of last-change-per-key
     kept = df.persist(StorageLevel.DISK_ONLY)
-    latest = None
+    plan = None
     try:
-        report, metadata = batch_head(kept, source)
-        plan = BatchPlan(source, positioned, report, metadata)
-        if not plan.empty:  # (a batch of renames only still has renames to follow)
-            plan.changes, plan.renames = renamed_changes(kept)
-            latest = plan.latest = latest_per_key(plan.changes).persist(StorageLevel.DISK_ONLY)
-            plan.tables = table_plans(latest, keyless=False) + table_plans(
-                plan.changes.where(F.col("pk").isNull()), keyless=True
-            )
+        plan = BatchPlan(kept, source, positioned)
         yield plan
     finally:
-        if latest is not None:
-            latest.unpersist()
+        if plan is not None:
+            plan.close()
         kept.unpersist()

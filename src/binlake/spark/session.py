@@ -80,8 +80,9 @@ def spark_session(master: str = "local[*]", app: str = "binlake") -> Any:
         .appName(app)
         .config("spark.ui.enabled", "false")
         # many shuffle partitions so a big batch sorts in small pieces; adaptive execution coalesces
-        # them again when the batch is small
-        .config("spark.sql.shuffle.partitions", "64")
+        # them again when the batch is small (BINLAKE_SHUFFLE_PARTITIONS: fewer, for small batches
+        # where each task's start-up is the cost: the tests, low-latency streaming)
+        .config("spark.sql.shuffle.partitions", str(int(os.environ.get("BINLAKE_SHUFFLE_PARTITIONS", "64"))))
         .config("spark.sql.adaptive.coalescePartitions.enabled", "true")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")

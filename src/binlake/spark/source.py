@@ -11,6 +11,8 @@ saved schema history .json or DDL script: the tables before the series begins), 
 ``databases``, ``tables`` (``db.table`` or ``table`` globs), ``operations`` (insert,update,delete),
 ``startDatetime``/``stopDatetime`` (by commit time), ``includeGtids``/``excludeGtids`` (GTID sets).
 Spark filters on ``db``, ``table``, ``op`` and ``commit_ts`` are pushed down the same way.
+``nodes`` (``true``): the path names a sharded database's data nodes, merged on the fly into the
+global binlog (``binlake.spark.merged``).
 """
 
 from __future__ import annotations
@@ -51,8 +53,9 @@ def driver_options(options: Any) -> dict[str, str]:
     executors open themselves (``schema``) made absolute here on the driver. ``path`` is kept as
     given: it names the source in every row; the files it resolves to are absolute."""
     out = {k.lower(): v for k, v in options.items()}
-    if out.get("schema"):
-        out["schema"] = absolute(out["schema"])
+    for name in ("schema", "logicalmap"):
+        if out.get(name):
+            out[name] = absolute(out[name])
     return out
 
 
@@ -170,14 +173,28 @@ class BinlogReaderSpark(DataSourceReader):
         return filters
 
     def partitions(self) -> list[InputPartition]:
+        if _merged(self.options):
+            from binlake.spark.merged import plan_merged
+
+            return plan_merged(self.options)
         split = parse_size(self.options.get("splitsize", DEFAULT_SPLIT))
         files = resolve_files(self.options["path"])
         ddl = DdlPass(schema_seed(self.options, files), warn=warn)
         return list(attach_schemas(plan_ranges(files, split), files, ddl))
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
+        from binlake.spark.merged import MergedPartition, read_merged
+
+        if isinstance(partition, MergedPartition):
+            yield from read_merged(self.options, partition)
+            return
         assert isinstance(partition, RangePartition)
         yield from read_range(self.options, partition, self.pushed)
+
+
+def _merged(options: dict[str, str]) -> bool:
+    """A read of node binlogs merged into the global binlog (``binlake.spark.merged``)?"""
+    return options.get("nodes", "false").lower() == "true"
 
 
 class BinlogDataSource(DataSource):
@@ -194,6 +211,11 @@ class BinlogDataSource(DataSource):
     def streamReader(self, schema: Any) -> Any:  # noqa: N802 - Spark's name
         from binlake.spark.stream import BinlogStreamReader
 
+        if _merged(driver_options(self.options)):
+            raise ValueError(
+                "a merged read (option nodes) is a batch read: to follow a sharded database, "
+                "`binlake merge --follow` into a directory and stream that"
+            )
         return BinlogStreamReader(driver_options(self.options))
 
 

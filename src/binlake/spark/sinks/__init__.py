@@ -29,7 +29,9 @@ class Sink(Protocol):
         ...
 
     def state_dir(self) -> Path | None:
-        """Where a streaming sync keeps its checkpoint by default (None: it must be given)."""
+        """The directory binlake's own state for this target lives in: a stream's default checkpoint,
+        a live sync's journal and binlog copy, the Delta tables ``offsets`` reads (None: the target
+        is a database — a checkpoint directory must be given)."""
         ...
 
 
@@ -42,7 +44,10 @@ def sink_for(url: str, *, password: str | None = None, chunk_rows: int = 50_000)
     absolute: executors run in another directory, on a cluster on another host."""
     kind, _, where = url.partition(":")
     if kind not in KINDS or not where:
-        raise ValueError("a target is delta:PATH, parquet:PATH or jdbc:postgresql://… / jdbc:mariadb://…")
+        raise ValueError(
+            f"{url!r}: a target is delta:PATH, parquet:PATH or jdbc:postgresql://… / jdbc:mariadb://… "
+            "(in Python, a pathlib.Path is a Delta directory)"
+        )
     if kind == "jdbc":
         from binlake.spark.sinks.jdbc import JdbcSink
 

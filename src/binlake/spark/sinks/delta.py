@@ -17,8 +17,8 @@ from typing import Any
 import pyarrow as pa
 
 from binlake.dialects import delta as sql
-from binlake.spark.delta_renames import rename_delta_targets
 from binlake.spark.plan import BatchPlan, Phase, SyncReport, TablePlan
+from binlake.spark.sinks.delta_renames import rename_delta_targets
 from binlake.spark.typed import arrow_type
 from binlake.spark.typedrows import COMMIT_TS, DELETED, GTID, ORDER
 from binlake.targetnames import NAME_BOOK, NameBook, escape_reserved, inside, path_name
@@ -44,17 +44,21 @@ class DeltaSink:
     def apply(self, plan: BatchPlan, on_phase: Phase = None) -> SyncReport:
         phase = on_phase or (lambda _: None)
         report = plan.report
-        if plan.empty or plan.renames is None:
+        if plan.empty:
             return report
         report.renamed = rename_delta_targets(self.target, plan.renames, report.version, plan.last_order_key)
+        paths = {t.name: table_path(self.target, t.db, t.table) for t in plan.tables}
+        # what each table had committed before this batch (a table can come twice: a key added or
+        # dropped within the batch gives it keyed and keyless changes)
+        done = {name: committed_version(self.target, path.name) for name, path in paths.items()}
         for t in plan.tables:
             phase(f"merging {t.name}")
-            path = table_path(self.target, t.db, t.table)
-            done = committed_version(self.target, path.name) if plan.positioned or t.keyless else None
-            if done is not None and done >= report.version:
+            was = done[t.name] if plan.positioned or t.keyless else None
+            if was is not None and was >= report.version:
                 report.skipped.append(t.name)
                 continue
-            report.tables[t.name] = (self._append if t.keyless else self._merge)(plan, t, path)
+            n = (self._append if t.keyless else self._merge)(plan, t, paths[t.name])
+            report.tables[t.name] = report.tables.get(t.name, 0) + n
         return report
 
     def _merge(self, plan: BatchPlan, t: TablePlan, path: Path) -> int:

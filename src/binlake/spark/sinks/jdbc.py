@@ -1,21 +1,23 @@
-"""Exactly-once apply of the change log into PostgreSQL or MariaDB/MySQL over JDBC (driver jars from
-Debian's libpostgresql-jdbc-java and libmariadb-java, on Spark's classpath by ``spark_session``).
+"""PostgreSQL or MariaDB/MySQL over JDBC (driver jars from Debian's libpostgresql-jdbc-java and
+libmariadb-java, on Spark's classpath by ``spark_session``).
 
-Per batch: the last change per key (as for Delta) is written by Spark's JDBC writer into one staging
-table per source table and column layout; then ONE database transaction applies every staging table
-and records the batch's binlog position in ``_binlake_positions``. A batch at or below the recorded
-position is skipped whole, so a run killed anywhere — while staging, mid-transaction (rolled back),
-after the commit — is simply run again: nothing lost, nothing doubled.
+Per batch: each table's typed rows (the last change per key; every change of a keyless table) are
+written by Spark's JDBC writer into a staging table; then ONE database transaction applies every
+staging table and records the batch's binlog position in ``_binlake_positions``. A batch at or below
+the recorded position is skipped whole, so a run killed anywhere — while staging, mid-transaction
+(rolled back), after the commit — is simply run again: nothing lost, nothing doubled. (A snapshot's
+chunks, ``positioned=False``, record no position: the order-key guard alone keeps them right.)
 
 Targets: PostgreSQL ``"db"."table"`` (a schema per source database, in the URL's database);
 MariaDB/MySQL ```<URL's database>`.`db.table``` (names encoded as in ``binlake.targetnames``: a
 ``.`` or any other character outside ``[A-Za-z0-9_]`` in a name is ``@xxxx``), with the source
 columns plus ``_binlake_order_key``/``_binlake_gtid``/``_binlake_commit_ts``. Names too long for the
 database are shortened with a hash and recorded in ``_binlake_tables``; identifiers are quoted by
-``binlake.dialects``; every value (positions, names in catalog queries) is a bound parameter. Upserts are guarded by the order key
-(``ON CONFLICT ... WHERE target order < new order``); deletes remove the row (guarded the same way).
-Tables without a primary key get an append-only change table with ``_binlake_op``. A new column
-(ADD COLUMN upstream) is added to the target; column types follow Spark's PostgreSQL dialect.
+``binlake.dialects``; every value (positions, names in catalog queries) is a bound parameter.
+Upserts are guarded by the order key (``ON CONFLICT ... WHERE target order < new order``); deletes
+remove the row (guarded the same way). Tables without a primary key get an append-only change table
+with ``_binlake_op``. A new column (ADD COLUMN upstream) is added to the target. Column types:
+PostgreSQL's from Spark's dialect, MariaDB's from ``jdbc_dialects.mariadb_type`` (exact).
 """
 
 from __future__ import annotations
@@ -59,15 +61,14 @@ class JdbcSink:
 
     def apply(self, plan: BatchPlan, on_phase: Phase = None) -> SyncReport:
         report = plan.report
-        if plan.empty or plan.renames is None:
+        if plan.empty:
             return report
         spark = plan.changes.sparkSession
         db = self.connect(spark)
         stages: list[Stage] = []
         try:
             last_file, _, last_pos = report.position.rpartition(":")
-            ids = [r[0] for r in plan.changes.select("server_id").distinct().collect()]
-            refuse_own_source(db, ids, last_file.rsplit("/", 1)[-1], int(last_pos))
+            refuse_own_source(db, report.server_ids, last_file.rsplit("/", 1)[-1], int(last_pos))
             if plan.positioned:
                 done = committed_position(db, plan.source)
                 if done is not None and done >= report.version:
@@ -81,9 +82,10 @@ class JdbcSink:
                 if on_phase is not None:
                     on_phase(f"staging {t.name}")
                 keys = [] if t.keyless else [c["name"] for c in columns if c.get("pk")]
-                stages.append(
-                    self._stage(spark, db, counted.stream, (t.db, t.table), keys, report.version, len(stages))
-                )
+                schema, table = db.dialect.target(t.db, t.table)
+                stage: Stage = (f"_binlake_stage_{report.version}_{len(stages)}", schema, table, keys)
+                stages.append(stage)  # dropped at the end, whatever happens: before it exists
+                self._stage(spark, db, counted.stream, (t.db, t.table), stage)
                 report.tables[t.name] = report.tables.get(t.name, 0) + counted.n
             if on_phase is not None:
                 on_phase("applying every table in one transaction")
@@ -98,21 +100,13 @@ class JdbcSink:
                 db.close()
 
     def _stage(
-        self,
-        spark: Any,
-        db: Jdbc,
-        stream: pa.RecordBatchReader,
-        db_table: tuple[str, str],
-        keys: list[str],
-        version: int,
-        n: int,
-    ) -> Stage:
-        """Write one table's rows to a staging table beside its target (Spark's JDBC writer)."""
+        self, spark: Any, db: Jdbc, stream: pa.RecordBatchReader, db_table: tuple[str, str], stage: Stage
+    ) -> None:
+        """Write one table's rows to its staging table beside its target (Spark's JDBC writer)."""
         d = db.dialect
-        schema, table = d.target(*db_table)
+        name, schema, table, keys = stage
         record_name(db, schema, table, db_table)
         arrow = d.to_stage(stream.read_all())
-        name = f"_binlake_stage_{version}_{n}"
         where = d.stage_schema(schema)
         if where == schema:
             db.execute(f"CREATE SCHEMA IF NOT EXISTS {d.q(where)}")  # the stage lives beside the target
@@ -125,12 +119,8 @@ class JdbcSink:
             d.spark_url(self.url),
             staged,
             mode="append" if ddl else "overwrite",
-            properties={
-                "driver": d.driver,
-                **({"password": self.password} if self.password is not None else {}),
-            },
+            properties={"driver": d.driver, **({"password": self.password} if self.password is not None else {})},
         )
-        return name, schema, table, keys
 
     @staticmethod
     def _commit(db: Jdbc, stages: list[Stage], plan: BatchPlan) -> None:
