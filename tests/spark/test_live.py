@@ -68,12 +68,12 @@ def test_snapshot_then_binlog_equals_the_tables(spark: Any, own_mariadb: Any, tm
     assert len(live.journal.chunks) == 7 + 3  # 3000 rows: 6 full ranges and an empty rest; 1000: 2 and a rest
     waves = 0
 
-    def apply_until_killed(df: Any) -> Any:
+    def apply_until_killed(df: Any, source: str) -> Any:
         nonlocal waves
         waves += 1
         if waves == 3:
             raise Killed  # the third wave dies before its commit: the journal keeps the first two
-        return apply_changes(df, lake, source="snapshot", positioned=False)
+        return apply_changes(df, lake, source=source, positioned=False)
 
     writer = threading.Thread(target=workload)
     writer.start()
@@ -83,7 +83,7 @@ def test_snapshot_then_binlog_equals_the_tables(spark: Any, own_mariadb: Any, tm
         assert len(live.journal.done) == 6
         resumed = LiveSync(address, state, keep=lambda db, t: db == "shop")
         assert resumed.journal.done == live.journal.done and len(resumed.journal.remaining) == 4
-        resumed.snapshot(spark, lambda df: apply_changes(df, lake, source="snapshot", positioned=False))
+        resumed.snapshot(spark, lambda df, s: apply_changes(df, lake, source=s, positioned=False))
         assert resumed.journal.complete
     finally:
         stop.set()

@@ -89,9 +89,10 @@ def cmd_live(args: SyncOptions) -> int:
         f"snapshot of {len(j.plan)} tables in {len(j.chunks)} chunks ({len(j.done)} applied before); "
         f"the binlog from {j.start[0]}"
     )
-    apply = batch_apply(args, sink, spark, f"snapshot:{server.label}", positioned=False)
     live.snapshot(
-        spark, apply, on_wave=lambda done, total: console.print(f"snapshot: {done}/{total} chunks applied")
+        spark,
+        lambda df, source: batch_apply(args, sink, spark, source, positioned=False)(df),
+        on_wave=lambda done, total: console.print(f"snapshot: {done}/{total} chunks applied")
     )
     # the copy must pass every chunk's position before a batch of it is applied (module docstring)
     console.print(f"binlog: {live.mirror(blocking=False)} events copied into {live.mirror_dir}")

@@ -7,8 +7,10 @@ snapshot on (issue #16).
 2. **Snapshot**: the chunks not yet applied, a wave at a time, read by Spark tasks and applied by
    the sink under its order-key guard alone: a chunk is a point in the binlog, not a stretch of
    it, so it records no batch position (Delta: ``positioned=False``; JDBC keeps positions per
-   source, and the snapshot is its own source). The journal records a wave after the sink's
-   commit, so a kill costs at most one wave, re-applied harmlessly.
+   source, so every wave is a source of its own, named by its first chunk: two waves read while
+   the server wrote nothing share one position, and a shared source would skip the second as
+   "already applied"). The journal records a wave after the sink's commit, so a kill costs at
+   most one wave, re-applied harmlessly (a resumed wave has the same chunks, so the same name).
 3. **Binlog**: ``binlake mirror``'s replica copies the server's files from that start into the
    state directory (first up to the server's end, then following it), and the sync applies the
    copy as any binlog directory. A change before a chunk's position loses to the chunk's row, a
@@ -93,17 +95,25 @@ class LiveSync:
             conn.close()
         return [ChunkTask(tables[(db, t)], self.journal.plan[(db, t)][i], i) for db, t, i in ids]
 
+    def wave_source(self, ids: list[ChunkId]) -> str:
+        """The source a wave's rows carry and its sink records: ``snapshot:SERVER#DB.TABLE.N`` of
+        its first chunk (module docstring)."""
+        db, table, i = ids[0]
+        return f"snapshot:{self.server.label}#{db}.{table}.{i}"
+
     def snapshot(
-        self, spark: Any, apply: Callable[[Any], Any], on_wave: Callable[[int, int], None] | None = None
+        self,
+        spark: Any,
+        apply: Callable[[Any, str], Any],
+        on_wave: Callable[[int, int], None] | None = None,
     ) -> int:
-        """Read and apply every chunk not yet applied, wave by wave (``apply`` must record no batch
-        position: module docstring); the rows applied."""
+        """Read and apply every chunk not yet applied, wave by wave: ``apply(df, source)`` must
+        record no batch position but under that wave's ``source`` (module docstring); the rows
+        applied."""
         rows = 0
         for ids in self.waves():
-            df = snapshot_changelog(
-                spark, self.server, self.tasks(ids), source=f"snapshot:{self.server.label}"
-            )
-            report = apply(df)
+            source = self.wave_source(ids)
+            report = apply(snapshot_changelog(spark, self.server, self.tasks(ids), source=source), source)
             rows += int(getattr(report, "changes", 0) or 0)
             self.journal.mark_done(ids)
             if on_wave is not None:
