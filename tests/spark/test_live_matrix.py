@@ -31,7 +31,7 @@ from typing import Any
 import pytest
 
 ROWS = int(os.environ.get("BINLAKE_MATRIX_ROWS", "6000"))  # existing rows, over three tables
-CHUNK = max(ROWS // 24, 50)  # rows per chunk: 25 chunks, 4 waves of 8 (twice as large into PostgreSQL)
+CHUNK = max(ROWS // 20, 50)  # rows per chunk: 23 chunks, 3 waves of 8 (into PostgreSQL twice as large: 2)
 TABLES = {
     "orders": "id INT PRIMARY KEY, amount DECIMAL(10,2), note VARCHAR(30)",
     "items": "order_id INT, n INT, sku VARCHAR(12), qty INT, PRIMARY KEY (order_id, n)",
@@ -142,7 +142,7 @@ class Run:
         code = self.proc.wait(timeout)
         while (line := self.lines.get(timeout=10)) is not None:
             self.seen.append(line)
-        out = "".join(self.seen); print(out)
+        out = "".join(self.seen)
         assert code == 0, out[-4000:]
         return out
 
@@ -187,7 +187,9 @@ def snapshot_with_workload(run: Run, work: Workload) -> tuple[int, int]:
         work.burst()
 
 
-def test_killed_twice_in_the_snapshot_once_streaming_and_a_server_restart(server: Any, tmp_path: Path) -> None:
+def test_killed_twice_in_the_snapshot_once_streaming_and_a_server_restart(
+    server: Any, tmp_path: Path
+) -> None:
     load(server, "b")
     work, lake = Workload(server, "b", 2), tmp_path / "lake"
     target = f"delta:{lake}"
@@ -224,7 +226,9 @@ def test_killed_twice_in_the_snapshot_once_streaming_and_a_server_restart(server
 def test_available_now_into_postgres_during_a_workload(server: Any, postgres: Any, tmp_path: Path) -> None:
     load(server, "d")
     work = Workload(server, "d", 3)
-    run = Run(url(server, "d", 2 * CHUNK), postgres.url, "--available-now", "--checkpoint", str(tmp_path / "cp"))
+    run = Run(
+        url(server, "d", 2 * CHUNK), postgres.url, "--available-now", "--checkpoint", str(tmp_path / "cp")
+    )
     snapshot_with_workload(run, work)
     run.finish()
     for table in TABLES:

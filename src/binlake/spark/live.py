@@ -2,8 +2,10 @@
 snapshot on (issue #16).
 
 1. **Plan** (once; kept in the state directory's journal): the binlog file the server writes now —
-   the replica starts at its beginning, before every chunk's position — and each selected table's
-   key ranges (``binlake.snapshot``).
+   the replica starts at its beginning, before every chunk's position — each selected table's key
+   ranges (``binlake.snapshot``), and the tables' definitions at a binlog position (the schema
+   history's seed, ``schema.json``: a binlog without column metadata is read by it, and by the
+   DDL after that position).
 2. **Snapshot**: the chunks not yet applied, a wave at a time, read by Spark tasks and applied by
    the sink under its order-key guard alone: a chunk is a point in the binlog, not a stretch of
    it, so it records no batch position (Delta: ``positioned=False``; JDBC keeps positions per
@@ -37,10 +39,11 @@ from binlake.replication.mirror import Mirror
 from binlake.snapshot.catalog import server_tables, table_layout
 from binlake.snapshot.chunks import plan_chunks, raw_conversions
 from binlake.snapshot.journal import ChunkId, SnapshotJournal
+from binlake.snapshot.schema import seed_at_position
 from binlake.spark.snapshot import ChunkTask, snapshot_changelog
 
 Keep = Callable[[str, str], bool]
-JOURNAL, MIRROR = "snapshot.json", "binlog"
+JOURNAL, MIRROR, SCHEMA = "snapshot.json", "binlog", "schema.json"
 
 
 @dataclass
@@ -64,6 +67,13 @@ class LiveSync:
     def mirror_dir(self) -> Path:
         return self.state / MIRROR
 
+    @property
+    def schema_path(self) -> Path | None:
+        """The schema history's seed: the tables as the server defined them at the plan (the
+        binlog's DDL after that keeps it in step), or None for a journal planned without one."""
+        p = self.state / SCHEMA
+        return p if p.exists() else None
+
     def _plan(self) -> SnapshotJournal:
         status = self.server.connect()
         try:  # before any chunk is read: the binlog from the start of this file covers them all
@@ -75,6 +85,12 @@ class LiveSync:
             plan = {}
             for db, name in server_tables(conn, self.keep):
                 plan[(db, name)] = plan_chunks(conn, table_layout(conn, db, name), self.rows_per_chunk)
+        finally:
+            conn.close()
+        self.state.mkdir(parents=True, exist_ok=True)
+        conn = self.server.connect()
+        try:  # the tables' definitions at a position after the start: the binlog's column names
+            seed_at_position(conn, list(plan)).save(self.state / SCHEMA)  # (MINIMAL metadata has none)
         finally:
             conn.close()
         journal = SnapshotJournal(self.state / JOURNAL, (start, 4), plan)
