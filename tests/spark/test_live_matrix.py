@@ -30,6 +30,9 @@ from typing import Any
 
 import pytest
 
+# four CLI runs of Spark: ~1.5 min into PostgreSQL, ~6.5 min killed and resumed (on a loaded machine)
+pytestmark = pytest.mark.slow
+
 ROWS = int(os.environ.get("BINLAKE_MATRIX_ROWS", "6000"))  # existing rows, over three tables
 CHUNK = max(ROWS // 20, 50)  # rows per chunk: 23 chunks, 3 waves of 8 (into PostgreSQL twice as large: 2)
 TABLES = {
