@@ -320,3 +320,22 @@ def test_chunks_read_during_writes_plus_the_binlog_after_them_equal_the_table(ma
     finally:
         check.close()
     assert _replay(snapshot + binlog) == table_now
+
+
+def test_a_chunk_takes_the_columns_of_its_read_not_of_its_plan(mariadb: Any) -> None:
+    """An ALTER between the plan and a chunk's read: the chunk has the table's columns as they are
+    inside its snapshot (a dropped column is not selected, an added one is)."""
+    mariadb.execute(
+        "CREATE DATABASE IF NOT EXISTS snapalter",
+        "CREATE OR REPLACE TABLE snapalter.t (id INT PRIMARY KEY, gone INT, v VARCHAR(5))",
+        "INSERT INTO snapalter.t VALUES (1, 10, 'a'), (2, 20, 'b')",
+    )
+    conn = _raw(mariadb)
+    try:
+        planned = table_layout(conn, "snapalter", "t")
+        mariadb.execute("ALTER TABLE snapalter.t DROP COLUMN gone, ADD COLUMN added INT DEFAULT 7")
+        chunk = read_chunk(conn, planned, plan_chunks(conn, planned, 10)[0])
+    finally:
+        conn.close()
+    assert [c.name for c in chunk.table.layout] == ["id", "v", "added"]
+    assert chunk.rows == [(1, "a", 7), (2, "b", 7)]

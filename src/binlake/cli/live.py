@@ -96,11 +96,16 @@ def cmd_live(args: SyncOptions) -> int:
     )
     apply = batch_apply(sink, f"snapshot:{server.label}", positioned=False)
     live.snapshot(
-        spark, apply, on_wave=lambda done, total: console.print(f"snapshot: {done}/{total} chunks applied")
+        spark,
+        apply,
+        on_wave=lambda done, total: console.print(f"snapshot: {done}/{total} chunks applied"),
     )
     # the copy must pass every chunk's position before a batch of it is applied (module docstring)
     console.print(f"binlog: {live.mirror(blocking=False)} events copied into {live.mirror_dir}")
-    follow = replace(args, source=str(live.mirror_dir), stream=args.stream and not args.available_now)
+    schema = args.schema or (str(live.schema_path) if live.schema_path else None)  # the server's catalog
+    follow = replace(
+        args, source=str(live.mirror_dir), stream=args.stream and not args.available_now, schema=schema
+    )
     if not follow.stream:
         return cmd_sync(follow)
     stop = threading.Event()

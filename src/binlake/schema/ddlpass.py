@@ -42,6 +42,7 @@ def snapshot(history: SchemaHistory) -> SchemaHistory:
         server_charset=history.server_charset,
         database_charsets=dict(history.database_charsets),
         position=history.position,
+        seeded_at=history.seeded_at,
     )
 
 

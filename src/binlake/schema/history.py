@@ -43,6 +43,13 @@ def charset_of(collation: int | None) -> str | None:
 Position = tuple[str, int]  # (file name, offset)
 
 
+def _ordered(p: Position) -> tuple[int, str, int]:
+    """A position as it sorts in a series (``mysql-bin.1000000`` after ``mysql-bin.999999``)."""
+    from binlake.changes import file_number
+
+    return (file_number(p[0]), p[0], p[1])
+
+
 @dataclass
 class Change:
     position: Position
@@ -67,6 +74,10 @@ class SchemaHistory:
     database_charsets: dict[str, str] = field(default_factory=dict)
     catalog: Catalog = field(default_factory=dict)
     position: Position = ("", 0)
+    # the seed is the tables as of this position (a live server's catalog read there): DDL met
+    # before it is in the seed already, so it is not applied again (None: the seed is as of the
+    # series' start)
+    seeded_at: Position | None = None
 
     def __post_init__(self) -> None:
         if not self.catalog:
@@ -116,7 +127,10 @@ class SchemaHistory:
     def apply(
         self, sql: str, database: str, position: Position, database_collation: int | None = None
     ) -> bool:
-        """Apply a DDL statement met at ``position``; False (and a report) when it is not understood."""
+        """Apply a DDL statement met at ``position``; False (and a report) when it is not understood.
+        A statement before ``seeded_at`` is in the seed already: nothing to do."""
+        if self.seeded_at is not None and _ordered(position) < _ordered(self.seeded_at):
+            return True
         cs = charset_of(database_collation)
         if database and cs and database not in self.database_charsets:
             self.database_charsets[database] = cs
@@ -162,6 +176,7 @@ class SchemaHistory:
                 for c in self.changes
             ],
             "position": list(self.position),
+            **({"seeded_at": list(self.seeded_at)} if self.seeded_at is not None else {}),
             "tables": cat(self.catalog),
             "not_understood": [
                 {"file": n.position[0], "offset": n.position[1], "sql": n.sql, "reason": n.reason}
@@ -191,6 +206,7 @@ class SchemaHistory:
             database_charsets=d["database_charsets"],
             catalog=cat(d["tables"]),
             position=(d["position"][0], d["position"][1]),
+            seeded_at=(d["seeded_at"][0], d["seeded_at"][1]) if d.get("seeded_at") else None,
         )
 
     @classmethod

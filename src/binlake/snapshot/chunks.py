@@ -12,7 +12,7 @@ from typing import Any
 from binlake.changes import NO_NODE, TOMBSTONE, Op, OrderKey, Origin, RowChange, file_number
 from binlake.dialects.mysql import quote_ident
 from binlake.errors import BinlogError
-from binlake.snapshot.catalog import CatalogTable
+from binlake.snapshot.catalog import CatalogTable, table_layout
 from binlake.snapshot.textvalues import row_parser
 from binlake.values.types import ColumnType as T
 
@@ -115,12 +115,38 @@ def plan_chunks(conn: Any, t: CatalogTable, rows_per_chunk: int) -> list[KeyRang
     return [KeyRange(lo, hi) for lo, hi in zip(edges, edges[1:], strict=False)]
 
 
+TABLE_DEF_CHANGED = 1412  # ER_TABLE_DEF_CHANGED: the table was rebuilt after the snapshot began
+READ_ATTEMPTS = 5
+
+
 def read_chunk(conn: Any, t: CatalogTable, r: KeyRange) -> Chunk:
     """One chunk in one consistent snapshot, with the binlog position of that snapshot. ``conn``:
-    a PyMySQL connection opened with ``conv={}`` (values as the server's bytes)."""
-    where, params = _where(t, r)
-    order = f" ORDER BY {', '.join(_key_columns(t))}" if t.key else ""
-    parse = row_parser(t.layout)
+    a PyMySQL connection opened with ``conv={}`` (values as the server's bytes).
+
+    The columns are the table's as the catalog says inside that transaction, not as ``t`` (planned
+    earlier) says: an ALTER may land between the plan and the read. The catalog is read before the
+    SELECT and again after it (when the transaction's metadata lock holds the table still); a DDL
+    in between, or a rebuilt table the snapshot cannot read, means reading the chunk again."""
+    import pymysql
+
+    for _ in range(READ_ATTEMPTS):
+        try:
+            chunk = _read_once(conn, t, r)
+        except pymysql.err.OperationalError as e:
+            if e.args[0] != TABLE_DEF_CHANGED:
+                raise
+            continue
+        if chunk is not None:
+            return chunk
+    raise SnapshotError(
+        f"table {t.db}.{t.table}: its definition changed during each of {READ_ATTEMPTS} reads of a chunk"
+    )
+
+
+def _read_once(conn: Any, planned: CatalogTable, r: KeyRange) -> Chunk | None:
+    """``read_chunk``'s one attempt; None when the table's definition changed during it."""
+    where, params = _where(planned, r)
+    order = f" ORDER BY {', '.join(_key_columns(planned))}" if planned.key else ""
     with conn.cursor() as cur:
         # strings in their column's charset as the binlog holds them; TIMESTAMP in UTC
         cur.execute("SET SESSION character_set_results = NULL, time_zone = '+00:00'")
@@ -129,19 +155,29 @@ def read_chunk(conn: Any, t: CatalogTable, r: KeyRange) -> Chunk:
         try:
             cur.execute("SHOW STATUS LIKE 'binlog_snapshot_%'")
             status = {_s(k).lower(): _s(v) for k, v in cur.fetchall()}
+            file, pos = status.get("binlog_snapshot_file"), status.get("binlog_snapshot_position")
+            if not file or not pos:
+                raise SnapshotError(
+                    f"table {planned.db}.{planned.table}: the server gives no binlog position for a "
+                    "consistent snapshot (binlog_snapshot_file is empty: is log_bin on? MySQL has no such "
+                    "status; MariaDB does)"
+                )
             cur.execute("SELECT @@server_id")
             server_id = int(_s(cur.fetchone()[0]))
+            t = table_layout(conn, planned.db, planned.table)
+            if _key_columns(t) != _key_columns(planned):
+                raise SnapshotError(
+                    f"table {t.db}.{t.table}: its primary key changed since the snapshot was planned "
+                    "(remove the snapshot journal to plan it again)"
+                )
             cur.execute(f"SELECT {', '.join(t.selects)} FROM {_table_sql(t)}{where}{order}", params)
-            rows = [parse(row) for row in cur.fetchall()]
+            raw = cur.fetchall()
+            if table_layout(conn, planned.db, planned.table) != t:
+                return None
         finally:
             cur.execute("COMMIT")
-    file, pos = status.get("binlog_snapshot_file"), status.get("binlog_snapshot_position")
-    if not file or not pos:
-        raise SnapshotError(
-            f"table {t.db}.{t.table}: the server gives no binlog position for a consistent snapshot "
-            "(binlog_snapshot_file is empty: is log_bin on? MySQL has no such status; MariaDB does)"
-        )
-    return Chunk(t, r, SnapshotPoint(file, int(pos), server_id), rows)
+    parse = row_parser(t.layout)
+    return Chunk(t, r, SnapshotPoint(file, int(pos), server_id), [parse(row) for row in raw])
 
 
 def _s(v: Any) -> str:

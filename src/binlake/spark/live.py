@@ -2,13 +2,17 @@
 snapshot on (issue #16).
 
 1. **Plan** (once; kept in the state directory's journal): the binlog file the server writes now —
-   the replica starts at its beginning, before every chunk's position — and each selected table's
-   key ranges (``binlake.snapshot``).
+   the replica starts at its beginning, before every chunk's position — each selected table's key
+   ranges (``binlake.snapshot``), and the tables' definitions at a binlog position (the schema
+   history's seed, ``schema.json``: a binlog without column metadata is read by it, and by the
+   DDL after that position).
 2. **Snapshot**: the chunks not yet applied, a wave at a time, read by Spark tasks and applied by
    the sink under its order-key guard alone: a chunk is a point in the binlog, not a stretch of
-   it, so it records no batch position (Delta: ``positioned=False``; JDBC keeps positions per
-   source, and the snapshot is its own source). The journal records a wave after the sink's
-   commit, so a kill costs at most one wave, re-applied harmlessly.
+   it, so it records no batch position, nor compares one (``positioned=False``, every sink: two
+   waves read while the server wrote nothing share one position, and a sink comparing positions
+   skipped the second as "already applied" — the test matrix lost rows in PostgreSQL that way).
+   The journal records a wave after the sink's commit, so a kill costs at most one wave,
+   re-applied harmlessly.
 3. **Binlog**: ``binlake mirror``'s replica copies the server's files from that start into the
    state directory (first up to the server's end, then following it), and the sync applies the
    copy as any binlog directory. A change before a chunk's position loses to the chunk's row, a
@@ -35,10 +39,11 @@ from binlake.replication.mirror import Mirror
 from binlake.snapshot.catalog import server_tables, table_layout
 from binlake.snapshot.chunks import plan_chunks, raw_conversions
 from binlake.snapshot.journal import ChunkId, SnapshotJournal
+from binlake.snapshot.schema import seed_at_position
 from binlake.spark.snapshot import ChunkTask, snapshot_changelog
 
 Keep = Callable[[str, str], bool]
-JOURNAL, MIRROR = "snapshot.json", "binlog"
+JOURNAL, MIRROR, SCHEMA = "snapshot.json", "binlog", "schema.json"
 
 
 @dataclass
@@ -62,6 +67,13 @@ class LiveSync:
     def mirror_dir(self) -> Path:
         return self.state / MIRROR
 
+    @property
+    def schema_path(self) -> Path | None:
+        """The schema history's seed: the tables as the server defined them at the plan (the
+        binlog's DDL after that keeps it in step), or None for a journal planned without one."""
+        p = self.state / SCHEMA
+        return p if p.exists() else None
+
     def _plan(self) -> SnapshotJournal:
         status = self.server.connect()
         try:  # before any chunk is read: the binlog from the start of this file covers them all
@@ -73,6 +85,12 @@ class LiveSync:
             plan = {}
             for db, name in server_tables(conn, self.keep):
                 plan[(db, name)] = plan_chunks(conn, table_layout(conn, db, name), self.rows_per_chunk)
+        finally:
+            conn.close()
+        self.state.mkdir(parents=True, exist_ok=True)
+        conn = self.server.connect()
+        try:  # the tables' definitions at a position after the start: the binlog's column names
+            seed_at_position(conn, list(plan)).save(self.state / SCHEMA)  # (MINIMAL metadata has none)
         finally:
             conn.close()
         journal = SnapshotJournal(self.state / JOURNAL, (start, 4), plan)
@@ -94,16 +112,17 @@ class LiveSync:
         return [ChunkTask(tables[(db, t)], self.journal.plan[(db, t)][i], i) for db, t, i in ids]
 
     def snapshot(
-        self, spark: Any, apply: Callable[[Any], Any], on_wave: Callable[[int, int], None] | None = None
+        self,
+        spark: Any,
+        apply: Callable[[Any], Any],
+        on_wave: Callable[[int, int], None] | None = None,
     ) -> int:
-        """Read and apply every chunk not yet applied, wave by wave (``apply`` must record no batch
-        position: module docstring); the rows applied."""
+        """Read and apply every chunk not yet applied, wave by wave (``apply`` must neither record
+        nor compare a batch position: module docstring); the rows applied."""
         rows = 0
+        source = f"snapshot:{self.server.label}"
         for ids in self.waves():
-            df = snapshot_changelog(
-                spark, self.server, self.tasks(ids), source=f"snapshot:{self.server.label}"
-            )
-            report = apply(df)
+            report = apply(snapshot_changelog(spark, self.server, self.tasks(ids), source=source))
             rows += int(getattr(report, "changes", 0) or 0)
             self.journal.mark_done(ids)
             if on_wave is not None:
