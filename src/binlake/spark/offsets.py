@@ -148,16 +148,9 @@ def reset_jdbc(db: Any, source: str | None = None, *, empty_change_tables: bool 
             "the change tables hold rows of several sources and cannot be emptied for one: "
             "reset every source (no --source)"
         )
-    db.conn.setAutoCommit(False)
-    try:
+    with db.transaction():
         for o in chosen:
             db.execute(f"DELETE FROM {POSITIONS} WHERE source = ?", [o.source])
         for s, t in changes if chosen else []:
             db.execute(f"DELETE FROM {db.dialect.q(s)}.{db.dialect.q(t)}")
-        db.conn.commit()
-    except Exception:
-        db.conn.rollback()
-        raise
-    finally:
-        db.conn.setAutoCommit(True)
     return chosen

@@ -130,18 +130,11 @@ class JdbcSink:
         if not d.transactional_ddl:  # DDL would commit the transaction half-way: do it first
             for name, schema, table, keys in stages:
                 _prepare_target(db, name, schema, table, keys, types)
-        db.conn.setAutoCommit(False)
-        try:
+        with db.transaction():
             for name, schema, table, keys in stages:
                 _apply_stage(db, name, schema, table, keys, types)
             if plan.positioned:
                 db.execute(d.save_position(), [plan.source, plan.report.version, plan.report.position])
-            db.conn.commit()
-        except Exception:
-            db.conn.rollback()
-            raise
-        finally:
-            db.conn.setAutoCommit(True)
 
 
 Types = dict[tuple[str, str], dict[str, str]]  # target (schema, table) -> column -> SQL type

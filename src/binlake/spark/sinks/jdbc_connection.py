@@ -4,7 +4,8 @@ batch position per source (``_binlake_positions``) and which source table a targ
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from binlake.spark.sinks.jdbc_dialects import NAMES, POSITIONS, MariaDB, dialect_for
@@ -56,6 +57,19 @@ class Jdbc:
             return out
         finally:
             st.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Statements in one database transaction: committed together, or rolled back together."""
+        self.conn.setAutoCommit(False)
+        try:
+            yield
+            self.conn.commit()
+        except BaseException:
+            self.conn.rollback()
+            raise
+        finally:
+            self.conn.setAutoCommit(True)
 
     def close(self) -> None:
         self.conn.close()
