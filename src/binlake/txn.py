@@ -179,7 +179,7 @@ class TransactionGrouper:
             t.xa_id = XaId(body.format_id, body.gtrid, body.bqual)
             out.append(self._finish(ev, XA_PREPARE))
         elif isinstance(body, Query):
-            kind = self._query(t, body.query)
+            kind = statement_ends(t, body.query)
             if kind:
                 out.append(self._finish(ev, kind))
         elif code == EventType.TRANSACTION_PAYLOAD and isinstance(body, Skipped):
@@ -216,24 +216,6 @@ class TransactionGrouper:
         elif isinstance(b, Rows):
             t.rows += b.row_total
 
-    def _query(self, t: Transaction, query: str) -> str | None:
-        """What this statement does to the open transaction: None (it goes on) or how it ends."""
-        st = classify(query)
-        if st.kind in _OPENS:
-            t.began = True
-            t.xa_id = st.xid or t.xa_id
-            return None
-        if st.kind in _GOES_ON:
-            return None
-        ends = _ENDS.get(st.kind)
-        if ends is not None:
-            t.xa_id = st.xid or t.xa_id
-            return ends
-        if t.began and not t.standalone:
-            return None  # a statement-format change inside the transaction
-        # on its own: DDL (and what is not understood) ends as DDL; data and SET statements commit
-        return COMMIT if st.kind in (Kind.DML, Kind.SET) else DDL
-
     def _abandon(self) -> Transaction:
         """The open transaction was cut off (a new GTID, a rotate): it is returned unfinished."""
         t = self.current
@@ -249,16 +231,39 @@ class TransactionGrouper:
 
 
 # what a statement does to the open transaction (see statements.Kind)
-_OPENS = frozenset({Kind.BEGIN, Kind.XA_START})
+_OPENS = frozenset({Kind.BEGIN.value, Kind.XA_START.value})
 # savepoints live inside the transaction, XA END only detaches it: it goes on
-_GOES_ON = frozenset({Kind.SAVEPOINT, Kind.RELEASE_SAVEPOINT, Kind.ROLLBACK_TO_SAVEPOINT, Kind.XA_END})
+_GOES_ON = frozenset(
+    k.value for k in (Kind.SAVEPOINT, Kind.RELEASE_SAVEPOINT, Kind.ROLLBACK_TO_SAVEPOINT, Kind.XA_END)
+)
 _ENDS = {
-    Kind.COMMIT: COMMIT,
-    Kind.ROLLBACK: ROLLBACK,
-    Kind.XA_PREPARE: XA_PREPARE,
-    Kind.XA_COMMIT: XA_COMMIT,
-    Kind.XA_ROLLBACK: XA_ROLLBACK,
+    Kind.COMMIT.value: COMMIT,
+    Kind.ROLLBACK.value: ROLLBACK,
+    Kind.XA_PREPARE.value: XA_PREPARE,
+    Kind.XA_COMMIT.value: XA_COMMIT,
+    Kind.XA_ROLLBACK.value: XA_ROLLBACK,
 }
+
+
+def statement_ends(t: Transaction, query: str) -> str | None:
+    """What a statement does to the open transaction ``t``: None (it goes on) or how it ends (the
+    grouper's rule; the merge's node reader applies it too)."""
+    st = classify(query)
+    kind = st.kind._value_  # members hash in Python, their values in C: a lookup per statement
+    if kind in _OPENS:
+        t.began = True
+        t.xa_id = st.xid or t.xa_id
+        return None
+    if kind in _GOES_ON:
+        return None
+    ends = _ENDS.get(kind)
+    if ends is not None:
+        t.xa_id = st.xid or t.xa_id
+        return ends
+    if t.began and not t.standalone:
+        return None  # a statement-format change inside the transaction
+    # on its own: DDL (and what is not understood) ends as DDL; data and SET statements commit
+    return COMMIT if st.kind in (Kind.DML, Kind.SET) else DDL
 
 
 def iter_transactions(

@@ -68,7 +68,8 @@ def test_a_large_held_back_transaction_is_not_in_memory_nor_in_the_checkpoint(tm
     run, first, size, peak = _held_back(nodes, spill=True)
     assert kept.merger.held_back == run.merger.held_back == 1
     assert kept_size > 1_000_000 and size < 5_000  # the rows pickled vs. where they are
-    assert peak < kept_peak / 10 and peak < 3_000_000  # one rows event at a time, not 40,000 rows
+    # one rows event at a time, not 40,000 rows (held in memory, even as their undecoded bytes)
+    assert peak < kept_peak / 4 and peak < 3_000_000
     # restored and finished, it writes the bytes of a batch run, all 40,000 rows
     again = IncrementalMerge.restore(nodes, run.checkpoint())
     out = first + again.step(1_000_000, final=True)

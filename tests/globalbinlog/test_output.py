@@ -167,3 +167,31 @@ def _series_transactions(series: BinlogSeries, start=None):  # type: ignore[no-u
 def _mark_of(t) -> str:  # type: ignore[no-untyped-def]
     (mark,) = [e.body.query for e in t.events if isinstance(e.body, RowsQuery)]
     return str(mark).removeprefix(CTS_MARK)
+
+
+def test_a_series_is_continued_only_with_its_server_uuid(  # type: ignore[no-untyped-def]
+    merged, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`merge --server-uuid`: continuing a global binlog under another UUID would mix two GTID
+    sources in one series (a replica resuming by GTID would skip or repeat): refused with one line
+    naming both, the series untouched; with its own UUID the rerun goes on (writes nothing new)."""
+    from binlake.cli import main
+
+    res, _, _ = merged
+    out = tmp_path / "global"
+    first, other = "3e11fa47-71ca-11e1-9e33-c80aa9429562", "4f22ab58-82db-22f2-af44-d91bb0530673"
+    args = ["merge", "--final", *(a for files in res.node_files for a in ("--node", str(files[0].parent)))]
+    assert main([*args, "-o", str(out), "--server-uuid", first]) == 0
+    written = _snapshot_dir(out)
+    capsys.readouterr()
+    assert main([*args, "-o", str(out), "--server-uuid", other]) != 0
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and first in err and other in err, err
+    assert "server UUID it was written with" in err
+    assert _snapshot_dir(out) == written
+    assert main([*args, "-o", str(out), "--server-uuid", first]) == 0
+    assert _snapshot_dir(out) == written
+
+
+def _snapshot_dir(directory: Path) -> dict[str, bytes]:
+    return {f.name: f.read_bytes() for f in sorted(directory.iterdir())}

@@ -6,7 +6,7 @@ A row image is a list with one slot per table column: the decoded value, ``None`
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from binlake.events.base import DecodeState, EventHeader
@@ -254,6 +254,19 @@ def _header(buf: bytes, post: int, version: int, op: str) -> tuple[int, int, byt
     return table_id, flags, extra, ncols, cols_before, cols_after, p
 
 
+NOT_ASKED = "row decoding was not asked for"  # the reason of rows read with ``decode_rows`` off
+
+
+def decode_deferred(ev: Rows) -> Rows:
+    """An event read with ``decode_rows`` off, its rows decoded now: what reading it with decoding on
+    gives (a new event; ``ev`` is left as it is). Raises what decoding raises on damaged rows."""
+    if ev.undecoded_reason != NOT_ASKED or ev.table is None or ev.raw_rows is None:
+        return ev
+    out = replace(ev, rows=[], raw_rows=None, undecoded_reason=None)
+    decode_rows_data(out, ev.raw_rows, ev.table, out.partial)
+    return out
+
+
 def decode_rows(buf: bytes, state: DecodeState, header: EventHeader) -> Rows:
     op, version, compressed = ROWS_EVENT_KINDS[header.type_code]
     fde = state.fde
@@ -295,7 +308,7 @@ def decode_rows(buf: bytes, state: DecodeState, header: EventHeader) -> Rows:
         if state.count_rows and not ev.partial:
             ev.counted = count_rows_data(ev, data, tm)
         if ev.counted is None:  # not asked for, or the walk found damage: decoding says what
-            reason = None if state.count_rows else "row decoding was not asked for"
+            reason = None if state.count_rows else NOT_ASKED
     if reason or tm is None:
         ev.raw_rows = data
         ev.undecoded_reason = reason

@@ -11,14 +11,13 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from binlake.errors import BinlogError, IncompleteTailError
+from binlake.errors import BinlogError
+from binlake.globalbinlog.nodes import node_transactions
 from binlake.globalbinlog.sorter import HEARTBEAT, TSO_XA, NodeSorter, Piece
 from binlake.globalbinlog.spill import BodyOf, light_transactions
 from binlake.globalbinlog.vtso import Vtso
-from binlake.series import BinlogSeries, Position, check_magic_of
 from binlake.statements import XaId
-from binlake.tail import just_created
-from binlake.txn import UNFINISHED, Transaction, TransactionGrouper
+from binlake.txn import Transaction
 
 
 class MergeOrderError(BinlogError):
@@ -183,32 +182,6 @@ class GlobalMerger:
     def held_back(self) -> int:
         """Committed pieces not emitted yet: a node's watermark does not vouch for them."""
         return len(self.heap) + sum(len(s.ready) for s in self.sorters)
-
-
-def node_transactions(
-    files: Iterable[Path], require_fde: bool = True, start: tuple[int, int] | None = None
-) -> Iterator[Transaction]:
-    """A node's complete transactions in binlog order, from ``start`` (file index, offset: where a
-    checkpoint stopped). The last file may end inside an event (the node is still writing it): what
-    is complete before that comes out, the rest waits — also when it is not even 4 bytes long yet."""
-    files = list(files)
-    if files:
-        check_magic_of(files[-1], active=True)  # garbage is refused, a prefix of the magic waits
-        if just_created(files[-1], active=True):
-            files.pop()
-    if not files:
-        return
-    series = BinlogSeries.open(*files)
-    g = TransactionGrouper(keep_events=True)
-    at = Position(start[0], str(series.files[start[0]]), start[1]) if start else None
-    try:
-        for seq, ev in series.events(start=at, require_fde=require_fde):
-            for t in g.feed(seq, ev):
-                if t.kind != UNFINISHED:
-                    yield t
-    except IncompleteTailError as e:
-        if e.source != str(series.files[-1]):
-            raise
 
 
 def starts_at_first_binlog(files: list[Path]) -> bool:

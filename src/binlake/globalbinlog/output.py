@@ -27,6 +27,7 @@ from binlake.events.query import Query
 from binlake.events.rows import Rows
 from binlake.events.table_map import TableMap
 from binlake.events.types import EventType
+from binlake.globalbinlog.body import as_read
 from binlake.globalbinlog.merge import GlobalTxn
 from binlake.globalbinlog.sorter import DDL_KIND, HEARTBEAT
 from binlake.globalbinlog.vtso import Vtso
@@ -114,7 +115,7 @@ class GlobalBinlogWriter:
         mapped: dict[int, TableMap] = {}  # (per piece) source table id -> renumbered map
         for p in g.pieces:
             mapped.clear()
-            for e in p.events:
+            for e in as_read(p.events):  # rows are copied, never decoded
                 b, t = e.body, e.header.timestamp
                 if isinstance(b, TableMap):
                     tm = dataclasses.replace(b, table_id=self._table_id(b))

@@ -18,6 +18,7 @@ from binlake.events.control import XaPrepare
 from binlake.events.query import Query
 from binlake.events.rows import Rows
 from binlake.events.vendor import PolarxGcn, PolarxSequence
+from binlake.globalbinlog.body import NodeBody
 from binlake.globalbinlog.spill import is_body
 from binlake.globalbinlog.vtso import TSO_NODE, Segment, Vtso, make
 from binlake.statements import XaId
@@ -101,9 +102,10 @@ def snapshot_tso(t: Transaction) -> int | None:
     return None
 
 
-def _body(t: Transaction) -> list[Event]:
-    """What a merged transaction keeps (``spill.is_body``), from a transaction with its events."""
-    return [e for e in t.events if is_body(e, t.kind == DDL)]
+def _body(t: Transaction) -> NodeBody:
+    """What a merged transaction keeps (``spill.is_body``), from a transaction with its events (rows
+    decoded when looked at: ``body.NodeBody``)."""
+    return NodeBody([e for e in t.events if is_body(e, t.kind == DDL)])
 
 
 @dataclass

@@ -1,0 +1,79 @@
+"""A piece's body as the node reader gives it: table maps decoded, row images kept as their bytes.
+
+The merge orders transactions by what surrounds their rows (XA control, TSO carriers), never by the
+rows; the global binlog writer copies the row images as they are (``encode_rows`` writes kept bytes
+back unchanged). So rows are decoded only when something looks at them (the change log, logical
+names dropping a column, ``Piece.rows``): iterating the body decodes them once, as reading with
+decoding on would have; ``as_read`` gives the writer the events without decoding anything.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, overload
+
+from binlake.decoder import DECODE_FAILURES
+from binlake.errors import MalformedEventError
+from binlake.events.base import Event
+from binlake.events.rows import NOT_ASKED, Rows, decode_deferred
+from binlake.events.types import type_name
+
+
+def decoded(e: Event) -> Event:
+    """``e`` with its rows decoded when they were read undecoded (else ``e`` itself); damaged rows
+    raise the error reading them with decoding on raises."""
+    b = e.body
+    if type(b) is not Rows or b.undecoded_reason != NOT_ASKED:
+        return e
+    try:
+        return dataclasses.replace(e, body=decode_deferred(b))
+    except DECODE_FAILURES as err:
+        raise MalformedEventError(
+            f"malformed {type_name(e.type_code)} event: {err}",
+            event_type=e.type_code,
+            source=e.source,
+            offset=e.offset,
+        ) from None
+
+
+@dataclass
+class NodeBody(Sequence[Event]):
+    """Body events read without decoding rows; iterating decodes them (once: kept after)."""
+
+    raw: list[Event]
+    _full: list[Event] | None = field(default=None, repr=False, compare=False)
+
+    def full(self) -> list[Event]:
+        if self._full is None:
+            self._full = [decoded(e) for e in self.raw]
+        return self._full
+
+    def __iter__(self) -> Iterator[Event]:
+        return iter(self.full())
+
+    def __len__(self) -> int:
+        return len(self.raw)
+
+    def __bool__(self) -> bool:
+        return bool(self.raw)
+
+    @overload
+    def __getitem__(self, i: int) -> Event: ...
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[Event]: ...
+    def __getitem__(self, i: Any) -> Any:
+        return self.full()[i]
+
+    def __getstate__(self) -> dict[str, Any]:  # a checkpoint or a Spark task ships the bytes only
+        return {"raw": self.raw, "_full": None}
+
+
+def as_read(events: Sequence[Event]) -> Iterable[Event]:
+    """The events as the node reader gave them (rows not decoded where they were not): what the
+    writer copies."""
+    if isinstance(events, NodeBody):
+        return events.raw
+    undecoded = getattr(events, "undecoded", None)
+    return undecoded() if callable(undecoded) else events
