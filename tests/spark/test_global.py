@@ -107,7 +107,8 @@ def test_sync_cli_reads_nodes_and_a_written_global_binlog_alike(spark: Any, tmp_
     common = ["--schema", str(ddl), "--master", "local[2]"]
     to = f"delta:{tmp_path / 'a'}"
     assert main(["sync", ",".join(dirs), "--nodes", "--final", "--to", to, *common]) == 0
-    assert main(["merge", "--final", *dirs, "-o", str(tmp_path / "global")]) == 0
+    nodes = [arg for d in dirs for arg in ("--node", d)]
+    assert main(["merge", "--final", *nodes, "-o", str(tmp_path / "global")]) == 0
     assert main(["sync", str(tmp_path / "global"), "--to", f"delta:{tmp_path / 'b'}", *common]) == 0
     a, b = (read_delta(tmp_path / t, "db.acct").sort_by("id") for t in ("a", "b"))
     balances(res, a)
