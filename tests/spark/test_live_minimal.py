@@ -62,7 +62,7 @@ def test_minimal_metadata_is_named_by_the_server_catalog(
     live = LiveSync(address, tmp_path / "state", keep=lambda db, t: db == "m", rows_per_chunk=100)
     assert live.schema_path is not None
     lake = tmp_path / "lake"
-    live.snapshot(spark, lambda df, source: apply_changes(df, lake, source=source, positioned=False))
+    live.snapshot(spark, lambda df: apply_changes(df, lake, source="snapshot", positioned=False))
     server.execute(
         "UPDATE t SET v = 'changed', n = 250 WHERE id <= 10",
         "DELETE FROM t WHERE id > 290",
