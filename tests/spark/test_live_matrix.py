@@ -169,7 +169,7 @@ def truth(server: Any, db: str, table: str) -> tuple[list[str], list[tuple[Any, 
 
 
 def assert_delta_equals(server: Any, db: str, lake: Path) -> None:
-    from binlake.spark.apply import read_table
+    from binlake.spark.sinks.delta import read_table
 
     for table in TABLES:
         names, want = truth(server, db, table)

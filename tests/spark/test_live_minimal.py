@@ -25,7 +25,7 @@ def minimal_mariadb(tmp_path: Path) -> Any:
 
 
 def _rows(lake: Path, table: str, names: list[str]) -> list[tuple[Any, ...]]:
-    from binlake.spark.apply import read_table
+    from binlake.spark.sinks.delta import read_table
 
     return sorted(tuple(r[c] for c in names) for r in read_table(lake, "m", table).to_pylist())
 
