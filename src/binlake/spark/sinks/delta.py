@@ -47,17 +47,18 @@ class DeltaSink:
         if plan.empty:
             return report
         report.renamed = rename_delta_targets(self.target, plan.renames, report.version, plan.last_order_key)
-        paths = {t.name: table_path(self.target, t.db, t.table) for t in plan.tables}
+        # by (db, table): a name joined with "." is not one table (`a.b`.`c` and `a`.`b.c`)
+        paths = {(t.db, t.table): table_path(self.target, t.db, t.table) for t in plan.tables}
         # what each table had committed before this batch (a table can come twice: a key added or
         # dropped within the batch gives it keyed and keyless changes)
-        done = {name: committed_version(self.target, path.name) for name, path in paths.items()}
+        done = {key: committed_version(self.target, path.name) for key, path in paths.items()}
         for t in plan.tables:
             phase(f"merging {t.name}")
-            was = done[t.name] if plan.positioned or t.keyless else None
+            was = done[(t.db, t.table)] if plan.positioned or t.keyless else None
             if was is not None and was >= report.version:
                 report.skipped.append(t.name)
                 continue
-            n = (self._append if t.keyless else self._merge)(plan, t, paths[t.name])
+            n = (self._append if t.keyless else self._merge)(plan, t, paths[(t.db, t.table)])
             report.tables[t.name] = report.tables.get(t.name, 0) + n
         return report
 
