@@ -38,12 +38,14 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from binlake.columnfill import UnknownFill, fill_column, fill_value
 from binlake.events.base import Event
 from binlake.events.query import Query
 from binlake.events.rows import ABSENT, Rows
 from binlake.events.table_map import TableMap
 from binlake.identitycache import IdentityCache
-from binlake.schema.renames import TableDrop, TableRename, renames_in
+from binlake.layout import Column, Layout
+from binlake.schema.renames import ColumnAdd, TableDrop, TableRename, renames_in
 from binlake.txn import DDL, Transaction
 from binlake.values.types import ColumnType
 
@@ -57,10 +59,12 @@ class Op(StrEnum):
     RENAME_TABLE = "rename_table"
     RENAME_COLUMN = "rename_column"
     DROP_TABLE = "drop_table"
+    ADD_COLUMN = "add_column"  # every row the table held gets the new column's value (``after``)
 
 
 ROW_OPS = (Op.INSERT, Op.UPDATE, Op.DELETE)
 NAME_OPS = (Op.RENAME_TABLE, Op.RENAME_COLUMN, Op.DROP_TABLE)
+SCHEMA_OPS = (*NAME_OPS, Op.ADD_COLUMN)  # the changes a DDL statement makes
 _OPS = {op.value: op for op in Op}
 
 TOMBSTONE, CHANGE = 0, 1  # OrderKey.part
@@ -116,28 +120,6 @@ def file_number(path: str | Path) -> int:
     """The sequence number a binlog file's name ends with (``mysql-bin.000042`` -> 42; else 0)."""
     m = _NUMBER.search(str(path))
     return int(m.group(1)) if m else 0
-
-
-@dataclass(frozen=True, slots=True)
-class Column:
-    """A column as the binlog's metadata or the schema history gave it. ``values``: the names of an
-    ENUM or SET column when known."""
-
-    name: str
-    type: int  # ColumnType, the real type (ENUM/SET as themselves, not STRING)
-    meta: int
-    unsigned: bool | None
-    collation: int | None
-    pk: bool
-    values: tuple[str, ...] | None = None
-
-    @property
-    def real_type(self) -> int:
-        """``type`` under ``ColumnDef``'s name, so value formatters take either."""
-        return self.type
-
-
-Layout = tuple[Column, ...]
 
 
 def layout_of(tm: TableMap) -> Layout:
@@ -246,7 +228,7 @@ def event_changes(
         if ddl and isinstance(b, Query):
             if keep is None or keep(ev):
                 where = (file or _file_name(ev.source), ev.offset, ev.header.server_id)
-                yield from _name_changes(b, origin, base, ei, where, keep_table)
+                yield from _name_changes(b, origin, base, ei, where, keep_table, ev.header.timestamp)
             continue
         if not isinstance(b, Rows) or b.table is None or b.undecoded_reason:
             continue
@@ -298,11 +280,22 @@ def _name_changes(
     ei: int,
     where: tuple[str, int, int],
     keep_table: KeepTable | None,
+    when: int,
 ) -> Iterator[RowChange]:
-    """A DDL statement's renames and drops, kept when either name is selected."""
+    """A DDL statement's renames, drops and added columns (``when``: the epoch second it ran), kept
+    when either name is selected."""
     for ri, r in enumerate(renames_in(q.query, q.database)):
         before: tuple[str, ...]
         after: tuple[str, ...] | None
+        if isinstance(r, ColumnAdd):
+            if keep_table is None or keep_table(*r.table):
+                column = fill_column(r.column)
+                value = fill_value(column, r.default, when)
+                yield RowChange(
+                    Op.ADD_COLUMN, r.table[0], r.table[1], None, (ABSENT if isinstance(value, UnknownFill) else value,),
+                    None, None, (column,), origin, *where, base.at(ei, ri),
+                )  # fmt: skip
+            continue
         if isinstance(r, TableRename):
             names, table, op = [r.old, r.new], r.old, Op.RENAME_TABLE
             before, after = r.old, r.new

@@ -190,9 +190,11 @@ DDL_WORKLOAD = [
     "INSERT INTO ddlpol.t VALUES (5, 50, 'five')",
     "UPDATE ddlpol.t SET b = 'TWO' WHERE id = 2",
     "ALTER TABLE ddlpol.t RENAME COLUMN b TO bb",  # the target's b becomes bb, values kept
-    "INSERT INTO ddlpol.t VALUES (6, 60, 'six')",
+    # the rows the table holds get the defaults (no row event says so), in the table's final name
+    "ALTER TABLE ddlpol.t ADD COLUMN `d d` VARCHAR(5) NOT NULL DEFAULT 'it''s', ADD COLUMN e DECIMAL(5,1) DEFAULT 2.5",
+    "INSERT INTO ddlpol.t (id, a, bb) VALUES (6, 60, 'six')",
     "RENAME TABLE ddlpol.t TO ddlpol.t2",  # the target table follows, rows kept
-    "INSERT INTO ddlpol.t2 VALUES (7, 70, 'seven')",
+    "INSERT INTO ddlpol.t2 (id, a, bb, e) VALUES (7, 70, 'seven', NULL)",
     "DELETE FROM ddlpol.t2 WHERE id = 3",
     "CREATE TABLE ddlpol.t (id INT PRIMARY KEY, z INT)",  # a new table of the old name
     "INSERT INTO ddlpol.t VALUES (1, -1)",

@@ -21,9 +21,9 @@ from collections.abc import Callable
 from typing import Any
 
 from binlake.arrowlog import variant as v
-from binlake.changes import Column, Layout
 from binlake.events.rows import ABSENT, PartialJson
 from binlake.identitycache import IdentityCache
+from binlake.layout import Column, Layout
 from binlake.render.values import PARTIAL_JSON_KEY  # the one name, as JSON output writes it too
 from binlake.values.json_binary import Json, to_mysql_text
 from binlake.values.numeric import bit_length

@@ -49,7 +49,7 @@ def table_key(t: exp.Table, default_db: str) -> tuple[str, str]:
     return (db.name if db is not None else default_db, t.name)
 
 
-def _column(cd: exp.ColumnDef, table_charset: str | None) -> ColumnSpec:
+def column_spec(cd: exp.ColumnDef, table_charset: str | None) -> ColumnSpec:
     kind = cd.args.get("kind")
     if kind is None:
         raise DdlNotUnderstood(f"column {cd.name} has no type")
@@ -214,7 +214,7 @@ def apply_ddl(
         if not isinstance(schema, exp.Schema):
             raise DdlNotUnderstood("CREATE TABLE … SELECT without a column list")
         charset = _table_charset(stmt, database_charsets.get(key[0], server_charset))
-        cols = [_column(cd, charset) for cd in schema.expressions if isinstance(cd, exp.ColumnDef)]
+        cols = [column_spec(cd, charset) for cd in schema.expressions if isinstance(cd, exp.ColumnDef)]
         catalog[key] = TableDef(key[0], key[1], cols, _primary_key(schema, cols), charset)
         return Applied("changed", [key])
     if isinstance(stmt, exp.Alter):
@@ -242,7 +242,7 @@ def _alter(
 ) -> None:
     cols = t.columns
     if isinstance(action, exp.ColumnDef):  # ADD COLUMN
-        _place(cols, _column(action, t.charset), action.args.get("position"))
+        _place(cols, column_spec(action, t.charset), action.args.get("position"))
     elif isinstance(action, exp.Drop) and (action.args.get("kind") or "").upper() == "COLUMN":
         for c in action.args.get("tables") or []:
             del cols[t.index(c.name)]
@@ -256,7 +256,7 @@ def _alter(
         old = action.args.get("rename_from")
         old_name = old.name if old is not None else cd.name
         i = t.index(old_name)
-        spec = _column(cd, t.charset)
+        spec = column_spec(cd, t.charset)
         position = cd.args.get("position")
         if position is None:
             cols[i] = spec

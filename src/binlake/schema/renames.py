@@ -1,7 +1,9 @@
-"""The renames a DDL statement makes: tables (RENAME TABLE, ALTER TABLE … RENAME TO) and columns
-(RENAME COLUMN, CHANGE old new), and the names DROP TABLE and TRUNCATE free. Pipelines carry them so
-targets follow the source's names instead of starting new tables and columns. Which statement does
-what is ``statements.classify``'s answer; only column renames need sqlglot."""
+"""What a DDL statement does to the tables and rows a target already holds: the renames of tables
+(RENAME TABLE, ALTER TABLE … RENAME TO) and columns (RENAME COLUMN, CHANGE old new), the names
+DROP TABLE and TRUNCATE free, and the columns ADD COLUMN gives every existing row (with the value
+``schema.defaults`` reads). Pipelines carry them so targets follow the source's names instead of
+starting new tables and columns, and hold the source's values in rows no row event touched. Which
+statement does what is ``statements.classify``'s answer; only column changes need sqlglot."""
 
 from __future__ import annotations
 
@@ -10,7 +12,9 @@ from dataclasses import dataclass
 import sqlglot
 from sqlglot import exp
 
-from binlake.schema.ddl import parse_statement
+from binlake.schema.ddl import column_spec, parse_statement
+from binlake.schema.defaults import ColumnDefault, column_default
+from binlake.schema.model import ColumnSpec
 from binlake.statements import Ddl, Statement, TableName, classify
 
 
@@ -32,7 +36,14 @@ class TableDrop:
     table: TableName  # a name free from here on: a later table of this name is another table
 
 
-Rename = TableRename | ColumnRename | TableDrop
+@dataclass(frozen=True)
+class ColumnAdd:
+    table: TableName  # the table's name when the statement runs
+    column: ColumnSpec  # without the table's charset (the statement does not say it)
+    default: ColumnDefault  # what every row the table held gets
+
+
+Rename = TableRename | ColumnRename | TableDrop | ColumnAdd
 
 
 def renames_in(sql: str, default_db: str) -> list[Rename]:
@@ -53,16 +64,21 @@ def renames_of(st: Statement, sql: str) -> list[Rename]:
     if st.ddl is not Ddl.ALTER_TABLE:
         return []
     moved: list[Rename] = [TableRename(old, new) for old, new in st.renames]
-    return _column_renames(st.tables[0], sql) + moved if st.renames_columns else moved
+    return _column_changes(st.tables[0], sql) + moved
 
 
-def _column_renames(table: TableName, sql: str) -> list[Rename]:
+def _column_changes(table: TableName, sql: str) -> list[Rename]:
+    """An ALTER's column renames and additions, in the statement's order."""
     try:
         stmt = parse_statement(sql)
     except sqlglot.errors.SqlglotError:
         return []
     columns: list[Rename] = []
     for action in stmt.args.get("actions") or [] if isinstance(stmt, exp.Alter) else []:
+        if isinstance(action, exp.ColumnDef):  # ADD [COLUMN]
+            spec = column_spec(action, None)
+            columns.append(ColumnAdd(table, spec, column_default(action, spec.nullable)))
+            continue
         if isinstance(action, exp.RenameColumn):
             old, new = action.this.name, action.args["to"].name
         elif isinstance(action, exp.ModifyColumn) and action.args.get("rename_from") is not None:

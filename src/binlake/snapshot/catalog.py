@@ -9,8 +9,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from binlake.changes import Column, Layout
 from binlake.dialects.mysql import quote_ident
+from binlake.layout import Column, Layout
 from binlake.values.types import ColumnType as T
 
 BINARY_COLLATION = 63

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from decimal import Decimal
 from typing import Any
 
-from binlake.changes import Column, Layout
+from binlake.layout import Column, Layout
 from binlake.values.charsets import codec_for, decode_text
 from binlake.values.temporal import MysqlDateTime, make_date, make_datetime
 from binlake.values.types import ColumnType as T

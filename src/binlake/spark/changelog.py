@@ -3,7 +3,8 @@
 ``op`` is insert / update / delete for row changes, and ``rename_table`` / ``rename_column`` for the
 renames DDL makes (before/after hold the old and new name; no images, key or columns) and
 ``drop_table`` (before: the name it frees), which sinks follow so a renamed table or column keeps its
-rows.
+rows; ``add_column`` (columns: the new column; after: the value every row the table held gets, no
+field where only the server knew it), which sinks give the rows they hold.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from binlake.txn import UNFINISHED, TransactionGrouper
 ROW_OPS = tuple(o.value for o in _ROW_OPS)
 NAME_OPS = tuple(o.value for o in _NAME_OPS)
 RENAME_TABLE, RENAME_COLUMN, DROP_TABLE = NAME_OPS  # for the sinks
+ADD_COLUMN = "add_column"
+SCHEMA_OPS = (*NAME_OPS, ADD_COLUMN)  # the changes a DDL statement makes
 
 # How a partial JSON update starts in ``to_json(after)``: a JSON column otherwise holds a string, so
 # an object there (an unescaped ``{"json_diff":[{``) is one; a sink finds these rows with one test.

@@ -18,7 +18,7 @@ from typing import Any
 import pyarrow as pa
 
 from binlake.changes import KEY_WIDTH, TOMBSTONE
-from binlake.spark.changelog import PARTIAL_JSON_MARK, ROW_OPS, partial_json_error
+from binlake.spark.changelog import ADD_COLUMN, PARTIAL_JSON_MARK, ROW_OPS, partial_json_error
 from binlake.spark.renames import RenamePlan, layout_columns, renamed_changes
 from binlake.spark.typedrows import arrow_batches, target_schema, typed_rows
 
@@ -41,6 +41,8 @@ class SyncReport:
     version: int = 0
     position: str = ""
     server_ids: list[int] = field(default_factory=list)  # the servers that wrote the batch
+    filled: list[str] = field(default_factory=list)  # ADD COLUMN values given to rows held ("db.t: c")
+    warnings: list[str] = field(default_factory=list)  # what the target could not follow exactly
 
 
 def batch_version(file_number: int, txn_position: int) -> int:
@@ -87,6 +89,48 @@ class TablePlan:
     @property
     def name(self) -> str:
         return f"{self.db}.{self.table}"
+
+
+@dataclass(frozen=True)
+class FillPlan:
+    """An ADD COLUMN of a table (names at the end of the batch, in sink space): every row it held
+    before ``order_key`` gets the column's value — unless ``unknown`` says why the binlog cannot tell
+    it (the column is added, its old rows hold NULL)."""
+
+    db: str
+    table: str
+    order_key: bytes
+    layout: Layout  # the new column alone
+    unknown: str | None
+
+    @property
+    def name(self) -> str:
+        return f"{self.db}.{self.table}"
+
+    @property
+    def warning(self) -> str:
+        """What a report says of a fill that cannot be made."""
+        return f"{self.name}: column {self.layout[0][0]['name']}: rows held before keep NULL, {self.unknown}"
+
+
+def fill_plans(df: Any) -> list[FillPlan]:
+    """The batch's added columns in order (few: collected on the driver)."""
+    from pyspark.sql import functions as F
+
+    found = df.where(F.col("op") == ADD_COLUMN).select(
+        "db", "table", "order_key", "columns", "renamed", "after"
+    )
+    out = []
+    for r in sorted(found.collect(), key=lambda r: bytes(r["order_key"])):
+        columns = [c.asDict(recursive=True) for c in r["columns"]]
+        known = r["after"] is not None and columns[0]["name"] in r["after"].toPython()
+        why = (
+            None
+            if known
+            else "its value was computed by the server (an expression, AUTO_INCREMENT, the time)"
+        )
+        out.append(FillPlan(r["db"], r["table"], bytes(r["order_key"]), (columns, r["renamed"]), why))
+    return out
 
 
 def table_plans(df: Any, keyless: bool) -> list[TablePlan]:
@@ -191,6 +235,7 @@ class BatchPlan:
         self._renamed: tuple[Any, RenamePlan] | None = None
         self._latest: Any = None
         self._tables: list[TablePlan] | None = None
+        self._fills: list[FillPlan] | None = None
 
     @property
     def empty(self) -> bool:
@@ -203,7 +248,30 @@ class BatchPlan:
     @property
     def changes(self) -> Any:
         """The row changes under their names at the end of the batch (a DataFrame)."""
-        return self._renames_and_changes()[0]
+        from pyspark.sql import functions as F
+
+        return self._renames_and_changes()[0].where(F.col("op").isin(*ROW_OPS))
+
+    @property
+    def fills(self) -> list[FillPlan]:
+        """The columns the batch adds, with the value of the rows tables held (in order)."""
+        if self._fills is None:
+            self._fills = fill_plans(self._renames_and_changes()[0])
+        return self._fills
+
+    def fill_rows(
+        self, f: FillPlan, name: Callable[[str], str] = str
+    ) -> tuple[list[dict[str, Any]], pa.Table]:
+        """Fill ``f``'s value as one typed target row (the column, ``_binlake_order_key``: rows
+        below it get the value) and its target column; typed as row changes are."""
+        from pyspark.sql import functions as F
+
+        columns, sources = union_columns([f.layout], name)
+        rows = self._renames_and_changes()[0].where(
+            (F.col("op") == ADD_COLUMN) & (F.col("order_key") == F.lit(f.order_key))
+        )
+        typed = typed_rows(rows, columns, sources, keyless=False)
+        return columns, arrow_batches(typed, target_schema(columns)).read_all()
 
     @property
     def renames(self) -> RenamePlan:

@@ -14,7 +14,7 @@ from typing import Any
 
 from binlake.events.base import Event
 from binlake.filters import OPERATIONS, Selection
-from binlake.spark.changelog import NAME_OPS
+from binlake.spark.changelog import SCHEMA_OPS
 from binlake.txn import Transaction
 
 ONE_US = dt.timedelta(microseconds=1)
@@ -61,8 +61,8 @@ def selection_from_filters(filters: Iterable[Any]) -> Selection | None:
     if "table" in allowed and any("." in t for t in allowed["table"]):
         del allowed["table"]  # a dot would read as db.table in a Selection pattern
     ops = allowed.get("op")
-    if ops is not None:  # rename and drop rows come from DDL statements
-        ops = {"ddl" if o in NAME_OPS else o for o in ops}
+    if ops is not None:  # rename, drop and add-column rows come from DDL statements
+        ops = {"ddl" if o in SCHEMA_OPS else o for o in ops}
     if ops is not None and not ops <= set(OPERATIONS):
         ops = {o for o in ops if o in OPERATIONS} or {"<none>"}
     if not allowed and start is None and stop is None:

@@ -26,7 +26,7 @@ from typing import Any
 
 from binlake.changes import OrderKey
 from binlake.schema.renames import ColumnRename, TableName, TableRename
-from binlake.spark.changelog import DROP_TABLE, NAME_OPS, RENAME_COLUMN, RENAME_TABLE, ROW_OPS
+from binlake.spark.changelog import ADD_COLUMN, DROP_TABLE, NAME_OPS, RENAME_COLUMN, RENAME_TABLE, ROW_OPS
 from binlake.targetnames import (
     SYSTEM_PREFIX,
     NameCollisionError,
@@ -268,8 +268,8 @@ def follow_renames(df: Any, plan: RenamePlan) -> Any:
 
 
 def renamed_changes(df: Any) -> tuple[Any, RenamePlan]:
-    """A batch's row changes under their names at the end of the batch (see ``follow_renames``), and
-    the plan of its renames; names in sink space."""
+    """A batch's row changes and added columns under their names at the end of the batch (see
+    ``follow_renames``), and the plan of its renames; names in sink space."""
     from pyspark.sql import functions as F
 
     df = sink_names(df)
@@ -288,7 +288,7 @@ def renamed_changes(df: Any) -> tuple[Any, RenamePlan]:
         for r in found
     ]
     plan = plan_renames(sink_name_rows(rows))
-    return follow_renames(df.where(F.col("op").isin(*ROW_OPS)), plan), plan
+    return follow_renames(df.where(F.col("op").isin(*ROW_OPS, ADD_COLUMN)), plan), plan
 
 
 @dataclass

@@ -17,10 +17,10 @@ from typing import Any
 import pyarrow as pa
 
 from binlake.dialects import delta as sql
-from binlake.spark.plan import BatchPlan, Phase, SyncReport, TablePlan
+from binlake.spark.plan import BatchPlan, FillPlan, Phase, SyncReport, TablePlan
 from binlake.spark.sinks.delta_renames import rename_delta_targets
 from binlake.spark.typed import arrow_type
-from binlake.spark.typedrows import COMMIT_TS, DELETED, GTID, ORDER
+from binlake.spark.typedrows import COMMIT_TS, DELETED, GTID, OP, ORDER
 from binlake.targetnames import NAME_BOOK, NameBook, escape_reserved, inside, path_name
 
 APP_ID = "binlake-sync"
@@ -47,34 +47,82 @@ class DeltaSink:
         if plan.empty:
             return report
         report.renamed = rename_delta_targets(self.target, plan.renames, report.version, plan.last_order_key)
+        fills = [f for f in plan.fills if f.unknown is None] if plan.positioned else []
+        report.warnings += [f.warning for f in plan.fills if f.unknown is not None]
         # by (db, table): a name joined with "." is not one table (`a.b`.`c` and `a`.`b.c`)
-        paths = {(t.db, t.table): table_path(self.target, t.db, t.table) for t in plan.tables}
+        named = {(t.db, t.table) for t in plan.tables} | {(f.db, f.table) for f in fills}
+        paths = {key: table_path(self.target, *key) for key in sorted(named)}
         # what each table had committed before this batch (a table can come twice: a key added or
         # dropped within the batch gives it keyed and keyless changes)
         done = {key: committed_version(self.target, path.name) for key, path in paths.items()}
+        # a table with fills commits the batch's version with its last fill, after its rows
+        last_fill = {(f.db, f.table): f for f in fills}
         for t in plan.tables:
             phase(f"merging {t.name}")
             was = done[(t.db, t.table)] if plan.positioned or t.keyless else None
             if was is not None and was >= report.version:
                 report.skipped.append(t.name)
                 continue
-            n = (self._append if t.keyless else self._merge)(plan, t, paths[(t.db, t.table)])
+            final = t.keyless or (t.db, t.table) not in last_fill
+            n = (self._append if t.keyless else self._merge)(plan, t, paths[(t.db, t.table)], final)
             report.tables[t.name] = report.tables.get(t.name, 0) + n
+        for f in fills:
+            was = done[(f.db, f.table)]
+            if was is not None and was >= report.version:
+                continue
+            phase(f"filling {f.name}")
+            version = report.version if last_fill[(f.db, f.table)] is f else None
+            if self._fill(plan, f, paths[(f.db, f.table)], version):
+                report.filled.append(f"{f.name}: {f.layout[0][0]['name']}")
         return report
 
-    def _merge(self, plan: BatchPlan, t: TablePlan, path: Path) -> int:
+    def _fill(self, plan: BatchPlan, f: FillPlan, path: Path, version: int | None) -> bool:
+        """Give the rows ``f``'s table held before the ADD COLUMN the column's value: one MERGE of
+        the one-row value over every row with an older order key (idempotent)."""
+        from deltalake import CommitProperties, DeltaTable, Schema, Transaction
+
+        if not (path / "_delta_log").exists():
+            return False  # the target holds no row of the table
+        table = DeltaTable(str(path))
+        have = pa.schema(table.schema().to_arrow())
+        if OP in have.names:
+            return False  # a change table holds changes as they were, not rows
+        columns, row = plan.fill_rows(f)
+        name = columns[0]["name"]
+        widen_table(path, {name: row.schema.field(name).type})
+        if name not in have.names:
+            table.alter.add_columns(Schema.from_arrow(pa.schema([row.schema.field(name)])).fields)
+        props = CommitProperties(
+            custom_metadata={**plan.metadata, "binlake.columns": json.dumps(columns)},
+            app_transactions=[Transaction(APP_ID, version)] if version is not None else None,
+        )
+        older = f"{sql.column('t', ORDER)} < {sql.column('s', ORDER)}"
+        (
+            DeltaTable(str(path))
+            .merge(
+                row.select([name, ORDER]), older, source_alias="s", target_alias="t", commit_properties=props
+            )
+            .when_matched_update({sql.quote_ident(name): sql.column("s", name)})
+            .execute()
+        )
+        if version is not None and DeltaTable(str(path)).transaction_version(APP_ID) != version:
+            commit_empty(path, props)
+        return True
+
+    def _merge(self, plan: BatchPlan, t: TablePlan, path: Path, final: bool = True) -> int:
         """One MERGE per table in the columns of all its layouts of the batch (ADD COLUMN evolves
-        the table), each column in its type in the newest layout (a type change widens it)."""
+        the table), each column in its type in the newest layout (a type change widens it).
+        ``final``: this commit records the batch's version (else a fill of the table does)."""
         columns, counted = plan.rows(t, chunk_rows=self.chunk_rows)
         widen_table(path, {c["name"]: arrow_type(c) for c in columns})
         keys = [c["name"] for c in columns if c.get("pk")]
-        version = plan.report.version if plan.positioned else None
+        version = plan.report.version if plan.positioned and final else None
         merge_table(
             path, counted.stream, keys, version, {**plan.metadata, "binlake.columns": json.dumps(columns)}
         )
         return counted.n
 
-    def _append(self, plan: BatchPlan, t: TablePlan, path: Path) -> int:
+    def _append(self, plan: BatchPlan, t: TablePlan, path: Path, final: bool = True) -> int:
         """A change table: the batch's changes after the order key its last append recorded (a
         rerun over a grown directory re-reads changes already appended), in one commit per table
         and batch — appends are not idempotent, so never split."""

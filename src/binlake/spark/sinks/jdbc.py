@@ -32,7 +32,7 @@ from binlake.spark.plan import BatchPlan, Phase, SyncReport
 from binlake.spark.sinks.jdbc_connection import Jdbc, committed_position, record_name, refuse_own_source
 from binlake.spark.sinks.jdbc_dialects import SYSTEM_COLUMNS, dialect_for
 from binlake.spark.sinks.jdbc_renames import rename_jdbc_targets
-from binlake.spark.typedrows import DELETED, ORDER
+from binlake.spark.typedrows import DELETED, OP, ORDER
 
 
 @dataclass(frozen=True)
@@ -87,9 +87,27 @@ class JdbcSink:
                 stages.append(stage)  # dropped at the end, whatever happens: before it exists
                 self._stage(spark, db, counted.stream, (t.db, t.table), stage)
                 report.tables[t.name] = report.tables.get(t.name, 0) + counted.n
+            fills: list[Stage] = []
+            for f in plan.fills if plan.positioned else []:
+                if f.unknown is not None:
+                    report.warnings.append(f.warning)
+                    continue
+                _, row = plan.fill_rows(f, name=db.dialect.column)
+                schema, table = db.dialect.target(f.db, f.table)
+                fill: Stage = (f"_binlake_stage_{report.version}_{len(stages)}", schema, table, [])
+                stages.append(fill)
+                fills.append(fill)
+                self._stage(
+                    spark,
+                    db,
+                    pa.RecordBatchReader.from_batches(row.schema, row.to_batches()),
+                    (f.db, f.table),
+                    fill,
+                )
+                report.filled.append(f"{f.name}: {row.schema.names[0]}")
             if on_phase is not None:
                 on_phase("applying every table in one transaction")
-            self._commit(db, stages, plan)
+            self._commit(db, stages, plan, fills)
             return report
         finally:
             d = db.dialect
@@ -119,20 +137,28 @@ class JdbcSink:
             d.spark_url(self.url),
             staged,
             mode="append" if ddl else "overwrite",
-            properties={"driver": d.driver, **({"password": self.password} if self.password is not None else {})},
+            properties={
+                "driver": d.driver,
+                **({"password": self.password} if self.password is not None else {}),
+            },
         )
 
     @staticmethod
-    def _commit(db: Jdbc, stages: list[Stage], plan: BatchPlan) -> None:
-        """Every staged table and the batch position in ONE transaction, or nothing."""
+    def _commit(db: Jdbc, stages: list[Stage], plan: BatchPlan, fills: list[Stage]) -> None:
+        """Every staged table (rows, then the values ADD COLUMN gave the rows held: ``fills``) and
+        the batch position in ONE transaction, or nothing."""
         d = db.dialect
         types = final_types(db, stages)
         if not d.transactional_ddl:  # DDL would commit the transaction half-way: do it first
             for name, schema, table, keys in stages:
-                _prepare_target(db, name, schema, table, keys, types)
+                if (name, schema, table, keys) not in fills or _holds_rows(db, schema, table):
+                    _prepare_target(db, name, schema, table, keys, types)
         with db.transaction():
             for name, schema, table, keys in stages:
-                _apply_stage(db, name, schema, table, keys, types)
+                if (name, schema, table, keys) in fills:
+                    _apply_fill(db, name, schema, table, keys, types)
+                else:
+                    _apply_stage(db, name, schema, table, keys, types)
             if plan.positioned:
                 db.execute(d.save_position(), [plan.source, plan.report.version, plan.report.position])
 
@@ -177,6 +203,29 @@ def _prepare_target(
             db.execute(d.alter_type(target, name, want))
     names = [name for name, _ in staged]
     return names, [c for c in have if c not in names and c not in SYSTEM_COLUMNS]
+
+
+def _holds_rows(db: Jdbc, schema: str, table: str) -> bool:
+    """Whether the target is a table of rows (not absent, not an append-only change table)."""
+    have = dict(db.dialect.columns(db, schema, table))
+    return bool(have) and OP not in have
+
+
+def _apply_fill(db: Jdbc, stage: str, schema: str, table: str, keys: list[str], types: Types) -> None:
+    """The value of an ADD COLUMN (the stage's one row) in every row the target held before it
+    (an older order key): the column added first where it is missing. Idempotent."""
+    if not _holds_rows(db, schema, table):
+        return
+    d = db.dialect
+    names, _ = _prepare_target(db, stage, schema, table, keys, types)
+    column = next(c for c in names if c not in SYSTEM_COLUMNS)
+    target = f"{d.q(schema)}.{d.q(table)}"
+    staged = f"{d.q(d.stage_schema(schema))}.{d.q(stage)}"
+    order = d.q(ORDER)
+    db.execute(
+        f"UPDATE {target} SET {d.q(column)} = (SELECT s.{d.q(column)} FROM {staged} AS s) "
+        f"WHERE {order} < (SELECT s.{order} FROM {staged} AS s)"
+    )
 
 
 def _apply_stage(db: Jdbc, stage: str, schema: str, table: str, keys: list[str], types: Types) -> None:
