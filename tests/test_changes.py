@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from binlake.changes import KEY_WIDTH, NAME_OPS, Op, OrderKey, RowChange, file_number, row_changes
+from binlake.changes import KEY_WIDTH, NAME_OPS, SCHEMA_OPS, Op, OrderKey, RowChange, file_number, row_changes
 from binlake.errors import BinlogError
 from binlake.events.rows import ABSENT, Rows
 from binlake.globalbinlog import vtso
@@ -107,7 +107,7 @@ def test_row_changes_of_every_corpus_file(corpus: Path, rec: dict) -> None:
     last: OrderKey | None = None
     for t in _transactions(path):
         changes = list(row_changes(t, source="s"))
-        rows = [c for c in changes if c.op not in NAME_OPS]
+        rows = [c for c in changes if c.op not in SCHEMA_OPS]
         assert [(c.op.value, c.before, c.after) for c in rows] == [
             (op, tuple(b) if b is not None else None, tuple(a) if a is not None else None)
             for op, b, a in _expected_rows(t)
@@ -121,6 +121,9 @@ def test_row_changes_of_every_corpus_file(corpus: Path, rec: dict) -> None:
             assert c.file == path.name
             if c.op in NAME_OPS:
                 assert t.kind == DDL and c.layout is None and c.key is None
+            elif c.op is Op.ADD_COLUMN:  # the new column and the rows' value (or no value: unknown)
+                assert t.kind == DDL and c.layout is not None and len(c.layout) == 1 and c.key is None
+                assert c.after is not None and len(c.after) == 1 and c.before is None
             else:
                 _check_row(c)
 

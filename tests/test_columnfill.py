@@ -61,7 +61,9 @@ def _decoded_adds(mariadb: Any, table: str) -> list[RowChange]:
         for ev in BinlogReader(f):
             for t in g.feed(file_number(str(f)), ev):
                 if t.kind != UNFINISHED:
-                    out += [c for c in row_changes(t) if (c.db, c.table) == (DB, table) and c.op is Op.ADD_COLUMN]
+                    out += [
+                        c for c in row_changes(t) if (c.db, c.table) == (DB, table) and c.op is Op.ADD_COLUMN
+                    ]
     return out
 
 
@@ -122,7 +124,9 @@ def test_the_fill_column_is_typed_as_the_servers_catalog(filled: Any, mariadb: A
         raw.close()
     for c in adds:
         mine, theirs = c.layout[0], catalog[c.layout[0].name]
-        assert (mine.type, mine.unsigned, mine.values) == (theirs.type, theirs.unsigned, theirs.values), mine.name
+        assert (mine.type, mine.unsigned, mine.values) == (theirs.type, theirs.unsigned, theirs.values), (
+            mine.name
+        )
         if mine.collation is not None:  # binary columns: the collation says binary on both sides
             assert (mine.collation == 63) == (theirs.collation == 63), mine.name
 

@@ -12,6 +12,8 @@ from binlake.events.rows import ABSENT, Rows
 from binlake.reader import BinlogReader
 from binlake.sandbox import PrivateMariaDB, mariadb_available
 from binlake.schema import SchemaHistory, SchemaMismatchError, SchemaTracker
+from binlake.schema.defaults import ColumnDefault, DefaultKind
+from binlake.schema.model import ColumnSpec
 from tests.conftest import corpus_index
 
 SETUP = [
@@ -151,7 +153,7 @@ def test_every_corpus_ddl_is_applied_or_reported(corpus: Path) -> None:
 
 
 def test_renames_of_ddl_statements() -> None:
-    from binlake.schema.renames import ColumnRename, TableDrop, TableRename, renames_in
+    from binlake.schema.renames import ColumnAdd, ColumnRename, TableDrop, TableRename, renames_in
 
     assert renames_in("RENAME TABLE a TO b, x.`b c` TO `a`", "db") == [
         TableRename(("db", "a"), ("db", "b")),
@@ -163,15 +165,17 @@ def test_renames_of_ddl_statements() -> None:
         ColumnRename(("d", "t"), "c", "cc"),
         TableRename(("d", "t"), ("d", "t3")),
     ]
+    # an added column is the table's before the rename (its rows get the value, here NULL)
+    x = ColumnAdd(("db", "t"), ColumnSpec("x", "INT"), ColumnDefault(DefaultKind.NULL))
     assert renames_in("ALTER TABLE t RENAME AS t4, ADD COLUMN x INT", "db") == [
-        TableRename(("db", "t"), ("db", "t4"))
+        x,
+        TableRename(("db", "t"), ("db", "t4")),
     ]
     assert renames_in("DROP TABLE IF EXISTS a, d.b", "db") == [TableDrop(("db", "a")), TableDrop(("d", "b"))]
     assert renames_in("TRUNCATE TABLE d.t", "db") == [TableDrop(("d", "t"))]
     assert renames_in("DROP TEMPORARY TABLE t", "db") == []  # no row changes to follow
     for sql in (
         "ALTER TABLE t CHANGE a a BIGINT",
-        "ALTER TABLE t ADD COLUMN r INT",
         "CREATE TABLE r (a INT)",
     ):
         assert renames_in(sql, "db") == [], sql

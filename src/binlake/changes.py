@@ -38,7 +38,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from binlake.columnfill import UnknownFill, fill_column, fill_value
+from binlake.columnfill import UnknownFill, column_fill
 from binlake.events.base import Event
 from binlake.events.query import Query
 from binlake.events.rows import ABSENT, Rows
@@ -288,12 +288,13 @@ def _name_changes(
         before: tuple[str, ...]
         after: tuple[str, ...] | None
         if isinstance(r, ColumnAdd):
-            if keep_table is None or keep_table(*r.table):
-                column = fill_column(r.column)
-                value = fill_value(column, r.default, when)
+            fill = column_fill(r.column, r.default, when)
+            if fill is not None and (keep_table is None or keep_table(*r.table)):
+                column, value = fill
+                known = ABSENT if isinstance(value, UnknownFill) else value
                 yield RowChange(
-                    Op.ADD_COLUMN, r.table[0], r.table[1], None, (ABSENT if isinstance(value, UnknownFill) else value,),
-                    None, None, (column,), origin, *where, base.at(ei, ri),
+                    Op.ADD_COLUMN, r.table[0], r.table[1], None, (known,), None, None, (column,), origin,
+                    *where, base.at(ei, ri),
                 )  # fmt: skip
             continue
         if isinstance(r, TableRename):

@@ -16,7 +16,7 @@ from typing import Any
 from binlake.layout import Column
 from binlake.schema.defaults import ColumnDefault, DefaultKind
 from binlake.schema.model import ColumnSpec
-from binlake.snapshot.catalog import CatalogColumn, column_of
+from binlake.snapshot.catalog import CatalogColumn, UnsupportedColumn, column_of
 from binlake.snapshot.textvalues import parser
 from binlake.values.temporal import MysqlDate, MysqlDateTime
 from binlake.values.types import ColumnType as T
@@ -54,6 +54,19 @@ def fill_column(spec: ColumnSpec) -> Column:
         False,
     )
     return column_of(catalog)
+
+
+def column_fill(spec: ColumnSpec, default: ColumnDefault, when: int) -> tuple[Column, Any] | None:
+    """The added column and the value the rows held get (``UnknownFill`` when the binlog cannot
+    tell it); None for a column type no layout describes. DDL is input: nothing here raises."""
+    try:
+        column = fill_column(spec)
+    except (UnsupportedColumn, ValueError):
+        return None
+    try:
+        return column, fill_value(column, default, when)
+    except (ValueError, ArithmeticError, KeyError, IndexError, UnicodeError):
+        return column, UnknownFill(f"its default {default.text!r} is not read here")
 
 
 def fill_value(column: Column, default: ColumnDefault, when: int) -> Any:

@@ -22,6 +22,7 @@ def q(name: str) -> str:
 
 INJECT = "k` = s.`k` OR TRUE --"  # a key column that once rewrote every row of a Delta table
 ODD = ["a\\b", "b`c", "q'\"", "中文", "sp ace", "c" * 64, "x'); DROP TABLE canary; --"]
+FILL = "f` = s.`f` OR TRUE --'\""  # an added column whose default the rows held get
 LONG = "t" * 63  # two tables that only differ in their 64th character (PostgreSQL keeps 63 bytes)
 
 # (db, table, columns DDL, key columns, statements of batch 1, statements of batch 2)
@@ -73,6 +74,8 @@ def workload() -> tuple[list[str], list[str]]:
             second += [
                 f"UPDATE {name} SET {q(ODD[1])} = 'changed\\\\' WHERE {q(ODD[0])} = 2",
                 f"DELETE FROM {name} WHERE {q(ODD[0])} = 3",
+                # the rows held get the default: a hostile name and value in a MERGE / UPDATE
+                f"ALTER TABLE {name} ADD COLUMN {q(FILL)} VARCHAR(20) NOT NULL DEFAULT 'it''s `x`\\\\'",
             ]
         elif table.startswith("log"):
             first.append(f"INSERT INTO {name} VALUES (1, 'i'), (2, 'i')")

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rich.markup import escape
+
 from binlake.cli.common import Command, Options, UsageError, add_selection, open_seed
 from binlake.console import output_console
 from binlake.credentials import redacted_url
@@ -198,7 +200,11 @@ def cmd_sync(args: SyncOptions) -> int:
         table.add_row(name, "0", "already at this position")
     for rename in report.renamed:
         table.add_row(rename, "", "followed upstream DDL")
+    for filled in report.filled:
+        table.add_row(escape(filled), "", "ADD COLUMN: rows held got its value")
     console.print(table)
+    for warning in report.warnings:
+        console.print(f"[yellow]warning:[/yellow] {escape(warning)}")
     console.print(f"{report.changes:,} row changes read")
     if report.snapshots:
         console.print(f"{len(report.snapshots)} Parquet snapshots in {sink.shown} (one file per table)")
