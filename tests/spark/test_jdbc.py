@@ -445,3 +445,31 @@ def test_refuses_to_write_into_the_server_it_reads(spark: Any, mariadb: Any, tmp
         cur.execute("SHOW TABLES")
         assert cur.fetchall() == ()  # nothing written, not even binlake's own tables
     conn.close()
+
+
+def test_a_source_longer_than_the_position_key_applies_once(
+    spark: Any, mariadb: Any, postgres: Any, tmp_path: Path
+) -> None:
+    """A source name longer than ``_binlake_positions.source`` (a merged read names every node's
+    directory) is kept as its start and a hash: applied once, a rerun skipped, offsets reset by it."""
+    from binlake.spark.apply import sync
+    from binlake.spark.offsets import jdbc_offsets, reset_jdbc
+    from binlake.spark.sinks.jdbc_connection import SOURCE_WIDTH, Jdbc, source_key
+
+    files = ddl_binlogs(mariadb, "longsrc", tmp_path, DDL_WORKLOAD[:3], cut=2)
+    deep = tmp_path.joinpath(*["d" * 200] * 4)
+    deep.mkdir(parents=True)
+    for f in files:
+        (deep / f.name).write_bytes(f.read_bytes())
+    source = str(deep)
+    assert len(source) > SOURCE_WIDTH
+    assert sync(spark, source, postgres.url, options={"databases": "longsrc"}).tables == {"longsrc.t": 3}
+    assert sync(spark, source, postgres.url, options={"databases": "longsrc"}).skipped
+    key = source_key(source)
+    assert len(key) == SOURCE_WIDTH and key != source_key(source + "x")
+    db = Jdbc(spark, postgres.url, None)
+    try:
+        assert key in [o.source for o in jdbc_offsets(db)]
+        assert [o.source for o in reset_jdbc(db, source)] == [key]
+    finally:
+        db.close()

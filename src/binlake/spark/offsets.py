@@ -139,7 +139,9 @@ def reset_jdbc(db: Any, source: str | None = None, *, empty_change_tables: bool 
     from binlake.spark.sinks.jdbc_dialects import POSITIONS
 
     recorded = jdbc_offsets(db)
-    chosen = [o for o in recorded if source is None or o.source == source]
+    from binlake.spark.sinks.jdbc_connection import source_key
+
+    chosen = [o for o in recorded if source is None or o.source in (source, source_key(source))]
     changes = [(s, t) for s, t, n in jdbc_change_tables(db) if n]
     if chosen:
         _refuse_full_change_tables([f"{s}.{t}" for s, t in changes], empty_change_tables)

@@ -29,7 +29,13 @@ from typing import Any
 import pyarrow as pa
 
 from binlake.spark.plan import BatchPlan, Phase, SyncReport
-from binlake.spark.sinks.jdbc_connection import Jdbc, committed_position, record_name, refuse_own_source
+from binlake.spark.sinks.jdbc_connection import (
+    Jdbc,
+    committed_position,
+    record_name,
+    refuse_own_source,
+    source_key,
+)
 from binlake.spark.sinks.jdbc_dialects import SYSTEM_COLUMNS, dialect_for
 from binlake.spark.sinks.jdbc_renames import rename_jdbc_targets
 from binlake.spark.typedrows import DELETED, OP, ORDER
@@ -75,7 +81,7 @@ class JdbcSink:
                     report.skipped = ["(batch already applied)"]
                     return report
             report.renamed = rename_jdbc_targets(
-                db, plan.renames, plan.source, report.version, plan.last_order_key
+                db, plan.renames, source_key(plan.source), report.version, plan.last_order_key
             )
             for t in plan.tables:
                 columns, counted = plan.rows(t, name=db.dialect.column, chunk_rows=self.chunk_rows)
@@ -160,7 +166,7 @@ class JdbcSink:
                 else:
                     _apply_stage(db, name, schema, table, keys, types)
             if plan.positioned:
-                db.execute(d.save_position(), [plan.source, plan.report.version, plan.report.position])
+                db.execute(d.save_position(), [source_key(plan.source), plan.report.version, plan.report.position])
 
 
 Types = dict[tuple[str, str], dict[str, str]]  # target (schema, table) -> column -> SQL type

@@ -4,6 +4,7 @@ batch position per source (``_binlake_positions``) and which source table a targ
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -75,9 +76,21 @@ class Jdbc:
         self.conn.close()
 
 
+SOURCE_WIDTH = 700  # the ``source`` key column of _binlake_positions / _binlake_renames (VARCHAR)
+
+
+def source_key(source: str) -> str:
+    """A source as the key of binlake's JDBC tables: itself when it fits, else its start and a hash
+    of the whole (a merged read names every node directory: it can be longer than the column)."""
+    if len(source) <= SOURCE_WIDTH:
+        return source
+    digest = hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest()
+    return f"{source[: SOURCE_WIDTH - len(digest) - 2]}…#{digest}"[:SOURCE_WIDTH]
+
+
 def committed_position(db: Jdbc, source: str) -> int | None:
     db.execute(db.dialect.positions_ddl())
-    found = db.rows(f"SELECT version FROM {POSITIONS} WHERE source = ?", [source])
+    found = db.rows(f"SELECT version FROM {POSITIONS} WHERE source = ?", [source_key(source)])
     return int(found[0][0]) if found else None
 
 
