@@ -8,14 +8,13 @@ from typing import Any
 
 import pytest
 
-from binlake.changes import Op, RowChange, file_number, row_changes
+from binlake.changes import Op, RowChange
 from binlake.events.rows import ABSENT
-from binlake.reader import BinlogReader
 from binlake.schema.defaults import DefaultKind
 from binlake.schema.renames import ColumnAdd, renames_in
 from binlake.snapshot.catalog import table_layout
 from binlake.snapshot.chunks import KeyRange, chunk_changes, raw_conversions, read_chunk
-from binlake.txn import UNFINISHED, TransactionGrouper
+from tests.support.serverchanges import server_changes
 
 DB = "fill`db"
 ADDS = [  # (definition, the value is known from the binlog)
@@ -54,19 +53,6 @@ ADDS = [  # (definition, the value is known from the binlog)
 ]
 
 
-def _decoded_adds(mariadb: Any, table: str) -> list[RowChange]:
-    out = []
-    for f in mariadb.flush_binlogs():
-        g = TransactionGrouper(keep_events=True)
-        for ev in BinlogReader(f):
-            for t in g.feed(file_number(str(f)), ev):
-                if t.kind != UNFINISHED:
-                    out += [
-                        c for c in row_changes(t) if (c.db, c.table) == (DB, table) and c.op is Op.ADD_COLUMN
-                    ]
-    return out
-
-
 @pytest.fixture(scope="module")
 def filled(mariadb: Any) -> tuple[list[RowChange], dict[str, list[Any]]]:
     """The binlog's add_column changes of one ALTER with every kind of ADD, and the values the
@@ -93,7 +79,7 @@ def filled(mariadb: Any) -> tuple[list[RowChange], dict[str, list[Any]]]:
         raw.close()
     names = [c.name for c in layout.layout]
     held = {n: [r[i] for r in rows] for i, n in enumerate(names)}
-    return _decoded_adds(mariadb, "t"), held
+    return [c for c in server_changes(mariadb, DB) if c.table == "t" and c.op is Op.ADD_COLUMN], held
 
 
 def test_every_known_fill_equals_what_the_server_wrote(filled: Any) -> None:

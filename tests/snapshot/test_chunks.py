@@ -9,8 +9,7 @@ from typing import Any
 
 import pytest
 
-from binlake.changes import RowChange, file_number, row_changes
-from binlake.reader import BinlogReader
+from binlake.changes import RowChange
 from binlake.snapshot.catalog import UnsupportedColumn, server_tables, table_layout
 from binlake.snapshot.chunks import (
     KeyRange,
@@ -20,7 +19,7 @@ from binlake.snapshot.chunks import (
     raw_conversions,
     read_chunk,
 )
-from binlake.txn import UNFINISHED, TransactionGrouper
+from tests.support.serverchanges import server_changes
 
 HOSTILE_DB = "snap`; DROP DATABASE x; --"
 TYPES_DDL = """CREATE TABLE {t} (
@@ -62,17 +61,6 @@ def _raw(mariadb: Any) -> Any:
     return mariadb.connect(conv=raw_conversions(), use_unicode=False)
 
 
-def _decoded(mariadb: Any, db: str) -> list[RowChange]:
-    out = []
-    for f in mariadb.flush_binlogs():
-        g = TransactionGrouper(keep_events=True)
-        for ev in BinlogReader(f):
-            for t in g.feed(file_number(str(f)), ev):
-                if t.kind != UNFINISHED:
-                    out += [c for c in row_changes(t) if c.db == db]
-    return out
-
-
 @pytest.fixture(scope="module")
 def types_table(mariadb: Any) -> tuple[str, str]:
     db, t = HOSTILE_DB, "all types"
@@ -94,7 +82,7 @@ def types_table(mariadb: Any) -> tuple[str, str]:
 
 def test_layout_and_values_equal_the_binlogs(mariadb: Any, types_table: tuple[str, str]) -> None:
     db, t = types_table
-    decoded = {c.key: c for c in _decoded(mariadb, db) if c.table == t}
+    decoded = {c.key: c for c in server_changes(mariadb, db) if c.table == t}
     assert len(decoded) == len(ROWS)
     conn = _raw(mariadb)
     try:
@@ -139,7 +127,7 @@ def test_a_key_declared_out_of_column_order_equals_the_binlogs(mariadb: Any) -> 
         "CREATE OR REPLACE TABLE snapkeyorder.t (a DATE, b VARCHAR(5), v INT, PRIMARY KEY (b, a))",
         "INSERT INTO snapkeyorder.t VALUES ('2024-01-01', 'x', 1), ('2023-05-06', 'y', 2), ('2024-01-01', 'y', 3)",
     )
-    decoded = sorted(c.key for c in _decoded(mariadb, "snapkeyorder"))
+    decoded = sorted(c.key for c in server_changes(mariadb, "snapkeyorder"))
     conn = _raw(mariadb)
     try:
         table = table_layout(conn, "snapkeyorder", "t")
@@ -165,8 +153,8 @@ def test_chunk_sits_between_the_changes_before_and_after_it(mariadb: Any) -> Non
         conn.close()
     mariadb.execute("UPDATE snaporder.t SET v = 20 WHERE id = 2")
     before, after = (
-        [c for c in _decoded(mariadb, "snaporder") if c.table == "t"][-3:-1],
-        _decoded(mariadb, "snaporder")[-1:],
+        [c for c in server_changes(mariadb, "snaporder") if c.table == "t"][-3:-1],
+        server_changes(mariadb, "snaporder")[-1:],
     )
     snap = list(chunk_changes(chunk))
     assert [c.after for c in snap] == [(1, 1), (2, 2)]
@@ -310,7 +298,7 @@ def test_chunks_read_during_writes_plus_the_binlog_after_them_equal_the_table(ma
     points = {ch.point for ch in chunks}
     assert len(points) > 3, "the workload did not run between the chunks"
     first = min(ch.point.order_key() for ch in chunks)
-    binlog = [c for c in _decoded(mariadb, "snaplive") if c.order_key > first]
+    binlog = [c for c in server_changes(mariadb, "snaplive") if c.order_key > first]
     snapshot = [c for ch in chunks for c in chunk_changes(ch)]
     check = mariadb.connect("snaplive")
     try:
