@@ -133,3 +133,12 @@ def test_defaults_read_from_ddl() -> None:
     ]  # fmt: skip
     assert adds[-1].default.text == 3 and all(a.table == ("db", "t") for a in adds)
     assert [type(r).__name__ for r in changes][-2:] == ["ColumnRename", "TableRename"]
+
+
+def test_an_add_that_may_change_nothing_is_unknown_and_alter_modifiers_are_read() -> None:
+    """ADD COLUMN IF NOT EXISTS of a column that was there changes no row: its default must never
+    overwrite them. ALTER ONLINE / IGNORE TABLE are ALTER TABLE."""
+    (maybe,) = renames_in("ALTER TABLE t ADD COLUMN IF NOT EXISTS c INT DEFAULT 5", "db")
+    assert isinstance(maybe, ColumnAdd) and maybe.default.kind is DefaultKind.UNKNOWN
+    (online,) = renames_in("alter online ignore table d.t ADD x INT NOT NULL DEFAULT 2", "db")
+    assert isinstance(online, ColumnAdd) and online.table == ("d", "t") and online.default.text == "2"

@@ -16,6 +16,8 @@ from binlake.statements import Ddl, Kind, TableName, classify
 Catalog = dict[tuple[str, str], TableDef]
 
 _RENAME_AS = re.compile(r"\bRENAME\s+AS\b", re.I)  # MySQL's synonym of RENAME TO, which sqlglot does not read
+# ALTER ONLINE / IGNORE TABLE (MariaDB, MySQL 5): how, not what; sqlglot reads ALTER TABLE only
+_ALTER_HOW = re.compile(r"^(\s*ALTER)(?:\s+(?:ONLINE|IGNORE))+(?=\s+TABLE\b)", re.I)
 _CONVERT = re.compile(r"\bCONVERT\s+TO\s+(?:CHARACTER\s+SET|CHARSET)\s+(\w+)", re.I)
 
 
@@ -114,7 +116,7 @@ def _place(cols: list[ColumnSpec], col: ColumnSpec, position: exp.ColumnPosition
 
 def parse_statement(sql: str) -> Any:
     """One MySQL statement as sqlglot reads it (raises sqlglot's errors)."""
-    return sqlglot.parse_one(_RENAME_AS.sub("RENAME TO", sql), read="mysql")
+    return sqlglot.parse_one(_ALTER_HOW.sub(r"\1", _RENAME_AS.sub("RENAME TO", sql)), read="mysql")
 
 
 # DDL that can change the tables of a catalog; the rest (views, routines, accounts, indexes,

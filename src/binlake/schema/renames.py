@@ -13,7 +13,7 @@ import sqlglot
 from sqlglot import exp
 
 from binlake.schema.ddl import column_spec, parse_statement
-from binlake.schema.defaults import ColumnDefault, column_default
+from binlake.schema.defaults import ColumnDefault, DefaultKind, column_default
 from binlake.schema.model import ColumnSpec
 from binlake.statements import Ddl, Statement, TableName, classify
 
@@ -77,7 +77,10 @@ def _column_changes(table: TableName, sql: str) -> list[Rename]:
     for action in stmt.args.get("actions") or [] if isinstance(stmt, exp.Alter) else []:
         if isinstance(action, exp.ColumnDef):  # ADD [COLUMN]
             spec = column_spec(action, None)
-            columns.append(ColumnAdd(table, spec, column_default(action, spec.nullable)))
+            default = column_default(action, spec.nullable)
+            if action.args.get("exists"):  # the column may have been there, its values kept
+                default = ColumnDefault(DefaultKind.UNKNOWN, "IF NOT EXISTS (the column may have been there)")
+            columns.append(ColumnAdd(table, spec, default))
             continue
         if isinstance(action, exp.RenameColumn):
             old, new = action.this.name, action.args["to"].name
