@@ -10,6 +10,7 @@ value is the same as the closures produce (tests run both paths on the real corp
 from __future__ import annotations
 
 import datetime as dt
+import os
 import struct
 from collections.abc import Callable
 from decimal import Decimal
@@ -19,6 +20,8 @@ from binlake.values.charsets import codec_for
 from binlake.values.columns import ColumnDef, column_decoder
 from binlake.values.json_binary import decode_json_column
 from binlake.values.numeric import DECIMAL_CONTEXT, decimal_segments
+from binlake.values.rowops import image_program
+from binlake.values.strings import enum_table, set_table
 from binlake.values.temporal import MysqlDate, MysqlDateTime
 from binlake.values.types import ColumnType, string_max_length
 
@@ -158,6 +161,8 @@ _FRAC_FMT = {0: ("", "0"), 1: ("B", "{a} * 10000"), 2: ("H", "{a} * 100"), 3: ("
 def _temporal_read(col: ColumnDef, env: dict[str, Any], int_fmt: str, int_expr: str) -> tuple[list[str], int]:
     """One struct read of a big-endian integer part and its fraction bytes: sets ``x`` and ``us``."""
     n = (col.meta + 1) // 2
+    if n not in _FRAC_FMT:
+        raise ValueError(f"column {col.label}: fractional second precision {col.meta} is over 6")
     frac_fmt, frac_expr = _FRAC_FMT[n]
     st = struct.Struct(">" + int_fmt + frac_fmt)
     env[f"_t{col.index}"] = st.unpack_from
@@ -201,10 +206,7 @@ def _inline_set(col: ColumnDef, v: str, env: dict[str, Any]) -> list[str] | None
         return None
     if names is None:  # no names known: the bit mask
         return [f"{v} = buf[p]", "p += 1"]
-    table = [
-        m if m >> len(names) else tuple(n for k, n in enumerate(names) if m >> k & 1) for m in range(256)
-    ]
-    env[f"_m{col.index}"] = table
+    env[f"_m{col.index}"] = set_table(names)
     return [f"{v} = _m{col.index}[buf[p]]", "p += 1"]
 
 
@@ -260,8 +262,7 @@ def _inline_enum(col: ColumnDef, v: str, env: dict[str, Any]) -> list[str] | Non
     if col.enum_values is None:  # no names known: the index
         return [f"{v} = buf[p]", "p += 1"]
     name = f"_n{col.index}"
-    known = ["", *col.enum_values]
-    env[name] = [known[i] if i < len(known) else i for i in range(256)]  # unknown indexes stay ints
+    env[name] = enum_table(col.enum_values)
     return [f"{v} = {name}[buf[p]]", "p += 1"]
 
 
@@ -370,10 +371,11 @@ def _image_lines(
     return lines
 
 
-def compile_rows_decoder(
+def compile_pure_rows_decoder(
     columns: list[ColumnDef], before: tuple[int, ...] | None, after: tuple[int, ...] | None, absent: Any
 ) -> RowsDecoder:
-    """A function reading every row of a rows event: ``(buf, p, end) -> ([(before, after), …], p)``."""
+    """A function reading every row of a rows event: ``(buf, p, end) -> ([(before, after), …], p)``,
+    generated as Python (the reference path)."""
     env: dict[str, Any] = {"ABSENT": absent}
     body: list[str] = []
     if before is not None:
@@ -398,6 +400,29 @@ def compile_rows_decoder(
     return env["decode_rows"]  # type: ignore[no-any-return]
 
 
+def compile_c_rows_decoder(
+    columns: list[ColumnDef], before: tuple[int, ...] | None, after: tuple[int, ...] | None, absent: Any
+) -> RowsDecoder:
+    """The same decoder interpreted in C (``_fastrows``) from the layout's operations (``rowops``)."""
+    if _fastrows is None:
+        raise RuntimeError("the compiled row decoder is not built (binlake.values._fastrows)")
+    program = (image_program(columns, before), image_program(columns, after))
+    return _fastrows.RowsDecoder(*program, len(columns), absent)  # type: ignore[no-any-return]
+
+
+def compiled_available() -> bool:
+    """Whether the compiled row decoder was built (the pure path is used either way when not)."""
+    return _fastrows is not None
+
+
+def use_compiled(on: bool) -> None:
+    """Choose the path of decoders made from now on (``BINLAKE_PURE=1`` chooses pure at start-up):
+    for benchmarks and tests that hold the two equal. Clears the plan cache."""
+    global compile_rows_decoder
+    compile_rows_decoder = compile_c_rows_decoder if on and _fastrows else compile_pure_rows_decoder
+    PLANS.clear()
+
+
 def layout_signature(columns: list[ColumnDef]) -> tuple[Any, ...]:
     """Everything about a table's columns that changes how their values decode."""
     return tuple(
@@ -411,6 +436,18 @@ def layout_signature(columns: list[ColumnDef]) -> tuple[Any, ...]:
         )
         for c in columns
     )
+
+
+try:
+    from binlake.values import _fastrows  # type: ignore[attr-defined]
+except ImportError:  # not built (no compiler at install time): the pure path
+    _fastrows = None
+
+compile_rows_decoder = (
+    compile_c_rows_decoder
+    if _fastrows is not None and os.environ.get("BINLAKE_PURE", "") in ("", "0")
+    else compile_pure_rows_decoder
+)
 
 
 class PlanCache:
@@ -435,6 +472,9 @@ class PlanCache:
                 self._plans.clear()
             fn = self._plans[key] = compile_rows_decoder(columns, before, after, absent)
         return fn
+
+    def clear(self) -> None:
+        self._plans.clear()
 
 
 PLANS = PlanCache()

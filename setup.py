@@ -1,0 +1,20 @@
+"""The optional compiled row decoder (``binlake.values._fastrows``, Cython).
+
+Everything else is in pyproject.toml. Without Cython or a C compiler the package installs and runs
+pure Python (the reference path): the extension is optional and a failed build is only a warning.
+"""
+
+from setuptools import Extension, setup
+
+try:
+    from Cython.Build import cythonize
+except ImportError:  # no Cython (an install without build isolation): the pure path only
+    extensions = []
+else:
+    extensions = cythonize(
+        [Extension("binlake.values._fastrows", ["src/binlake/values/_fastrows.pyx"], optional=True)],
+        compiler_directives={"language_level": "3"},
+        quiet=True,
+    )
+
+setup(ext_modules=extensions)
