@@ -1,4 +1,4 @@
-"""The optional compiled row decoder (``binlake.values._fastrows``, Cython).
+"""The optional compiled row decoder (``binlake.values._fastrows`` and ``_fastjson``, Cython).
 
 Everything else is in pyproject.toml. Without Cython or a C compiler the package installs and runs
 pure Python (the reference path): the extension is optional and a failed build is only a warning.
@@ -12,7 +12,10 @@ except ImportError:  # no Cython (an install without build isolation): the pure 
     extensions = []
 else:
     extensions = cythonize(
-        [Extension("binlake.values._fastrows", ["src/binlake/values/_fastrows.pyx"], optional=True)],
+        [
+            Extension(f"binlake.values.{name}", [f"src/binlake/values/{name}.pyx"], optional=True)
+            for name in ("_fastrows", "_fastjson")
+        ],
         compiler_directives={"language_level": "3"},
         quiet=True,
     )

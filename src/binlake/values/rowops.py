@@ -73,8 +73,14 @@ def _blob(col: ColumnDef) -> Spec | None:
     return _string(width, codec) if 1 <= width <= 4 else None
 
 
+try:  # the JSON documents in C too, when built (the same values as ``decode_json_column``)
+    from binlake.values._fastjson import decode_json_column as _json_column  # type: ignore[import-not-found]
+except ImportError:
+    _json_column = decode_json_column
+
+
 def _json(col: ColumnDef) -> Spec | None:
-    return ("JSON", col.meta, 0, 0, decode_json_column) if 1 <= col.meta <= 4 else None
+    return ("JSON", col.meta, 0, 0, _json_column) if 1 <= col.meta <= 4 else None
 
 
 def _fsp(col: ColumnDef) -> int:
