@@ -6,7 +6,6 @@ columns of the corpus and of generated series are compared through the rows in t
 from __future__ import annotations
 
 import datetime as dt
-from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -35,7 +34,9 @@ scalars = st.one_of(
 )
 documents = st.recursive(
     scalars,
-    lambda inner: st.one_of(st.lists(inner, max_size=6), st.dictionaries(st.text(max_size=8), inner, max_size=6)),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=6), st.dictionaries(st.text(max_size=8), inner, max_size=6)
+    ),
     max_leaves=30,
 )
 
