@@ -19,5 +19,7 @@ else:
         compiler_directives={"language_level": "3"},
         quiet=True,
     )
+    for ext in extensions:  # cythonize makes new Extensions without it: a failed compile only warns
+        ext.optional = True
 
 setup(ext_modules=extensions)
