@@ -71,7 +71,7 @@ def _size(str name, int a):
         return 5 + (a + 1) // 2
     if name == "TIMESTAMP2":
         return 4 + (a + 1) // 2
-    return 0  # CALL: the Python decoder checks; DECIMAL: its size from precision and scale
+    return 0  # CALL: the Python decoder checks its reads (DECIMAL's size comes from its digits)
 
 
 cdef Py_ssize_t decimal_size(int precision, int scale):
@@ -95,7 +95,7 @@ cdef class Image:
         self.objects = []
         self.template = [absent] * ncols
         cdef Py_ssize_t k = 0
-        for column, name, a, b, c, obj in program:
+        for column, name, a, b, obj in program:
             if not 0 <= column < ncols:
                 raise ValueError(f"column {column} of {ncols}")
             self.ops[k].code = CODES[name]

@@ -1,5 +1,5 @@
 """The compiled row decoder's program: each present column of an image as one operation, held as
-data (an operation name, three small integers, one object), which ``_fastrows`` interprets in C.
+data (an operation name, two small integers, one object), which ``_fastrows`` interprets in C.
 
 A type with no operation here gets ``CALL`` with the column's Python decoder (``column_decoder``),
 so every type decodes and the rare ones (JSON documents, GEOMETRY kept as bytes aside, old
@@ -20,8 +20,8 @@ from binlake.values.numeric import bit_length
 from binlake.values.strings import enum_table, set_table
 from binlake.values.types import ColumnType, string_max_length
 
-Spec = tuple[str, int, int, int, Any]  # (operation, a, b, c, object)
-Op = tuple[int, str, int, int, int, Any]  # the spec with the column's index in front
+Spec = tuple[str, int, int, Any]  # (operation, a, b, object)
+Op = tuple[int, str, int, int, Any]  # the spec with the column's index in front
 
 _INTS: dict[int, str] = {
     ColumnType.TINY: "INT8",
@@ -44,7 +44,7 @@ MAX_FSP = 6
 
 def _int(col: ColumnDef) -> Spec:
     name = _INTS[col.real_type]
-    return ("U" + name if col.unsigned else name, 0, 0, 0, None)
+    return ("U" + name if col.unsigned else name, 0, 0, None)
 
 
 def _codec(codec: str | None) -> bytes | None:
@@ -54,7 +54,7 @@ def _codec(codec: str | None) -> bytes | None:
 
 def _string(width: int, codec: str | None, pad_to: int = 0) -> Spec:
     """A length-prefixed string: ``a`` the prefix width, ``b`` BINARY(n)'s length to pad to."""
-    return ("STR", width, pad_to, 0, _codec(codec))
+    return ("STR", width, pad_to, _codec(codec))
 
 
 def _varchar(col: ColumnDef) -> Spec:
@@ -80,7 +80,7 @@ except ImportError:
 
 
 def _json(col: ColumnDef) -> Spec | None:
-    return ("JSON", col.meta, 0, 0, _json_column) if 1 <= col.meta <= 4 else None
+    return ("JSON", col.meta, 0, _json_column) if 1 <= col.meta <= 4 else None
 
 
 def _fsp(col: ColumnDef) -> int:
@@ -95,26 +95,26 @@ def _decimal(col: ColumnDef) -> Spec | None:
     precision, scale = col.meta >> 8, col.meta & 0xFF
     if scale > precision or precision == 0 or precision > 65:
         return None
-    return ("DECIMAL", precision, scale, 0, column_decoder(col))
+    return ("DECIMAL", precision, scale, column_decoder(col))
 
 
 def _bit(col: ColumnDef) -> Spec | None:
     n = (bit_length(col.meta) + 7) // 8
-    return ("BIT", n, 0, 0, None) if 1 <= n <= 8 else None
+    return ("BIT", n, 0, None) if 1 <= n <= 8 else None
 
 
 def _enum(col: ColumnDef) -> Spec | None:
     if col.meta & 0xFF != 1:
         return None
     names = col.enum_values
-    return ("UINT8", 0, 0, 0, None) if names is None else ("TABLE", 0, 0, 0, enum_table(names))
+    return ("UINT8", 0, 0, None) if names is None else ("TABLE", 0, 0, enum_table(names))
 
 
 def _set(col: ColumnDef) -> Spec | None:
     if col.meta & 0xFF != 1:
         return None
     names = col.set_values
-    return ("UINT8", 0, 0, 0, None) if names is None else ("TABLE", 0, 0, 0, set_table(names))
+    return ("UINT8", 0, 0, None) if names is None else ("TABLE", 0, 0, set_table(names))
 
 
 # type -> its operation (None from a builder: the column's Python decoder)
@@ -124,8 +124,8 @@ OPERATIONS: dict[int, Callable[[ColumnDef], Spec | None]] = {
     ColumnType.INT24: _int,
     ColumnType.LONG: _int,
     ColumnType.LONGLONG: _int,
-    ColumnType.FLOAT: lambda c: ("FLOAT", 0, 0, 0, None),
-    ColumnType.DOUBLE: lambda c: ("DOUBLE", 0, 0, 0, None),
+    ColumnType.FLOAT: lambda c: ("FLOAT", 0, 0, None),
+    ColumnType.DOUBLE: lambda c: ("DOUBLE", 0, 0, None),
     ColumnType.VARCHAR: _varchar,
     ColumnType.STRING: _char,
     ColumnType.VAR_STRING: _char,
@@ -135,12 +135,12 @@ OPERATIONS: dict[int, Callable[[ColumnDef], Spec | None]] = {
     ColumnType.LONG_BLOB: _blob,
     ColumnType.GEOMETRY: _blob,
     ColumnType.JSON: _json,
-    ColumnType.TIME2: lambda c: ("TIME2", c.meta, 0, 0, None),
-    ColumnType.DATETIME2: lambda c: ("DATETIME2", _fsp(c), 0, 0, None),
-    ColumnType.TIMESTAMP2: lambda c: ("TIMESTAMP2", _fsp(c), 0, 0, None),
-    ColumnType.DATE: lambda c: ("DATE", 0, 0, 0, None),
-    ColumnType.NEWDATE: lambda c: ("DATE", 0, 0, 0, None),
-    ColumnType.YEAR: lambda c: ("YEAR", 0, 0, 0, None),
+    ColumnType.TIME2: lambda c: ("TIME2", c.meta, 0, None),
+    ColumnType.DATETIME2: lambda c: ("DATETIME2", _fsp(c), 0, None),
+    ColumnType.TIMESTAMP2: lambda c: ("TIMESTAMP2", _fsp(c), 0, None),
+    ColumnType.DATE: lambda c: ("DATE", 0, 0, None),
+    ColumnType.NEWDATE: lambda c: ("DATE", 0, 0, None),
+    ColumnType.YEAR: lambda c: ("YEAR", 0, 0, None),
     ColumnType.NEWDECIMAL: _decimal,
     ColumnType.BIT: _bit,
     ColumnType.ENUM: _enum,
@@ -152,7 +152,7 @@ def column_op(col: ColumnDef) -> Op:
     build = OPERATIONS.get(col.real_type)
     spec = build(col) if build else None
     if spec is None:
-        spec = ("CALL", 0, 0, 0, column_decoder(col))
+        spec = ("CALL", 0, 0, column_decoder(col))
     return (col.index, *spec)
 
 
