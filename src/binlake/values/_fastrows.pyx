@@ -400,3 +400,48 @@ cdef object decimal_value(const unsigned char *s, int precision, int scale, Py_s
         if flip:
             number = "-" + number
     return Decimal(f"{number}e-{scale}" if scale else number)
+
+
+def rows_header(bytes buf not None, int post, int version, str op, object reference):
+    """A rows event's header as ``reference`` (``events.rows._header``) reads it: (table id, flags,
+    extra data, column count, before bitmap, after bitmap, where the rows start). The common layout
+    is read here; anything else (a column count of more than one byte, a header cut short, a bad
+    extra length) goes to ``reference``, which raises its own errors."""
+    cdef const unsigned char *s = <const unsigned char *>PyBytes_AS_STRING(buf)
+    cdef Py_ssize_t size = PyBytes_GET_SIZE(buf)
+    cdef Py_ssize_t p = 4 if post == 6 else 6, extra_len, nb, ncols
+    if size < p + 3:
+        return reference(buf, post, version, op)
+    cdef uint64_t table_id = le(s, <int>p)
+    cdef int flags = <int>le(s + p, 2)
+    p += 2
+    extra = b""
+    if version == 2 and post >= 10:
+        if p + 2 > size:
+            return reference(buf, post, version, op)
+        extra_len = <Py_ssize_t>le(s + p, 2)
+        if extra_len < 2 or p + extra_len > size:
+            return reference(buf, post, version, op)
+        if extra_len > 2:
+            extra = PyBytes_FromStringAndSize(<const char *>s + p + 2, extra_len - 2)
+        p += extra_len
+    if p >= size or s[p] >= 0xFB or s[p] > 64:  # bitmaps of up to 64 columns fit one C integer
+        return reference(buf, post, version, op)
+    ncols = s[p]
+    p += 1
+    nb = (ncols + 7) >> 3
+    cdef uint64_t before = 0, after = 0
+    cdef bint insert = op == "insert", update = op == "update"
+    if not insert:
+        if p + nb > size:
+            return reference(buf, post, version, op)
+        before = le(s + p, <int>nb)
+        p += nb
+    if insert or (update and version > 0):
+        if p + nb > size:
+            return reference(buf, post, version, op)
+        after = le(s + p, <int>nb)
+        p += nb
+    elif update:
+        after = before
+    return table_id, flags, extra, ncols, before, after, p

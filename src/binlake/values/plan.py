@@ -418,8 +418,9 @@ def compiled_available() -> bool:
 def use_compiled(on: bool) -> None:
     """Choose the path of decoders made from now on (``BINLAKE_PURE=1`` chooses pure at start-up):
     for benchmarks and tests that hold the two equal. Clears the plan cache."""
-    global compile_rows_decoder
+    global compile_rows_decoder, rows_header
     compile_rows_decoder = compile_c_rows_decoder if on and _fastrows else compile_pure_rows_decoder
+    rows_header = _fastrows.rows_header if on and _fastrows else None
     PLANS.clear()
 
 
@@ -443,10 +444,11 @@ try:
 except ImportError:  # not built (no compiler at install time): the pure path
     _fastrows = None
 
-compile_rows_decoder = (
-    compile_c_rows_decoder
-    if _fastrows is not None and os.environ.get("BINLAKE_PURE", "") in ("", "0")
-    else compile_pure_rows_decoder
+_COMPILED = _fastrows is not None and os.environ.get("BINLAKE_PURE", "") in ("", "0")
+compile_rows_decoder = compile_c_rows_decoder if _COMPILED else compile_pure_rows_decoder
+# a rows event's header read in C (``events.rows`` falls back to its own reader when None)
+rows_header: Callable[..., tuple[int, int, bytes, int, int, int, int]] | None = (
+    _fastrows.rows_header if _COMPILED else None
 )
 
 
