@@ -108,14 +108,7 @@ BLOB_TYPES = frozenset({ColumnType.BLOB, ColumnType.TINY_BLOB, ColumnType.MEDIUM
 
 # Types whose decoded value is a plain int (YEAR as its number)
 INTEGER_TYPES = frozenset(
-    {
-        ColumnType.TINY,
-        ColumnType.SHORT,
-        ColumnType.INT24,
-        ColumnType.LONG,
-        ColumnType.LONGLONG,
-        ColumnType.YEAR,
-    }
+    {ColumnType.TINY, ColumnType.SHORT, ColumnType.INT24, ColumnType.LONG, ColumnType.LONGLONG, ColumnType.YEAR}
 )
 
 
