@@ -28,10 +28,21 @@ from binlake.values.types import ColumnType
 from binlake.wire import bits_set
 from tests.values.test_plan import CATALOGUE, RECORDS, _layout, exact
 
+try:
+    from binlake.values import _fastrows  # type: ignore[attr-defined]
+except ImportError:
+    _fastrows = None
+
 pytestmark = pytest.mark.skipif(
-    not plan.compiled_available(),
+    _fastrows is None,
     reason="the compiled row decoder is not built (no C compiler or Cython at install: pure path only)",
 )
+
+
+def test_the_build_is_current() -> None:
+    """A build left from older sources is not used (pure instead): here it fails, to be rebuilt."""
+    assert _fastrows.INTERFACE == plan.FAST_INTERFACE, "stale build: ./dev setup (pip install -e .)"
+    assert plan.compiled_available()
 
 
 def both(columns: list[ColumnDef], before: Any, after: Any) -> tuple[Any, Any]:
@@ -260,8 +271,6 @@ def _rows_data_len(ev: Any) -> int:
 
 
 def test_every_operation_name_is_known_to_the_compiled_module() -> None:
-    from binlake.values import _fastrows  # type: ignore[attr-defined]
-
     for k in range(len(CATALOGUE)):
         col = _layout([k])[0]
         assert rowops.column_op(col)[1] in _fastrows.CODES
@@ -294,7 +303,6 @@ def _header_outcome(read: Any, *args: Any) -> Any:
 
 def _compare_headers(calls: list[tuple[Any, ...]]) -> None:
     from binlake.events import rows
-    from binlake.values import _fastrows  # type: ignore[attr-defined]
 
     for args in calls:
         fast = _header_outcome(_fastrows.rows_header, *args, rows._header)

@@ -24,6 +24,9 @@ from binlake.values.temporal import MysqlDate, MysqlDateTime
 
 import_datetime()
 
+# what binlake.values.plan expects of this module (a build older than the source is not used)
+INTERFACE = 2
+
 cdef object UTC = _dt.timezone.utc
 cdef object ZERO_TIMESTAMP = MysqlDateTime(0, 0, 0)
 

@@ -439,9 +439,15 @@ def layout_signature(columns: list[ColumnDef]) -> tuple[Any, ...]:
     )
 
 
+# the compiled module's interface this source expects: a build left from older sources (a .pyx
+# changed, the install not rerun; ``./dev setup`` reruns it) is not used
+FAST_INTERFACE = 2
+
 try:
     from binlake.values import _fastrows  # type: ignore[attr-defined]
 except ImportError:  # not built (no compiler at install time): the pure path
+    _fastrows = None
+if getattr(_fastrows, "INTERFACE", None) != FAST_INTERFACE:
     _fastrows = None
 
 _COMPILED = _fastrows is not None and os.environ.get("BINLAKE_PURE", "") in ("", "0")
