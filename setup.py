@@ -17,6 +17,7 @@ else:
             for name in ("_fastrows", "_fastjson")
         ],
         compiler_directives={"language_level": "3"},
+        include_path=["src"],  # the shared .pxd (binlake.values._bytes)
         quiet=True,
     )
     for ext in extensions:  # cythonize makes new Extensions without it: a failed compile only warns

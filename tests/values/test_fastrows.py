@@ -26,7 +26,7 @@ from binlake.values import plan, rowops
 from binlake.values.columns import ColumnDef
 from binlake.values.types import ColumnType
 from binlake.wire import bits_set
-from tests.values.test_plan import CATALOGUE, RECORDS, _layout, exact
+from tests.values.test_plan import CATALOGUE, LAYOUT_CASES, RECORDS, _layout, exact
 
 try:
     from binlake.values import _fastrows  # type: ignore[attr-defined]
@@ -108,12 +108,7 @@ def test_generated_series_decode_the_same_both_ways(tmp_path: Path, flavor: str)
 
 
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    picks=st.lists(st.integers(0, len(CATALOGUE) - 1), min_size=1, max_size=8),
-    present_bits=st.integers(0, 255),
-    op=st.sampled_from(["insert", "update", "delete"]),
-    data=st.binary(max_size=120),
-)
+@given(**LAYOUT_CASES)
 def test_random_layouts_and_bytes_decode_the_same_both_ways(
     picks: list[int], present_bits: int, op: str, data: bytes
 ) -> None:

@@ -196,13 +196,17 @@ def _outcome(decode: Any, buf: bytes) -> Any:
     return "error" if end != len(buf) else exact(rows)
 
 
+# a random layout of up to 8 catalogue columns, which of them an image holds, the event kind, bytes
+LAYOUT_CASES = {
+    "picks": st.lists(st.integers(0, len(CATALOGUE) - 1), min_size=1, max_size=8),
+    "present_bits": st.integers(0, 255),
+    "op": st.sampled_from(["insert", "update", "delete"]),
+    "data": st.binary(max_size=120),
+}
+
+
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    picks=st.lists(st.integers(0, len(CATALOGUE) - 1), min_size=1, max_size=8),
-    present_bits=st.integers(0, 255),
-    op=st.sampled_from(["insert", "update", "delete"]),
-    data=st.binary(max_size=120),
-)
+@given(**LAYOUT_CASES)
 def test_random_layouts_and_bytes_decode_the_same_both_ways(
     picks: list[int], present_bits: int, op: str, data: bytes
 ) -> None:

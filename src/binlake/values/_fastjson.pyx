@@ -13,6 +13,8 @@ from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int16_t, int32_t, int64_t, uint64_t
 from libc.string cimport memcpy
 
+from binlake.values._bytes cimport le
+
 from binlake.values.json_binary import Json, JsonError, JsonUInt, _opaque
 
 cdef enum:  # the value types of json_binary.cc (json_binary.py names them alike)
@@ -22,19 +24,16 @@ cdef enum:  # the value types of json_binary.cc (json_binary.py names them alike
     MAX_DEPTH = 150
 
 
+# the bytes of each inline or fixed-width scalar type (0: a container, a length-prefixed value)
+cdef int SCALAR_WIDTH[16]
+SCALAR_WIDTH[:] = [0, 0, 0, 0, 1, 2, 2, 4, 4, 8, 8, 8, 0, 0, 0, 0]
+
+
 cdef struct Doc:
     const unsigned char *s
     Py_ssize_t size  # the document's bytes: fixed-width reads are bounded by these (as the reference)
     Py_ssize_t budget  # bytes left to decode: more than the document holds means overlapping values
     Py_ssize_t opaque  # opaque values met (a document with none is ``plain``)
-
-
-cdef inline uint64_t le(const unsigned char *s, int n) noexcept:
-    cdef uint64_t v = 0
-    cdef int i
-    for i in range(n - 1, -1, -1):
-        v = v << 8 | s[i]
-    return v
 
 
 cdef inline int need(Doc *d, Py_ssize_t pos, Py_ssize_t n) except -1:
@@ -75,8 +74,9 @@ cdef object scalar(Doc *d, int t, Py_ssize_t pos, Py_ssize_t end):
     cdef double f
     cdef Py_ssize_t n, p
     cdef int ftype
+    if t < 16 and SCALAR_WIDTH[t]:
+        need(d, pos, SCALAR_WIDTH[t])
     if t == LITERAL:
-        need(d, pos, 1)
         if d.s[pos] == 0:
             return None
         if d.s[pos] == 1:
@@ -85,25 +85,18 @@ cdef object scalar(Doc *d, int t, Py_ssize_t pos, Py_ssize_t end):
             return False
         raise JsonError(f"bad literal {d.s[pos]}")
     if t == INT16:
-        need(d, pos, 2)
         return <int16_t>le(d.s + pos, 2)
     if t == UINT16:
-        need(d, pos, 2)
         return JsonUInt(<int>le(d.s + pos, 2))
     if t == INT32:
-        need(d, pos, 4)
         return <int32_t>le(d.s + pos, 4)
     if t == UINT32:
-        need(d, pos, 4)
         return JsonUInt(le(d.s + pos, 4))
     if t == INT64:
-        need(d, pos, 8)
         return <int64_t>le(d.s + pos, 8)
     if t == UINT64:
-        need(d, pos, 8)
         return JsonUInt(le(d.s + pos, 8))
     if t == DOUBLE:
-        need(d, pos, 8)
         memcpy(&f, d.s + pos, 8)
         return f
     if t == STRING:

@@ -17,6 +17,8 @@ from libc.stdint cimport int16_t, int32_t, int64_t, int8_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memset
 
+from binlake.values._bytes cimport be, le
+
 import datetime as _dt
 from decimal import Decimal
 
@@ -162,22 +164,6 @@ cdef list read_image(Image im, object buf, const unsigned char *s, Py_ssize_t si
             row[op.column] = read_value(op, <object>PyList_GET_ITEM(im.objects, k), buf, s, size, &p)
     pp[0] = p
     return row
-
-
-cdef inline uint64_t le(const unsigned char *s, int n) noexcept:
-    cdef uint64_t v = 0
-    cdef int i
-    for i in range(n - 1, -1, -1):
-        v = v << 8 | s[i]
-    return v
-
-
-cdef inline uint64_t be(const unsigned char *s, int n) noexcept:
-    cdef uint64_t v = 0
-    cdef int i
-    for i in range(n):
-        v = v << 8 | s[i]
-    return v
 
 
 cdef object read_value(Op *op, object obj, object buf, const unsigned char *s, Py_ssize_t size,

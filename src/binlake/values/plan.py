@@ -23,7 +23,7 @@ from binlake.values.numeric import DECIMAL_CONTEXT, decimal_segments
 from binlake.values.rowops import image_program
 from binlake.values.strings import enum_table, set_table
 from binlake.values.temporal import MysqlDate, MysqlDateTime
-from binlake.values.types import ColumnType, string_max_length
+from binlake.values.types import BLOB_LENGTH_WIDTH, ColumnType, string_max_length
 
 RowsDecoder = Callable[[bytes, int, int], tuple[list[tuple[Any, Any]], int]]
 
@@ -86,18 +86,9 @@ def _inline_char(col: ColumnDef, v: str, env: dict[str, Any]) -> list[str] | Non
     return _text_lines(v, 1 if max_len < 256 else 2, codec, max_len if codec is None else None)
 
 
-_BLOB_WIDTH: dict[int, int] = {
-    ColumnType.BLOB: 0,
-    ColumnType.TINY_BLOB: 1,
-    ColumnType.MEDIUM_BLOB: 3,
-    ColumnType.LONG_BLOB: 4,
-    ColumnType.GEOMETRY: 0,
-}
-
-
 def _inline_text(col: ColumnDef, v: str, env: dict[str, Any]) -> list[str] | None:
     """TEXT / BLOB (and GEOMETRY, a binary BLOB): a 1-4 byte length from the metadata."""
-    width = col.meta or _BLOB_WIDTH[col.real_type]
+    width = col.meta or BLOB_LENGTH_WIDTH[col.real_type]
     codec = None if col.real_type == ColumnType.GEOMETRY else codec_for(col.collation)
     return _text_lines(v, width, codec) if 1 <= width <= 4 else None
 

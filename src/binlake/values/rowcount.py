@@ -16,7 +16,7 @@ from typing import Any
 from binlake.values.columns import ColumnDef, column_decoder
 from binlake.values.numeric import bit_length, decimal_size
 from binlake.values.temporal import frac_size
-from binlake.values.types import ColumnType, string_max_length
+from binlake.values.types import BLOB_LENGTH_WIDTH, ColumnType, string_max_length
 
 RowsCounter = Callable[[bytes, int, int], tuple[int, int]]
 
@@ -37,14 +37,7 @@ _FIXED: dict[int, int] = {
     ColumnType.NULL: 0,
 }
 
-_BLOB_WIDTH: dict[int, int] = {
-    ColumnType.BLOB: 0,
-    ColumnType.TINY_BLOB: 1,
-    ColumnType.MEDIUM_BLOB: 3,
-    ColumnType.LONG_BLOB: 4,
-    ColumnType.GEOMETRY: 0,
-    ColumnType.JSON: 0,
-}
+_BLOB_WIDTH: dict[int, int] = {**BLOB_LENGTH_WIDTH, ColumnType.JSON: 0}
 
 
 def fixed_width(col: ColumnDef) -> int | None:

@@ -18,7 +18,7 @@ from binlake.values.columns import ColumnDef, column_decoder
 from binlake.values.json_binary import decode_json_column
 from binlake.values.numeric import bit_length
 from binlake.values.strings import enum_table, set_table
-from binlake.values.types import ColumnType, string_max_length
+from binlake.values.types import BLOB_LENGTH_WIDTH, ColumnType, string_max_length
 
 Spec = tuple[str, int, int, Any]  # (operation, a, b, object)
 Op = tuple[int, str, int, int, Any]  # the spec with the column's index in front
@@ -31,13 +31,6 @@ _INTS: dict[int, str] = {
     ColumnType.LONGLONG: "INT64",
 }
 
-_BLOB_WIDTH: dict[int, int] = {
-    ColumnType.BLOB: 0,
-    ColumnType.TINY_BLOB: 1,
-    ColumnType.MEDIUM_BLOB: 3,
-    ColumnType.LONG_BLOB: 4,
-    ColumnType.GEOMETRY: 0,
-}
 
 MAX_FSP = 6
 
@@ -68,7 +61,7 @@ def _char(col: ColumnDef) -> Spec:
 
 
 def _blob(col: ColumnDef) -> Spec | None:
-    width = col.meta or _BLOB_WIDTH[col.real_type]
+    width = col.meta or BLOB_LENGTH_WIDTH[col.real_type]
     codec = None if col.real_type == ColumnType.GEOMETRY else codec_for(col.collation)
     return _string(width, codec) if 1 <= width <= 4 else None
 
@@ -103,18 +96,17 @@ def _bit(col: ColumnDef) -> Spec | None:
     return ("BIT", n, 0, None) if 1 <= n <= 8 else None
 
 
+def _one_byte(names: list[str] | None, table: Callable[[list[str]], list[Any]]) -> Spec:
+    """A one-byte ENUM or SET: the value of every byte precomputed, or the byte without names."""
+    return ("UINT8", 0, 0, None) if names is None else ("TABLE", 0, 0, table(names))
+
+
 def _enum(col: ColumnDef) -> Spec | None:
-    if col.meta & 0xFF != 1:
-        return None
-    names = col.enum_values
-    return ("UINT8", 0, 0, None) if names is None else ("TABLE", 0, 0, enum_table(names))
+    return _one_byte(col.enum_values, enum_table) if col.meta & 0xFF == 1 else None
 
 
 def _set(col: ColumnDef) -> Spec | None:
-    if col.meta & 0xFF != 1:
-        return None
-    names = col.set_values
-    return ("UINT8", 0, 0, None) if names is None else ("TABLE", 0, 0, set_table(names))
+    return _one_byte(col.set_values, set_table) if col.meta & 0xFF == 1 else None
 
 
 # type -> its operation (None from a builder: the column's Python decoder)
