@@ -26,7 +26,7 @@ from binlake.values import plan, rowops
 from binlake.values.columns import ColumnDef
 from binlake.values.types import ColumnType
 from binlake.wire import bits_set
-from tests.values.test_plan import CATALOGUE, LAYOUT_CASES, RECORDS, _layout, exact
+from tests.values.test_plan import CATALOGUE, LAYOUT_CASES, RECORDS, _layout, exact, layout_case
 
 try:
     from binlake.values import _fastrows  # type: ignore[attr-defined]
@@ -112,10 +112,7 @@ def test_generated_series_decode_the_same_both_ways(tmp_path: Path, flavor: str)
 def test_random_layouts_and_bytes_decode_the_same_both_ways(
     picks: list[int], present_bits: int, op: str, data: bytes
 ) -> None:
-    cols = _layout(picks)
-    n = len(cols)
-    image = tuple(bits_set(present_bits & ((1 << n) - 1) or (1 << n) - 1, n))
-    pure, fast = both(cols, image if op != "insert" else None, image if op != "delete" else None)
+    pure, fast = both(*layout_case(picks, present_bits, op))
     assert outcome(fast, data) == outcome(pure, data)
 
 

@@ -205,20 +205,27 @@ LAYOUT_CASES = {
 }
 
 
+def layout_case(
+    picks: list[int], present_bits: int, op: str
+) -> tuple[list[ColumnDef], tuple[int, ...] | None, tuple[int, ...] | None]:
+    """The columns of a random case and its images' present columns (None: no such image)."""
+    cols = _layout(picks)
+    n = len(cols)
+    image = tuple(bits_set(present_bits & ((1 << n) - 1) or (1 << n) - 1, n))
+    return cols, image if op != "insert" else None, image if op != "delete" else None
+
+
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(**LAYOUT_CASES)
 def test_random_layouts_and_bytes_decode_the_same_both_ways(
     picks: list[int], present_bits: int, op: str, data: bytes
 ) -> None:
-    cols = _layout(picks)
+    cols, before, after = layout_case(picks, present_bits, op)
     n = len(cols)
-    present = present_bits & ((1 << n) - 1) or (1 << n) - 1
     tm = TableMap(1, 0, "d", "t", cols)
+    present = sum(1 << i for i in before or after or ())
     ev = Rows(op, 2, 1, 0, n, present if op != "insert" else 0, present if op != "delete" else 0)
-    image = tuple(bits_set(present, n))
-    fast = compile_rows_decoder(
-        cols, image if op != "insert" else None, image if op != "delete" else None, ABSENT
-    )
+    fast = compile_rows_decoder(cols, before, after, ABSENT)
     assert _outcome(lambda: fast(data, 0, len(data)), data) == _outcome(
         lambda: generic_rows(ev, data, tm), data
     )
