@@ -154,6 +154,10 @@ CATALOGUE: list[tuple[int, int, bool | None, int | None, list[str] | None]] = [
     (ColumnType.VARCHAR, 20, None, LATIN1, None),
     (ColumnType.VARCHAR, 16, None, BINARY, None),
     (ColumnType.VARCHAR, 30, None, None, None),
+    (ColumnType.VARCHAR, 40, None, 35, None),  # ucs2: UTF-16-BE, odd lengths do not decode
+    (ColumnType.VARCHAR, 80, None, 60, None),  # utf32
+    (ColumnType.BLOB, 2, None, 28, None),  # gbk
+    (ColumnType.STRING, (0xFE << 8) | 30, None, 95, None),  # cp932
     (ColumnType.STRING, (0xFE << 8) | 40, None, UTF8, None),
     (ColumnType.STRING, (0xFE << 8) | 4, None, BINARY, None),
     (ColumnType.STRING, (0xFE << 8) | 10, None, None, None),
