@@ -338,3 +338,37 @@ def test_rows_headers_read_the_same_both_ways(corpus: Path, monkeypatch: pytest.
 )
 def test_random_rows_headers_read_the_same_both_ways(buf: bytes, post: int, version: int, op: str) -> None:
     _compare_headers([(buf, post, version, op)])
+
+
+def _count_outcome(count: Any, data: bytes) -> int | None:
+    """What ``count_rows_data`` makes of a walk: the rows, or None (decoding then says why)."""
+    try:
+        rows, end = count(data, 0, len(data))
+    except (IndexError, ValueError):
+        return None
+    return rows if end == len(data) else None
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(**LAYOUT_CASES)
+def test_random_layouts_count_the_same_both_ways(
+    picks: list[int], present_bits: int, op: str, data: bytes
+) -> None:
+    from binlake.values.rowcount import compile_rows_counter
+
+    cols, before, after = layout_case(picks, present_bits, op)
+    fast = plan.compile_c_rows_counter(cols, before, after)
+    assert _count_outcome(fast, data) == _count_outcome(compile_rows_counter(cols, before, after), data)
+
+
+def test_a_row_of_every_type_counts_the_same_at_every_cut() -> None:
+    from binlake.values.rowcount import compile_rows_counter
+
+    cols, data = _every_type()
+    after = tuple(range(len(cols)))
+    fast = plan.compile_c_rows_counter(cols, None, after)
+    pure = compile_rows_counter(cols, None, after)
+    two = data + data
+    assert _count_outcome(fast, two) == 2
+    for cut in range(len(two)):
+        assert _count_outcome(fast, two[:cut]) == _count_outcome(pure, two[:cut]), cut

@@ -395,10 +395,23 @@ def compile_c_rows_decoder(
     columns: list[ColumnDef], before: tuple[int, ...] | None, after: tuple[int, ...] | None, absent: Any
 ) -> RowsDecoder:
     """The same decoder interpreted in C (``_fastrows``) from the layout's operations (``rowops``)."""
+    return _c_decoder(columns, before, after, absent)  # type: ignore[no-any-return]
+
+
+def compile_c_rows_counter(
+    columns: list[ColumnDef], before: tuple[int, ...] | None, after: tuple[int, ...] | None
+) -> Callable[[bytes, int, int], tuple[int, int]]:
+    """Its walk by lengths alone, no value made: ``(buf, p, end) -> (rows, p)`` (``rowcount``'s)."""
+    return _c_decoder(columns, before, after, None).count  # type: ignore[no-any-return]
+
+
+def _c_decoder(
+    columns: list[ColumnDef], before: tuple[int, ...] | None, after: tuple[int, ...] | None, absent: Any
+) -> Any:
     if _fastrows is None:
         raise RuntimeError("the compiled row decoder is not built (binlake.values._fastrows)")
     program = (image_program(columns, before), image_program(columns, after))
-    return _fastrows.RowsDecoder(*program, len(columns), absent)  # type: ignore[no-any-return]
+    return _fastrows.RowsDecoder(*program, len(columns), absent)
 
 
 def compiled_available() -> bool:
@@ -432,7 +445,7 @@ def layout_signature(columns: list[ColumnDef]) -> tuple[Any, ...]:
 
 # the compiled module's interface this source expects: a build left from older sources (a .pyx
 # changed, the install not rerun; ``./dev setup`` reruns it) is not used
-FAST_INTERFACE = 2
+FAST_INTERFACE = 3
 
 try:
     from binlake.values import _fastrows  # type: ignore[attr-defined]
