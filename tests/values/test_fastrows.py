@@ -373,3 +373,19 @@ def test_a_row_of_every_type_counts_the_same_at_every_cut() -> None:
     assert _count_outcome(fast, two) == 2
     for cut in range(len(two)):
         assert _count_outcome(fast, two[:cut]) == _count_outcome(pure, two[:cut]), cut
+
+
+@pytest.mark.parametrize(
+    "op",
+    [
+        ("STR", 0, 0, None),
+        ("STR", 5, 0, None),
+        ("BIT", 9, 0, None),
+        ("DECIMAL", 66, 2, None),
+        ("DECIMAL", 5, 6, None),
+    ],
+)
+def test_a_program_out_of_range_is_refused(op: tuple[Any, ...]) -> None:
+    """The C reads trust an operation's integers: a program outside their ranges is never built."""
+    with pytest.raises(ValueError, match="cannot take"):
+        _fastrows.RowsDecoder(None, [(0, *op)], 1, ABSENT)

@@ -36,7 +36,7 @@ cdef enum Code:
     CALL, INT8, UINT8, INT16, UINT16, INT24, UINT24, INT32, UINT32, INT64, UINT64,
     FLOAT, DOUBLE, STR, JSON, TIME2, DATETIME2, TIMESTAMP2, DATE, YEAR, DECIMAL, BIT, TABLE
 
-# the operation names rowops uses -> (code, bytes the value takes before any length it carries)
+# the operation names rowops uses -> their codes
 CODES = {
     "CALL": CALL, "INT8": INT8, "UINT8": UINT8, "INT16": INT16, "UINT16": UINT16, "INT24": INT24,
     "UINT24": UINT24, "INT32": INT32, "UINT32": UINT32, "INT64": INT64, "UINT64": UINT64,
@@ -44,6 +44,7 @@ CODES = {
     "DATETIME2": DATETIME2, "TIMESTAMP2": TIMESTAMP2, "DATE": DATE, "YEAR": YEAR,
     "DECIMAL": DECIMAL, "BIT": BIT, "TABLE": TABLE,
 }
+# the bytes of each fixed-width operation
 _FIXED = {
     "INT8": 1, "UINT8": 1, "INT16": 2, "UINT16": 2, "INT24": 3, "UINT24": 3, "INT32": 4, "UINT32": 4,
     "INT64": 8, "UINT64": 8, "FLOAT": 4, "DOUBLE": 8, "DATE": 3, "YEAR": 1, "TABLE": 1,
@@ -64,8 +65,18 @@ cdef struct Op:
     int b
 
 
-def _size(str name, int a):
+# the range of ``a`` each operation that has one accepts (checked when a program is built)
+_A_RANGE = {"STR": (1, 4), "JSON": (1, 4), "BIT": (1, 8), "DECIMAL": (1, 65), "TIME2": (0, 255),
+            "DATETIME2": (0, 6), "TIMESTAMP2": (0, 6)}
+
+
+def _size(str name, int a, int b):
     """The bytes an operation reads before any length it carries (checked before reading)."""
+    low, high = _A_RANGE.get(name, (a, a))
+    if not low <= a <= high or (name == "DECIMAL" and not 0 <= b <= a):
+        raise ValueError(f"operation {name} cannot take {a}, {b}")
+    if name == "DECIMAL":
+        return decimal_size(a, b)
     if name in _FIXED:
         return _FIXED[name]
     if name in ("STR", "JSON", "BIT"):
@@ -76,7 +87,7 @@ def _size(str name, int a):
         return 5 + (a + 1) // 2
     if name == "TIMESTAMP2":
         return 4 + (a + 1) // 2
-    return 0  # CALL: the Python decoder checks its reads (DECIMAL's size comes from its digits)
+    return 0  # CALL: the Python decoder checks its own reads
 
 
 cdef Py_ssize_t decimal_size(int precision, int scale):
@@ -107,7 +118,7 @@ cdef class Image:
             self.ops[k].column = column
             self.ops[k].a = a
             self.ops[k].b = b
-            self.ops[k].size = decimal_size(a, b) if name == "DECIMAL" else _size(name, a)
+            self.ops[k].size = _size(name, a, b)
             self.objects.append(obj)
             k += 1
 
