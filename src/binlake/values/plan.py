@@ -5,6 +5,10 @@ closure per value costs more than the decoding itself in CPython, so for each (c
 columns) layout we generate one Python function with the common types inlined and the rest calling
 their ``column_decoder`` closure. The generated code only reorders the work the closures do; every
 value is the same as the closures produce (tests run both paths on the real corpus).
+
+When the optional compiled decoder is built (``_fastrows``, from the operations ``rowops`` derives
+from the same layout), it is used instead; the generated Python stays the reference it is tested
+against, and ``BINLAKE_PURE=1`` (or ``use_compiled(False)``) chooses it.
 """
 
 from __future__ import annotations
