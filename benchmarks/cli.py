@@ -6,14 +6,15 @@
   MySQL 8 series (``binlake generate``: every column type, full metadata, JSON, DDL), beside plain
   decoding of the same files with a schema history (what every command costs at least).
 
-    python benchmarks/cli.py [--mariadb-mb 10] [--mysql8-mb 10] [--repeat 1] [--before DIR]
+    python benchmarks/cli.py [--mariadb-mb 10] [--mysql8-mb 10] [--repeat 1] [--before DIR] [--pure]
 
 Each command runs as a subprocess writing to /dev/null; prints wall seconds, CPU seconds (user+sys
 of the child) and MB/s of binlog by CPU time (the machine may be shared: CPU is the steadier figure).
 The library path (``binlake.txn`` transactions with their row images) is measured beside plain
 decoding. ``--before DIR``: also run every command with ``DIR`` (the ``src`` of an earlier checkout,
 e.g. ``git archive HEAD~3 src | tar -x -C /tmp/before``) first on PYTHONPATH, interleaved with the
-current tree, and print both: before/after figures of one run on one machine.
+current tree, and print both: before/after figures of one run on one machine. ``--pure``: also run
+every command with ``BINLAKE_PURE=1`` (the compiled row decoder off), interleaved, and print the ratio.
 """
 
 from __future__ import annotations
@@ -89,12 +90,15 @@ def report(name: str, mb: float, wall: float, cpu: float) -> None:
 class Trees:
     """The source trees to run: the current one (PYTHONPATH as given) and optionally a 'before'."""
 
-    def __init__(self, before: str | None) -> None:
+    def __init__(self, before: str | None, pure: bool = False) -> None:
         here = os.environ.get("PYTHONPATH", "")
         self.envs: list[tuple[str, dict[str, str]]] = []
         if before:
             self.envs.append(("before", {**os.environ, "PYTHONPATH": os.pathsep.join([before, here])}))
-        self.envs.append(("after" if before else "", dict(os.environ)))
+        if pure:  # the same tree with the compiled row decoder switched off
+            self.envs.append(("pure", {**os.environ, "BINLAKE_PURE": "1"}))
+        now = {k: v for k, v in os.environ.items() if k != "BINLAKE_PURE"}
+        self.envs.append(("compiled" if pure else "after" if before else "", now))
 
     def run(self, name: str, cmd: list[str], mb: float, repeat: int) -> dict[str, float]:
         cpus = {}
@@ -102,6 +106,8 @@ class Trees:
             wall, cpu = timed(cmd, repeat, env)
             report(f"{name} [{tag}]" if tag else name, mb, wall, cpu)
             cpus[tag] = cpu
+        if "pure" in cpus:
+            print(f"{'  pure / compiled':<44} {cpus['pure'] / cpus['compiled']:>7.2f}x cpu", flush=True)
         return cpus
 
 
@@ -111,8 +117,9 @@ def main() -> None:
     ap.add_argument("--mysql8-mb", type=int, default=10, help="generated MySQL 8 series size (0: skip)")
     ap.add_argument("--repeat", type=int, default=1, help="best of N runs of each command")
     ap.add_argument("--before", help="src directory of an earlier tree to run too (before/after)")
+    ap.add_argument("--pure", action="store_true", help="also run each command with BINLAKE_PURE=1")
     args = ap.parse_args()
-    trees = Trees(args.before)
+    trees = Trees(args.before, args.pure)
     if args.mariadb_mb:
         files = [str(f) for f in ensure_binlog(args.mariadb_mb)]
         mb = sum(os.path.getsize(f) for f in files) / 1e6

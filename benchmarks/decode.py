@@ -5,7 +5,8 @@ JSON, DDL), alone and with a schema history attached.
 
     python benchmarks/decode.py [--size-mb 100] [--mysql8-mb 100] [--repeat 3]
 
-Prints MB/s and rows/s per core for each decoder and the ratio binlake / python-mysql-replication.
+Prints MB/s and rows/s per core for each decoder and the ratio binlake / python-mysql-replication;
+binlake with its pure-Python row decoder and, when built, the compiled one (same run, same bytes).
 ``--size-mb 0`` or ``--mysql8-mb 0`` leaves that part out; ``--repeat`` takes the best of N runs
 (the machine may be shared).
 """
@@ -29,6 +30,7 @@ from binlake.events.rows import Rows  # noqa: E402
 from binlake.generate import generate  # noqa: E402
 from binlake.reader import BinlogReader  # noqa: E402
 from binlake.schema import SchemaHistory, SchemaTracker  # noqa: E402
+from binlake.values import plan  # noqa: E402
 
 
 def raw_events(path: Path):
@@ -67,15 +69,33 @@ def mysql8_series(size_mb: int) -> list[Path]:
     return sorted(out.glob("binlog.0*"))
 
 
+def paths() -> list[tuple[str, bool]]:
+    """The row decoders to measure: the pure path, and the compiled one when it is built."""
+    return [("pure", False), *([("compiled", True)] if plan.compiled_available() else [])]
+
+
+def on_path(compiled: bool, run: Callable[[], tuple[float, int]]) -> Callable[[], tuple[float, int]]:
+    def chosen() -> tuple[float, int]:
+        plan.use_compiled(compiled)
+        return run()
+
+    return chosen
+
+
 def bench_mysql8(size_mb: int, repeat: int) -> None:
     files = mysql8_series(size_mb)
     mb = sum(f.stat().st_size for f in files) / 1e6
     print(f"generated MySQL 8 series: {len(files)} file(s), {mb:.1f} MB")
-    line = "{:<28} {:>9.1f} s {:>9.1f} MB/s {:>12,.0f} rows/s"
-    t, rows = best(repeat, lambda: bench_binlake(files))
-    print(line.format("binlake, plain decoding", t, mb / t, rows / t))
-    t, rows = best(repeat, lambda: bench_binlake(files, lambda: [SchemaTracker(SchemaHistory())]))
-    print(line.format("binlake + schema history", t, mb / t, rows / t))
+    line = "{:<40} {:>9.2f} s {:>9.1f} MB/s {:>12,.0f} rows/s"
+    history = lambda: [SchemaTracker(SchemaHistory())]  # noqa: E731
+    for label, observers in (("plain decoding", None), ("+ schema history", history)):
+        times = {}
+        for name, compiled in paths():
+            t, rows = best(repeat, on_path(compiled, lambda o=observers: bench_binlake(files, o)))
+            times[name] = t
+            print(line.format(f"binlake, {label} [{name}]", t, mb / t, rows / t))
+        if len(times) == 2:
+            print(f"{'  pure / compiled':<40} {times['pure'] / times['compiled']:>9.2f}x cpu")
 
 
 class _Ctl:
@@ -171,16 +191,18 @@ def bench_mariadb(size_mb: int, repeat: int) -> None:
     files = ensure_binlog(size_mb)
     mb = sum(f.stat().st_size for f in files) / 1e6
     print(f"binlog: {len(files)} file(s), {mb:.1f} MB")
-    t_ours, rows_ours = best(repeat, lambda: bench_binlake(files))
+    ours = {name: best(repeat, on_path(compiled, lambda: bench_binlake(files))) for name, compiled in paths()}
     t_pmr, rows_pmr = bench_pmr(files)
     t_c = bench_mariadb_binlog(files)
-    line = "{:<28} {:>9.1f} s {:>9.1f} MB/s {:>12,.0f} rows/s"
-    print(line.format("binlake", t_ours, mb / t_ours, rows_ours / t_ours))
+    line = "{:<28} {:>9.2f} s {:>9.1f} MB/s {:>12,.0f} rows/s"
+    for name, (t, rows) in ours.items():
+        print(line.format(f"binlake [{name}]", t, mb / t, rows / t))
     print(line.format("python-mysql-replication", t_pmr, mb / t_pmr, rows_pmr / t_pmr))
     if t_c is not None:
-        print(f"{'mariadb-binlog -vv (C, wall)':<28} {t_c:>9.1f} s {mb / t_c:>9.1f} MB/s")
-    print(f"rows decoded: binlake {rows_ours:,}, python-mysql-replication {rows_pmr:,}")
-    print(f"ratio binlake / python-mysql-replication: {t_pmr / t_ours:.2f}x per core")
+        print(f"{'mariadb-binlog -vv (C, wall)':<28} {t_c:>9.2f} s {mb / t_c:>9.1f} MB/s")
+    for name, (t, rows) in ours.items():
+        print(f"rows decoded: binlake [{name}] {rows:,}, python-mysql-replication {rows_pmr:,}")
+        print(f"ratio binlake [{name}] / python-mysql-replication: {t_pmr / t:.2f}x per core")
 
 
 if __name__ == "__main__":

@@ -154,6 +154,10 @@ CATALOGUE: list[tuple[int, int, bool | None, int | None, list[str] | None]] = [
     (ColumnType.VARCHAR, 20, None, LATIN1, None),
     (ColumnType.VARCHAR, 16, None, BINARY, None),
     (ColumnType.VARCHAR, 30, None, None, None),
+    (ColumnType.VARCHAR, 40, None, 35, None),  # ucs2: UTF-16-BE, odd lengths do not decode
+    (ColumnType.VARCHAR, 80, None, 60, None),  # utf32
+    (ColumnType.BLOB, 2, None, 28, None),  # gbk
+    (ColumnType.STRING, (0xFE << 8) | 30, None, 95, None),  # cp932
     (ColumnType.STRING, (0xFE << 8) | 40, None, UTF8, None),
     (ColumnType.STRING, (0xFE << 8) | 4, None, BINARY, None),
     (ColumnType.STRING, (0xFE << 8) | 10, None, None, None),
@@ -196,25 +200,36 @@ def _outcome(decode: Any, buf: bytes) -> Any:
     return "error" if end != len(buf) else exact(rows)
 
 
+# a random layout of up to 8 catalogue columns, which of them an image holds, the event kind, bytes
+LAYOUT_CASES = {
+    "picks": st.lists(st.integers(0, len(CATALOGUE) - 1), min_size=1, max_size=8),
+    "present_bits": st.integers(0, 255),
+    "op": st.sampled_from(["insert", "update", "delete"]),
+    "data": st.binary(max_size=120),
+}
+
+
+def layout_case(
+    picks: list[int], present_bits: int, op: str
+) -> tuple[list[ColumnDef], tuple[int, ...] | None, tuple[int, ...] | None]:
+    """The columns of a random case and its images' present columns (None: no such image)."""
+    cols = _layout(picks)
+    n = len(cols)
+    image = tuple(bits_set(present_bits & ((1 << n) - 1) or (1 << n) - 1, n))
+    return cols, image if op != "insert" else None, image if op != "delete" else None
+
+
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    picks=st.lists(st.integers(0, len(CATALOGUE) - 1), min_size=1, max_size=8),
-    present_bits=st.integers(0, 255),
-    op=st.sampled_from(["insert", "update", "delete"]),
-    data=st.binary(max_size=120),
-)
+@given(**LAYOUT_CASES)
 def test_random_layouts_and_bytes_decode_the_same_both_ways(
     picks: list[int], present_bits: int, op: str, data: bytes
 ) -> None:
-    cols = _layout(picks)
+    cols, before, after = layout_case(picks, present_bits, op)
     n = len(cols)
-    present = present_bits & ((1 << n) - 1) or (1 << n) - 1
     tm = TableMap(1, 0, "d", "t", cols)
+    present = sum(1 << i for i in before or after or ())
     ev = Rows(op, 2, 1, 0, n, present if op != "insert" else 0, present if op != "delete" else 0)
-    image = tuple(bits_set(present, n))
-    fast = compile_rows_decoder(
-        cols, image if op != "insert" else None, image if op != "delete" else None, ABSENT
-    )
+    fast = compile_rows_decoder(cols, before, after, ABSENT)
     assert _outcome(lambda: fast(data, 0, len(data)), data) == _outcome(
         lambda: generic_rows(ev, data, tm), data
     )

@@ -13,6 +13,7 @@ from binlake.events.base import DecodeState, EventHeader
 from binlake.events.query import compress_mariadb, uncompress_mariadb
 from binlake.events.table_map import TableMap
 from binlake.events.types import ROWS_EVENT_KINDS, EventType
+from binlake.values import plan
 from binlake.values.json_binary import decode_json_binary
 from binlake.values.plan import PLANS
 from binlake.values.rowcount import COUNTERS
@@ -272,7 +273,11 @@ def decode_rows(buf: bytes, state: DecodeState, header: EventHeader) -> Rows:
     fde = state.fde
     default_post = 10 if version == 2 else 8
     post = fde.post_header_len(header.type_code, default_post) if fde else default_post
-    table_id, flags, extra, ncols, cols_before, cols_after, start = _header(buf, post, version, op)
+    fast = plan.rows_header
+    if fast is not None and type(buf) is bytes:  # the compiled reader, the same tuple and errors
+        table_id, flags, extra, ncols, cols_before, cols_after, start = fast(buf, post, version, op, _header)
+    else:
+        table_id, flags, extra, ncols, cols_before, cols_after, start = _header(buf, post, version, op)
     partition_id = source_partition_id = None
     if extra[:1] == b"\x01" and len(extra) >= 3:  # partition info
         partition_id = int.from_bytes(extra[1:3], "little")

@@ -5,11 +5,16 @@ closure per value costs more than the decoding itself in CPython, so for each (c
 columns) layout we generate one Python function with the common types inlined and the rest calling
 their ``column_decoder`` closure. The generated code only reorders the work the closures do; every
 value is the same as the closures produce (tests run both paths on the real corpus).
+
+When the optional compiled decoder is built (``_fastrows``, from the operations ``rowops`` derives
+from the same layout), it is used instead; the generated Python stays the reference it is tested
+against, and ``BINLAKE_PURE=1`` (or ``use_compiled(False)``) chooses it.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import os
 import struct
 from collections.abc import Callable
 from decimal import Decimal
@@ -19,8 +24,10 @@ from binlake.values.charsets import codec_for
 from binlake.values.columns import ColumnDef, column_decoder
 from binlake.values.json_binary import decode_json_column
 from binlake.values.numeric import DECIMAL_CONTEXT, decimal_segments
+from binlake.values.rowops import image_program
+from binlake.values.strings import enum_table, set_table
 from binlake.values.temporal import MysqlDate, MysqlDateTime
-from binlake.values.types import ColumnType, string_max_length
+from binlake.values.types import BLOB_LENGTH_WIDTH, ColumnType, string_max_length
 
 RowsDecoder = Callable[[bytes, int, int], tuple[list[tuple[Any, Any]], int]]
 
@@ -83,18 +90,9 @@ def _inline_char(col: ColumnDef, v: str, env: dict[str, Any]) -> list[str] | Non
     return _text_lines(v, 1 if max_len < 256 else 2, codec, max_len if codec is None else None)
 
 
-_BLOB_WIDTH: dict[int, int] = {
-    ColumnType.BLOB: 0,
-    ColumnType.TINY_BLOB: 1,
-    ColumnType.MEDIUM_BLOB: 3,
-    ColumnType.LONG_BLOB: 4,
-    ColumnType.GEOMETRY: 0,
-}
-
-
 def _inline_text(col: ColumnDef, v: str, env: dict[str, Any]) -> list[str] | None:
     """TEXT / BLOB (and GEOMETRY, a binary BLOB): a 1-4 byte length from the metadata."""
-    width = col.meta or _BLOB_WIDTH[col.real_type]
+    width = col.meta or BLOB_LENGTH_WIDTH[col.real_type]
     codec = None if col.real_type == ColumnType.GEOMETRY else codec_for(col.collation)
     return _text_lines(v, width, codec) if 1 <= width <= 4 else None
 
@@ -158,6 +156,8 @@ _FRAC_FMT = {0: ("", "0"), 1: ("B", "{a} * 10000"), 2: ("H", "{a} * 100"), 3: ("
 def _temporal_read(col: ColumnDef, env: dict[str, Any], int_fmt: str, int_expr: str) -> tuple[list[str], int]:
     """One struct read of a big-endian integer part and its fraction bytes: sets ``x`` and ``us``."""
     n = (col.meta + 1) // 2
+    if n not in _FRAC_FMT:
+        raise ValueError(f"column {col.label}: fractional second precision {col.meta} is over 6")
     frac_fmt, frac_expr = _FRAC_FMT[n]
     st = struct.Struct(">" + int_fmt + frac_fmt)
     env[f"_t{col.index}"] = st.unpack_from
@@ -201,10 +201,7 @@ def _inline_set(col: ColumnDef, v: str, env: dict[str, Any]) -> list[str] | None
         return None
     if names is None:  # no names known: the bit mask
         return [f"{v} = buf[p]", "p += 1"]
-    table = [
-        m if m >> len(names) else tuple(n for k, n in enumerate(names) if m >> k & 1) for m in range(256)
-    ]
-    env[f"_m{col.index}"] = table
+    env[f"_m{col.index}"] = set_table(names)
     return [f"{v} = _m{col.index}[buf[p]]", "p += 1"]
 
 
@@ -260,8 +257,7 @@ def _inline_enum(col: ColumnDef, v: str, env: dict[str, Any]) -> list[str] | Non
     if col.enum_values is None:  # no names known: the index
         return [f"{v} = buf[p]", "p += 1"]
     name = f"_n{col.index}"
-    known = ["", *col.enum_values]
-    env[name] = [known[i] if i < len(known) else i for i in range(256)]  # unknown indexes stay ints
+    env[name] = enum_table(col.enum_values)
     return [f"{v} = {name}[buf[p]]", "p += 1"]
 
 
@@ -370,10 +366,11 @@ def _image_lines(
     return lines
 
 
-def compile_rows_decoder(
+def compile_pure_rows_decoder(
     columns: list[ColumnDef], before: tuple[int, ...] | None, after: tuple[int, ...] | None, absent: Any
 ) -> RowsDecoder:
-    """A function reading every row of a rows event: ``(buf, p, end) -> ([(before, after), …], p)``."""
+    """A function reading every row of a rows event: ``(buf, p, end) -> ([(before, after), …], p)``,
+    generated as Python (the reference path)."""
     env: dict[str, Any] = {"ABSENT": absent}
     body: list[str] = []
     if before is not None:
@@ -398,6 +395,43 @@ def compile_rows_decoder(
     return env["decode_rows"]  # type: ignore[no-any-return]
 
 
+def compile_c_rows_decoder(
+    columns: list[ColumnDef], before: tuple[int, ...] | None, after: tuple[int, ...] | None, absent: Any
+) -> RowsDecoder:
+    """The same decoder interpreted in C (``_fastrows``) from the layout's operations (``rowops``)."""
+    return _c_decoder(columns, before, after, absent)  # type: ignore[no-any-return]
+
+
+def compile_c_rows_counter(
+    columns: list[ColumnDef], before: tuple[int, ...] | None, after: tuple[int, ...] | None
+) -> Callable[[bytes, int, int], tuple[int, int]]:
+    """Its walk by lengths alone, no value made: ``(buf, p, end) -> (rows, p)`` (``rowcount``'s)."""
+    return _c_decoder(columns, before, after, None).count  # type: ignore[no-any-return]
+
+
+def _c_decoder(
+    columns: list[ColumnDef], before: tuple[int, ...] | None, after: tuple[int, ...] | None, absent: Any
+) -> Any:
+    if _fastrows is None:
+        raise RuntimeError("the compiled row decoder is not built (binlake.values._fastrows)")
+    program = (image_program(columns, before), image_program(columns, after))
+    return _fastrows.RowsDecoder(*program, len(columns), absent)
+
+
+def compiled_available() -> bool:
+    """Whether the compiled row decoder was built (the pure path is used either way when not)."""
+    return _fastrows is not None
+
+
+def use_compiled(on: bool) -> None:
+    """Choose the path of decoders made from now on (``BINLAKE_PURE=1`` chooses pure at start-up):
+    for benchmarks and tests that hold the two equal. Clears the plan cache."""
+    global compile_rows_decoder, rows_header
+    compile_rows_decoder = compile_c_rows_decoder if on and _fastrows else compile_pure_rows_decoder
+    rows_header = _fastrows.rows_header if on and _fastrows else None
+    PLANS.clear()
+
+
 def layout_signature(columns: list[ColumnDef]) -> tuple[Any, ...]:
     """Everything about a table's columns that changes how their values decode."""
     return tuple(
@@ -411,6 +445,25 @@ def layout_signature(columns: list[ColumnDef]) -> tuple[Any, ...]:
         )
         for c in columns
     )
+
+
+# the compiled module's interface this source expects: a build left from older sources (a .pyx
+# changed, the install not rerun; ``./dev setup`` reruns it) is not used
+FAST_INTERFACE = 3
+
+try:
+    from binlake.values import _fastrows  # type: ignore[attr-defined]
+except ImportError:  # not built (no compiler at install time): the pure path
+    _fastrows = None
+if getattr(_fastrows, "INTERFACE", None) != FAST_INTERFACE:
+    _fastrows = None
+
+_COMPILED = _fastrows is not None and os.environ.get("BINLAKE_PURE", "") in ("", "0")
+compile_rows_decoder = compile_c_rows_decoder if _COMPILED else compile_pure_rows_decoder
+# a rows event's header read in C (``events.rows`` falls back to its own reader when None)
+rows_header: Callable[..., tuple[int, int, bytes, int, int, int, int]] | None = (
+    _fastrows.rows_header if _COMPILED else None
+)
 
 
 class PlanCache:
@@ -435,6 +488,9 @@ class PlanCache:
                 self._plans.clear()
             fn = self._plans[key] = compile_rows_decoder(columns, before, after, absent)
         return fn
+
+    def clear(self) -> None:
+        self._plans.clear()
 
 
 PLANS = PlanCache()

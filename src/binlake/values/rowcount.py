@@ -13,10 +13,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from binlake.values import plan
 from binlake.values.columns import ColumnDef, column_decoder
 from binlake.values.numeric import bit_length, decimal_size
 from binlake.values.temporal import frac_size
-from binlake.values.types import ColumnType, string_max_length
+from binlake.values.types import BLOB_LENGTH_WIDTH, ColumnType, string_max_length
 
 RowsCounter = Callable[[bytes, int, int], tuple[int, int]]
 
@@ -37,14 +38,7 @@ _FIXED: dict[int, int] = {
     ColumnType.NULL: 0,
 }
 
-_BLOB_WIDTH: dict[int, int] = {
-    ColumnType.BLOB: 0,
-    ColumnType.TINY_BLOB: 1,
-    ColumnType.MEDIUM_BLOB: 3,
-    ColumnType.LONG_BLOB: 4,
-    ColumnType.GEOMETRY: 0,
-    ColumnType.JSON: 0,
-}
+_BLOB_WIDTH: dict[int, int] = {**BLOB_LENGTH_WIDTH, ColumnType.JSON: 0}
 
 
 def fixed_width(col: ColumnDef) -> int | None:
@@ -162,12 +156,17 @@ class CounterCache:
         before: tuple[int, ...] | None,
         after: tuple[int, ...] | None,
     ) -> RowsCounter:
-        key = (signature, before, after)
+        compiled = plan.compile_rows_decoder is plan.compile_c_rows_decoder
+        key = (signature, before, after, compiled)
         fn = self._counters.get(key)
         if fn is None:
             if len(self._counters) >= self.limit:
                 self._counters.clear()
-            fn = self._counters[key] = compile_rows_counter(columns, before, after)
+            if compiled:  # the compiled row decoder's walk: the same lengths, in C
+                fn = plan.compile_c_rows_counter(columns, before, after)
+            else:
+                fn = compile_rows_counter(columns, before, after)
+            self._counters[key] = fn
         return fn
 
 

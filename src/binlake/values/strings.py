@@ -111,6 +111,19 @@ def set_decoder(size: int, names: list[str] | None) -> Decoder:
     return dec_set
 
 
+def enum_table(names: list[str]) -> list[Any]:
+    """A one-byte ENUM's value for every byte: index 0 is '', unknown indexes stay ints (as
+    ``enum_decoder``)."""
+    known = ["", *names]
+    return [known[i] if i < len(known) else i for i in range(256)]
+
+
+def set_table(names: list[str]) -> list[Any]:
+    """A one-byte SET's value for every byte: its members, or the mask when it has bits beyond
+    the known members (as ``set_decoder``)."""
+    return [m if m >> len(names) else tuple(n for k, n in enumerate(names) if m >> k & 1) for m in range(256)]
+
+
 # ---- encoders: the exact inverse of each decoder above -------------------------------------------
 
 Encoder = Callable[[Any], bytes]

@@ -106,6 +106,15 @@ CHARACTER_TYPES = frozenset(
 
 BLOB_TYPES = frozenset({ColumnType.BLOB, ColumnType.TINY_BLOB, ColumnType.MEDIUM_BLOB, ColumnType.LONG_BLOB})
 
+# The width of a BLOB's length prefix when its metadata does not give one (0: only the metadata can)
+BLOB_LENGTH_WIDTH: dict[int, int] = {
+    ColumnType.BLOB: 0,
+    ColumnType.TINY_BLOB: 1,
+    ColumnType.MEDIUM_BLOB: 3,
+    ColumnType.LONG_BLOB: 4,
+    ColumnType.GEOMETRY: 0,
+}
+
 # Types whose decoded value is a plain int (YEAR as its number)
 INTEGER_TYPES = frozenset(
     {ColumnType.TINY, ColumnType.SHORT, ColumnType.INT24, ColumnType.LONG, ColumnType.LONGLONG, ColumnType.YEAR}

@@ -1,0 +1,26 @@
+"""The optional compiled row decoder (``binlake.values._fastrows`` and ``_fastjson``, Cython).
+
+Everything else is in pyproject.toml. Without Cython or a C compiler the package installs and runs
+pure Python (the reference path): the extension is optional and a failed build is only a warning.
+"""
+
+from setuptools import Extension, setup
+
+try:
+    from Cython.Build import cythonize
+except ImportError:  # no Cython (an install without build isolation): the pure path only
+    extensions = []
+else:
+    extensions = cythonize(
+        [
+            Extension(f"binlake.values.{name}", [f"src/binlake/values/{name}.pyx"], optional=True)
+            for name in ("_fastrows", "_fastjson")
+        ],
+        compiler_directives={"language_level": "3"},
+        include_path=["src"],  # the shared .pxd (binlake.values._bytes)
+        quiet=True,
+    )
+    for ext in extensions:  # cythonize makes new Extensions without it: a failed compile only warns
+        ext.optional = True
+
+setup(ext_modules=extensions)
