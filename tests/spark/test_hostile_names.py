@@ -221,9 +221,14 @@ def test_hostile_names_delta_and_parquet(spark: Any, hostile: dict[str, Any], tm
     (snaps / "quarterly.report.parquet").write_bytes(b"not ours")
     grown = tmp_path / "grown"
     grown.mkdir()
+    reports = []
     for f in hostile["files"]:  # the directory grows by a file; each run re-reads it all
         shutil.copy(f, grown / f.name)
-        apply_changes(change_log(spark, str(grown)), delta, source=str(grown))
+        reports.append(apply_changes(change_log(spark, str(grown)), delta, source=str(grown)))
+    # a report names each table once: `hx.b`.`c` and `hx`.`b.c` are two, the odd table's fill is there
+    assert {"`hx.b`.`c`", "`hx`.`b.c`", "hx.b@002ec"} <= set(reports[0].tables)
+    assert reports[0].tables["`hx.b`.`c`"] == reports[0].tables["`hx`.`b.c`"] == 3
+    assert [f.split(":")[0] for f in reports[-1].filled] == ["`hx`.`odd\\'\"```"]
     export_parquet(delta, snaps)
     outside = [p for p in files_outside(tmp_path, deep) if not p.startswith(str(grown))]
     assert outside == [str(tmp_path / n) for n in ("a", "a/b", "a/b/c", "a/b/c/d")]  # only the way there

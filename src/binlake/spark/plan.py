@@ -29,6 +29,14 @@ Layout = tuple[list[dict[str, Any]], str | None]  # a change-log ``columns`` val
 Sources = dict[str, list[tuple[str | None, str]]]  # target column -> (renamed, name in the images)
 
 
+def shown_name(db: str, table: str) -> str:
+    """``db.table`` as reports show it, one string per table: backquoted when a name holds a dot or
+    a backquote (`a.b`.`c` and `a`.`b.c` are two tables)."""
+    if any(c in n for n in (db, table) for c in ".`"):
+        return ".".join("`" + n.replace("`", "``") + "`" for n in (db, table))
+    return f"{db}.{table}"
+
+
 @dataclass
 class SyncReport:
     """What a sink did with one batch."""
@@ -88,7 +96,7 @@ class TablePlan:
 
     @property
     def name(self) -> str:
-        return f"{self.db}.{self.table}"
+        return shown_name(self.db, self.table)
 
 
 @dataclass(frozen=True)
@@ -105,7 +113,7 @@ class FillPlan:
 
     @property
     def name(self) -> str:
-        return f"{self.db}.{self.table}"
+        return shown_name(self.db, self.table)
 
     @property
     def warning(self) -> str:
