@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from binlake.changes import RowChange
-from binlake.snapshot.catalog import UnsupportedColumn, server_tables, table_layout
+from binlake.snapshot.catalog import CatalogColumn, UnsupportedColumn, column_of, server_tables, table_layout
 from binlake.snapshot.chunks import (
     KeyRange,
     SnapshotError,
@@ -163,18 +163,42 @@ def test_chunk_sits_between_the_changes_before_and_after_it(mariadb: Any) -> Non
     assert key.encode() > max(c.order_key.encode() for c in before)  # the binary encoding agrees
 
 
-def test_tables_of_a_selection_and_an_unsupported_type(mariadb: Any, types_table: tuple[str, str]) -> None:
+UUIDS = [
+    "6ccd780c-baba-1026-9564-5b8c656024db", "00000000-0000-0000-0000-000000000000",
+    "ffffffff-ffff-ffff-ffff-ffffffffffff", "123e4567-e89b-42d3-a456-426614174000",
+    "123e4567-e89b-72d3-a456-426614174000", "123e4567-e89b-02d3-c456-426614174000", "01890a5d-ac96-774b-bcce-b302099a8057",
+]  # fmt: skip
+
+
+def test_uuid_and_inet4_snapshot_equal_the_binlogs_in_chunks(mariadb: Any) -> None:
+    """A UUID key (the server orders it its own way: chunk bounds go back as its text) and INET4
+    values: the snapshot's layout and values equal the binlog's, every row once."""
     mariadb.execute(
-        "CREATE DATABASE IF NOT EXISTS snapuuid", "CREATE OR REPLACE TABLE snapuuid.u (id UUID PRIMARY KEY)"
+        "CREATE DATABASE IF NOT EXISTS snapuuid",
+        "CREATE OR REPLACE TABLE snapuuid.u (id UUID PRIMARY KEY, a INET4, v INT)",
+        "INSERT INTO snapuuid.u VALUES "
+        + ", ".join(f"('{u}', '10.0.{i}.{255 - i}', {i})" for i, u in enumerate(UUIDS)),
     )
+    decoded = {c.key: c for c in server_changes(mariadb, "snapuuid")}
     conn = _raw(mariadb)
     try:
-        assert (types_table[0], types_table[1]) in server_tables(conn)
         assert server_tables(conn, lambda db, t: db == "snapuuid") == [("snapuuid", "u")]
-        with pytest.raises(UnsupportedColumn, match=r"table snapuuid.u, column id: type uuid"):
-            table_layout(conn, "snapuuid", "u")
+        table = table_layout(conn, "snapuuid", "u")
+        chunks = [read_chunk(conn, table, r) for r in plan_chunks(conn, table, 2)]
     finally:
         conn.close()
+    assert len(chunks) == 4
+    snap = [c for ch in chunks for c in chunk_changes(ch)]
+    assert table.layout == next(iter(decoded.values())).layout
+    assert sorted(c.key for c in snap) == sorted(decoded) and len(decoded) == len(UUIDS)
+    for c in snap:
+        assert c.after == decoded[c.key].after
+
+
+def test_a_type_snapshots_do_not_know_is_refused_with_its_name() -> None:
+    vector = CatalogColumn("emb", "vector", "vector(3)", None, None, None, 12, 63, False)
+    with pytest.raises(UnsupportedColumn, match=r"table d.t, column emb: type vector\(3\)"):
+        column_of(vector, "d.t")
 
 
 class _NoBinlogServer:

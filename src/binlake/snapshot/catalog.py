@@ -91,14 +91,19 @@ TYPES: dict[str, tuple[int, Meta, bool]] = {
     "enum": (T.ENUM, _enum_meta, False),
     "set": (T.SET, _set_meta, False),
     "inet6": (T.STRING, _FIXED16, False),
+    "inet4": (T.STRING, lambda c: _char_meta(T.STRING, 4), False),
+    "uuid": (T.STRING, _FIXED16, False),  # the binlog holds the text order's 16 bytes (10.11)
     "geometry": (T.GEOMETRY, lambda c: 4, False),
 }
 for _g in ("point", "linestring", "polygon", "multipoint", "multilinestring", "multipolygon"):
     TYPES[_g] = TYPES["geometry"]
 TYPES["geometrycollection"] = TYPES["geometry"]
-_BINARY_TYPES = {"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob", "inet6"} | {
+_BINARY_TYPES = {"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob", "inet6", "inet4", "uuid"} | {
     t for t, spec in TYPES.items() if spec[0] == T.GEOMETRY
 }
+
+
+_TYPED_BYTES = {"uuid", "inet4", "inet6"}  # stored as bytes, compared and written as their type's text
 
 
 class UnsupportedColumn(ValueError):
@@ -158,13 +163,16 @@ def _int(v: Any) -> int | None:
 @dataclass(frozen=True, slots=True)
 class CatalogTable:
     """A table as the snapshot reads it: its binlog-equal layout and, per column, what to select
-    (ENUM/SET as their numbers, INET6 as its stored bytes: see ``textvalues``)."""
+    (ENUM/SET as their numbers, INET6, INET4 and UUID as their stored bytes: see ``textvalues``)."""
 
     db: str
     table: str
     layout: Layout
     selects: tuple[str, ...]
     key: tuple[int, ...]  # the primary key's columns as declared (the index's order: ranges follow it)
+    # per column: a key bound goes back as text (the server orders and compares UUID / INET by
+    # their type, and reads them from text; a BINARY column's bytes compare as bytes)
+    text_bounds: tuple[bool, ...] = ()
 
 
 def select_expression(c: CatalogColumn) -> str:
@@ -173,6 +181,8 @@ def select_expression(c: CatalogColumn) -> str:
         return f"{q}+0"
     if c.data_type == "inet6":
         return f"INET6_ATON({q})"
+    if c.data_type in ("uuid", "inet4"):  # their stored bytes, as the binlog holds them
+        return f"CAST({q} AS BINARY({16 if c.data_type == 'uuid' else 4}))"
     if c.data_type == "float":  # its text has 6 digits; as a DOUBLE it is exact
         return f"CAST({q} AS DOUBLE)"
     return q
@@ -199,7 +209,8 @@ def table_layout(conn: Any, db: str, table: str) -> CatalogTable:
         key_names = [_text(r[0]) for r in cur.fetchall()]
     index = {c.name: i for i, c in enumerate(cols)}
     key = tuple(index[n] for n in key_names)
-    return CatalogTable(db, table, layout, tuple(select_expression(c) for c in cols), key)
+    text = tuple(c.collation not in (None, BINARY_COLLATION) or c.data_type in _TYPED_BYTES for c in cols)
+    return CatalogTable(db, table, layout, tuple(select_expression(c) for c in cols), key, text)
 
 
 def server_tables(conn: Any, keep: Callable[[str, str], bool] | None = None) -> list[tuple[str, str]]:

@@ -101,7 +101,7 @@ def plan_chunks(conn: Any, t: CatalogTable, rows_per_chunk: int) -> list[KeyRang
     from pymysql.cursors import SSCursor
 
     cols = _key_columns(t)
-    kinds = [(t.layout[i].type, t.layout[i].collation not in (None, 63)) for i in t.key]
+    kinds = [(t.layout[i].type, t.text_bounds[i]) for i in t.key]
     bounds: list[Bound] = []
     with conn.cursor(SSCursor) as cur:
         cur.execute("SET SESSION character_set_results = utf8mb4")
