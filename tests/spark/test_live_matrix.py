@@ -90,7 +90,8 @@ class Workload:
         try:
             with conn.cursor() as cur:
                 if self.n == 0:
-                    cur.execute("ALTER TABLE orders ADD COLUMN extra VARCHAR(10)")
+                    # a default: rows snapshotted before the ALTER get it, rows read after hold it
+                    cur.execute("ALTER TABLE orders ADD COLUMN extra VARCHAR(10) NOT NULL DEFAULT 'dflt'")
                 for _ in range(size):
                     self.n += 1
                     n, lo = self.n, self.rnd.randint(1, n_orders // 10)
