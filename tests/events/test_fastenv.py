@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import shutil
 import struct
 import zlib
 from collections.abc import Callable, Iterator
@@ -22,7 +23,9 @@ from binlake.decoder import EventDecoder
 from binlake.errors import BinlogError
 from binlake.events.types import EventType
 from binlake.generate import generate
+from binlake.globalbinlog.nodes import node_transactions
 from binlake.reader import BinlogReader
+from binlake.shardsim import CARRIERS, simulate
 from binlake.values import plan
 from tests.conftest import corpus_index
 from tests.values.test_plan import exact
@@ -250,3 +253,36 @@ def test_binlake_pure_forces_the_pure_envelope(tmp_path: Path) -> None:
             [sys.executable, "-c", code], capture_output=True, text=True, env={**env, "PATH": ""}, check=True
         )
         assert out.stdout.strip() == want
+
+
+def test_start_and_stop_positions_read_the_same_both_ways(tmp_path: Path) -> None:
+    path = _series(tmp_path, "mysql80", 150_000)[0]
+    frames = _frames(path.read_bytes())
+    rng = random.Random(3)
+    for _ in range(6):
+        a, b = sorted(rng.sample([pos for pos, _ in frames[1:]], 2))
+        both_ways(_reader(path, start_position=a, stop_position=b))
+    both_ways(_reader(path, start_position=frames[5][0] + 1))  # not an event start: the same error
+
+
+@pytest.mark.parametrize("carrier", CARRIERS)
+def test_node_reading_is_the_same_both_ways(tmp_path: Path, carrier: str) -> None:
+    """The merge's node reader (``globalbinlog.nodes``), on simulated nodes and on their files with
+    bytes overwritten (it hands those over to the general reader): the same transactions, the same
+    events in them, or the same error."""
+    files = simulate(
+        tmp_path / "sim", seed=5, nodes=2, transactions=120, carrier=carrier, max_file_size=20_000
+    ).node_files[0]
+    events, error = both_ways(lambda: node_transactions(files))
+    assert error is None and len(events) > 40
+    rng = random.Random(11)
+    damaged = tmp_path / "damaged"
+    damaged.mkdir()
+    copies = [Path(shutil.copy(f, damaged / f.name)) for f in files]
+    data = files[0].read_bytes()
+    for _ in range(25):
+        bad = bytearray(data)
+        at = rng.randrange(4, len(bad))
+        bad[at : at + 2] = rng.choice((b"\xff\xff", b"\x00\x00", bytes([rng.randrange(256)]) * 2))
+        copies[0].write_bytes(bytes(bad))
+        both_ways(lambda: node_transactions(copies))

@@ -32,7 +32,7 @@ cdef extern from "zlib.h":
     unsigned long crc32(unsigned long crc, const unsigned char *buf, unsigned int length) nogil
 
 # what binlake.decoder expects of this module (a build older than the source is not used)
-INTERFACE = 1
+INTERFACE = 2
 
 cdef enum:
     HLEN = 19
@@ -288,3 +288,29 @@ def decode_event(decoder, bytes raw, Py_ssize_t offset):
         # an observer (the schema tracker) may have put a named view of the map in its place
         state.table_maps[event.body.table_id] = event.body
     return event
+
+
+def crc_matches(bytes buf, Py_ssize_t start, Py_ssize_t end):
+    """Whether the event ``buf[start:end]`` ends with the CRC32 of its other bytes (False when the
+    range is not inside ``buf`` or cannot hold a checksum)."""
+    cdef const unsigned char *s = <const unsigned char *>PyBytes_AS_STRING(buf)
+    if start < 0 or end > PyBytes_GET_SIZE(buf) or end - start < 4:
+        return False
+    return <uint32_t>crc32(0, s + start, <unsigned int>(end - 4 - start)) == <uint32_t>le(s + end - 4, 4)
+
+
+def next_event(decoder, bytes buf, Py_ssize_t i, Py_ssize_t offset):
+    """The event starting at ``buf[i]`` (file offset ``offset``) decoded as ``decode_event`` does;
+    False when ``buf`` does not hold all of it (read more, or let the reader say why not), None
+    when the reference must read it (the reader's own path, with its checks and errors)."""
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(buf), size
+    if i < 0 or n - i < HLEN:
+        return False
+    if decoder.encrypted_from is not None:
+        return None
+    size = le(<const unsigned char *>PyBytes_AS_STRING(buf) + i + 9, 4)
+    if size < HLEN:
+        return None
+    if size > n - i:
+        return False
+    return decode_event(decoder, PyBytes_FromStringAndSize(PyBytes_AS_STRING(buf) + i, size), offset)
