@@ -241,6 +241,9 @@ def test_hostile_event_lengths_fail_alike(tmp_path: Path) -> None:
             struct.pack_into("<I", bad, pos + 9, size)
             path.write_bytes(bytes(bad))
             both_ways(_reader(path))
+    path.write_bytes(data)
+    for ceiling in (19, 200, 500):  # events over the ceiling of what one event may make us hold
+        both_ways(_reader(path, max_payload=ceiling))
 
 
 def test_binlake_pure_forces_the_pure_envelope(tmp_path: Path) -> None:
@@ -286,3 +289,24 @@ def test_node_reading_is_the_same_both_ways(tmp_path: Path, carrier: str) -> Non
         bad[at : at + 2] = rng.choice((b"\xff\xff", b"\x00\x00", bytes([rng.randrange(256)]) * 2))
         copies[0].write_bytes(bytes(bad))
         both_ways(lambda: node_transactions(copies))
+
+
+@pytest.mark.parametrize("flavor", ["mysql80", "mariadb"])
+def test_clean_events_never_go_to_the_reference(
+    tmp_path: Path, flavor: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On an intact series the compiled path reads every event itself but the layout's own
+    (FORMAT_DESCRIPTION): nothing falls back to the pure decoder unnoticed (it would be equal, and slow)."""
+    path = _series(tmp_path, flavor, 150_000)[0]
+    calls: list[int] = []
+    reference = EventDecoder._decode_one
+
+    def counted(self: EventDecoder, raw: bytes, *args: Any, **kw: Any) -> Any:
+        calls.append(raw[4])
+        return reference(self, raw, *args, **kw)
+
+    monkeypatch.setattr(EventDecoder, "_decode_one", counted)
+    for options in ({}, {"decode_rows": False}, {"decode_rows": False, "count_rows": True}):
+        calls.clear()
+        assert sum(1 for _ in _reader(path, **options)()) > 500
+        assert calls == [EventType.FORMAT_DESCRIPTION]

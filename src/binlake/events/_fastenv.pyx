@@ -11,6 +11,9 @@ its typed error at its offset. Every read is checked against the end of the buff
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.object cimport PyObject, PyTypeObject
+from cpython.ref cimport Py_DECREF, Py_INCREF
+from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from cpython.long cimport PyLong_FromUnsignedLongLong
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport uint32_t, uint64_t
@@ -27,6 +30,20 @@ from binlake.events.table_map import TableMap
 from binlake.events.types import ROWS_EVENT_KINDS
 from binlake.events.vendor import PolarxGcn, PolarxSequence
 from binlake.values import plan
+
+cdef extern from "structmember.h":
+    ctypedef struct PyMemberDef:
+        int type
+        Py_ssize_t offset
+        int flags
+    enum:
+        T_OBJECT_EX
+        READONLY
+
+cdef extern from "Python.h":
+    ctypedef struct PyMemberDescrObject:
+        PyMemberDef *d_member
+    PyObject *PyType_GenericAlloc(PyTypeObject *tp, Py_ssize_t nitems) except NULL
 
 cdef extern from "zlib.h":
     unsigned long crc32(unsigned long crc, const unsigned char *buf, unsigned int length) nogil
@@ -60,6 +77,68 @@ cdef dict PLAIN_ROWS = {
 }
 
 
+cdef class Maker:
+    """Makes instances of a slots dataclass from all its fields' values, as its ``__init__`` does
+    (which sets each slot and nothing else) without the Python call: the slots' offsets are read
+    from their member descriptors once. A class not of that shape is called instead."""
+
+    cdef object cls
+    cdef PyTypeObject *tp
+    cdef Py_ssize_t offsets[24]
+    cdef Py_ssize_t n
+    cdef bint direct
+
+    def __init__(self, cls, bint post_init_is_noop=False):
+        """``post_init_is_noop``: the values given always make the class's ``__post_init__`` do
+        nothing (``Event``'s sets ``kind`` only when it is negative)."""
+        import dataclasses
+        import types
+
+        self.cls = cls
+        self.tp = <PyTypeObject *>cls
+        names = [f.name for f in dataclasses.fields(cls)]
+        self.n = len(names)
+        self.direct = (
+            self.n <= 24 and (post_init_is_noop or "__post_init__" not in vars(cls)) and type(cls) is type and cls.__bases__ == (object,)
+        )
+        for i, name in enumerate(names if self.direct else ()):
+            d = vars(cls).get(name)
+            if type(d) is not types.MemberDescriptorType:
+                self.direct = False
+                break
+            member = (<PyMemberDescrObject *>d).d_member
+            if member.type != T_OBJECT_EX or member.flags & READONLY:
+                self.direct = False
+                break
+            self.offsets[i] = member.offset
+
+    cdef object make(self, tuple values):
+        cdef Py_ssize_t i
+        cdef PyObject *o
+        cdef PyObject *v
+        if PyTuple_GET_SIZE(values) != self.n:
+            raise TypeError(f"{self.cls.__name__} has {self.n} fields, given {len(values)}")
+        if not self.direct:
+            return self.cls(*values)
+        o = PyType_GenericAlloc(self.tp, 0)  # a class of ``object``'s: its tp_alloc, slots zeroed
+        obj = <object>o
+        Py_DECREF(obj)  # the reference the allocation gave is the one ``obj`` holds
+        for i in range(self.n):
+            v = PyTuple_GET_ITEM(values, i)
+            Py_INCREF(<object>v)
+            (<PyObject **>(<char *>o + self.offsets[i]))[0] = v
+        return obj
+
+
+cdef Maker HEADER = Maker(EventHeader)
+cdef Maker EVENT = Maker(Event, True)
+cdef Maker GTID_ = Maker(Gtid)
+cdef Maker QUERY_ = Maker(Query)
+cdef Maker XID_ = Maker(Xid)
+cdef Maker MARIA_GTID_ = Maker(MariaGtid)
+cdef Maker ROWS = Maker(Rows)
+
+
 class _Short(Exception):
     """A fixed part does not fit: the reference decides what the event is."""
 
@@ -77,7 +156,7 @@ cdef object gtid_body(bytes buf, bint anonymous):
         raise _Short()
     flags, sid, gno = s[0], format_uuid(buf[1:17]), PyLong_FromUnsignedLongLong(le(s + 17, 8))
     if n <= 25 or s[25] != 2:  # no logical clock (before MySQL 5.7.5)
-        return Gtid(flags, sid, gno, anonymous)
+        return GTID_.make((flags, sid, gno, anonymous, None, None, None, None, None, None, None, None, None, (), 0))
     if n < 42:
         raise _Short()
     last_committed = PyLong_FromUnsignedLongLong(le(s + 26, 8))
@@ -120,10 +199,10 @@ cdef object gtid_body(bytes buf, bint anonymous):
             immediate_version = original_version = v
     if n - p >= 8:
         ticket = PyLong_FromUnsignedLongLong(le(s + p, 8))
-    return Gtid(
+    return GTID_.make((
         flags, sid, gno, anonymous, None, last_committed, sequence_number, immediate, original, length,
-        immediate_version, original_version, ticket,
-    )
+        immediate_version, original_version, ticket, (), 0,
+    ))
 
 
 cdef object maria_gtid_body(bytes buf, object server_id):
@@ -148,10 +227,10 @@ cdef object maria_gtid_body(bytes buf, object server_id):
     if n - p > 0:
         flags_extra = s[p]
         extra = buf[p + 1 :]
-    return MariaGtid(
+    return MARIA_GTID_.make((
         PyLong_FromUnsignedLongLong(le(s, 8)), le(s + 8, 4), server_id, flags, commit_id, None, None, None,
         flags_extra, extra,
-    )
+    ))
 
 
 cdef object query_body(bytes buf, int post):
@@ -171,8 +250,8 @@ cdef object query_body(bytes buf, int post):
         raise _Short()
     database = text(s + p, db_len)
     p += db_len + 1
-    return Query(
-        le(s, 4), le(s + 4, 4), le(s + 9, 2), database, text(s + p, n - p), status, tail, False, None, b""
+    return QUERY_.make(
+        (le(s, 4), le(s + 4, 4), le(s + 9, 2), database, text(s + p, n - p), status, tail, False, None, b"")
     )
 
 
@@ -207,7 +286,10 @@ cdef object rows_body(bytes buf, object state, object header, int code, object f
         if op == "update" and len(extra) >= 5:
             source_partition_id = int.from_bytes(extra[3:5], "little")
     data = buf[start:]
-    ev = Rows(op, version, table_id, flags, ncols, before, after, extra, partition_id, source_partition_id, tm)
+    ev = ROWS.make((
+        op, version, table_id, flags, ncols, before, after, extra, partition_id, source_partition_id, tm, [],
+        None, None, False, False, True, None,
+    ))
     if state.decode_rows:
         decode_rows_data(ev, data, tm, False)
         return ev
@@ -229,7 +311,7 @@ def decode_event(decoder, bytes raw, Py_ssize_t offset):
     a transaction payload), or None when the reference must read it from the start."""
     state = decoder.state
     fde = state.fde
-    if fde is None or fde.header_length != HLEN or fde.event_type_permutation is not None:
+    if decoder.encrypted_from is not None or fde is None or fde.header_length != HLEN or fde.event_type_permutation is not None:
         return None
     cdef const unsigned char *s = <const unsigned char *>PyBytes_AS_STRING(raw)
     cdef Py_ssize_t n = PyBytes_GET_SIZE(raw)
@@ -241,7 +323,7 @@ def decode_event(decoder, bytes raw, Py_ssize_t offset):
     cdef int csize = 4 if fde.checksum_alg == 1 else 0
     if n < HLEN + csize:
         return None
-    header = EventHeader(le(s, 4), code, le(s + 5, 4), le(s + 9, 4), le(s + 13, 4), le(s + 17, 2))
+    header = HEADER.make((le(s, 4), code, le(s + 5, 4), le(s + 9, 4), le(s + 13, 4), le(s + 17, 2)))
     checksum = None
     cdef uint32_t stored
     if csize:
@@ -256,7 +338,7 @@ def decode_event(decoder, bytes raw, Py_ssize_t offset):
         elif code == XID:
             if n - HLEN - csize < 8:
                 raise _Short()
-            body = Xid(PyLong_FromUnsignedLongLong(le(s + HLEN, 8)))
+            body = XID_.make((PyLong_FromUnsignedLongLong(le(s + HLEN, 8)),))
         elif code == QUERY:
             body = query_body(body_bytes, fde.post_header_len(QUERY, 13))
         elif code == MARIA_GTID:
@@ -281,7 +363,7 @@ def decode_event(decoder, bytes raw, Py_ssize_t offset):
                 body = decode(body_bytes, state, header)
     except Exception:  # damage, or a shape this path leaves to the reference: it says what
         return decoder._decode_one(raw, header, offset)
-    event = Event(header, body, decoder.source, offset, checksum, None, code)
+    event = EVENT.make((header, body, decoder.source, offset, checksum, None, code))
     for observe in state.observers:
         observe(event)
     if code == TABLE_MAP and isinstance(event.body, TableMap):
@@ -306,10 +388,8 @@ def next_event(decoder, bytes buf, Py_ssize_t i, Py_ssize_t offset):
     cdef Py_ssize_t n = PyBytes_GET_SIZE(buf), size
     if i < 0 or n - i < HLEN:
         return False
-    if decoder.encrypted_from is not None:
-        return None
     size = le(<const unsigned char *>PyBytes_AS_STRING(buf) + i + 9, 4)
-    if size < HLEN:
+    if size < HLEN or size > decoder.state.max_payload:  # the reader says what is wrong
         return None
     if size > n - i:
         return False
