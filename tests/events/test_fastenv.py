@@ -30,13 +30,8 @@ from binlake.values import plan
 from tests.conftest import corpus_index
 from tests.values.test_plan import exact
 
-try:
-    from binlake.events import _fastenv  # type: ignore[attr-defined]
-except ImportError:
-    _fastenv = None
-
-pytestmark = pytest.mark.skipif(
-    _fastenv is None,
+_fastenv = pytest.importorskip(
+    "binlake.events._fastenv",
     reason="the compiled envelope is not built (no C compiler, zlib headers or Cython at install: pure only)",
 )
 
