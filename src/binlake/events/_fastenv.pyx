@@ -13,7 +13,12 @@ its typed error at its offset. Every read is checked against the end of the buff
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.object cimport PyObject, PyTypeObject
 from cpython.ref cimport Py_DECREF, Py_INCREF
-from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
+from cpython.bool cimport PyBool_Check
+from cpython.bytes cimport PyBytes_CheckExact
+from cpython.float cimport PyFloat_CheckExact
+from cpython.long cimport PyLong_CheckExact
+from cpython.tuple cimport PyTuple_CheckExact, PyTuple_GET_ITEM, PyTuple_GET_SIZE
+from cpython.unicode cimport PyUnicode_CheckExact
 from cpython.long cimport PyLong_FromUnsignedLongLong
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport uint32_t, uint64_t
@@ -44,6 +49,8 @@ cdef extern from "Python.h":
     ctypedef struct PyMemberDescrObject:
         PyMemberDef *d_member
     PyObject *PyType_GenericAlloc(PyTypeObject *tp, Py_ssize_t nitems) except NULL
+    int PyObject_GC_IsTracked(object o)
+    void PyObject_GC_UnTrack(void *o)
 
 cdef extern from "zlib.h":
     unsigned long crc32(unsigned long crc, const unsigned char *buf, unsigned int length) nogil
@@ -123,11 +130,32 @@ cdef class Maker:
         o = PyType_GenericAlloc(self.tp, 0)  # a class of ``object``'s: its tp_alloc, slots zeroed
         obj = <object>o
         Py_DECREF(obj)  # the reference the allocation gave is the one ``obj`` holds
+        cdef bint atomic = True
         for i in range(self.n):
             v = PyTuple_GET_ITEM(values, i)
             Py_INCREF(<object>v)
             (<PyObject **>(<char *>o + self.offsets[i]))[0] = v
+            atomic = atomic and is_atomic(v)
+        if atomic and PyObject_GC_IsTracked(obj):
+            # Only numbers, text, bytes and None in it: it cannot be part of a reference cycle, so
+            # it is left out of the cycle collector, as CPython leaves out such tuples and dicts
+            # (the merge holds hundreds of thousands of events: each collection walked them all).
+            # Nothing stores a container in a header or such a body afterwards.
+            PyObject_GC_UnTrack(<void *>o)
         return obj
+
+
+cdef inline bint is_atomic(PyObject *v) noexcept:
+    """A value that refers to no other object (the empty tuple included)."""
+    return (
+        v == <PyObject *>None
+        or PyLong_CheckExact(<object>v)
+        or PyUnicode_CheckExact(<object>v)
+        or PyBytes_CheckExact(<object>v)
+        or PyBool_Check(<object>v)
+        or PyFloat_CheckExact(<object>v)
+        or (PyTuple_CheckExact(<object>v) and PyTuple_GET_SIZE(<object>v) == 0)
+    )
 
 
 cdef Maker HEADER = Maker(EventHeader)
@@ -137,6 +165,9 @@ cdef Maker QUERY_ = Maker(Query)
 cdef Maker XID_ = Maker(Xid)
 cdef Maker MARIA_GTID_ = Maker(MariaGtid)
 cdef Maker ROWS = Maker(Rows)
+cdef Maker XA_PREPARE_ = Maker(XaPrepare)
+cdef Maker POLARX_SEQUENCE = Maker(PolarxSequence)
+cdef Maker POLARX_GCN = Maker(PolarxGcn)
 
 
 class _Short(Exception):
@@ -264,7 +295,7 @@ cdef object xa_prepare_body(bytes buf):
     glen, blen = le(s + 5, 4), le(s + 9, 4)
     if glen > 64 or blen > 64 or n - 13 < glen + blen:
         raise _Short()
-    return XaPrepare(s[0] != 0, le(s + 1, 4), buf[13 : 13 + glen], buf[13 + glen : 13 + glen + blen])
+    return XA_PREPARE_.make((s[0] != 0, le(s + 1, 4), buf[13 : 13 + glen], buf[13 + glen : 13 + glen + blen]))
 
 
 cdef object rows_body(bytes buf, object state, object header, int code, object fde, object reference):
@@ -350,8 +381,8 @@ def decode_event(decoder, bytes raw, Py_ssize_t offset):
         elif code == POLARDBX_SEQUENCE or code == POLARDBX_GCN:
             if n - HLEN - csize < 9:
                 raise _Short()
-            body = (PolarxSequence if code == POLARDBX_SEQUENCE else PolarxGcn)(
-                s[HLEN], PyLong_FromUnsignedLongLong(le(s + HLEN + 1, 8))
+            body = (POLARX_SEQUENCE if code == POLARDBX_SEQUENCE else POLARX_GCN).make(
+                (s[HLEN], PyLong_FromUnsignedLongLong(le(s + HLEN + 1, 8)))
             )
         else:
             decode = DECODERS.get(code)
