@@ -2,6 +2,10 @@
 
 It remembers what a stream establishes (FORMAT_DESCRIPTION, table maps, encryption) and is shared by
 the file reader and the replication client. It never reads files or sockets.
+
+When it is built, the compiled envelope (``binlake.events._fastenv``) reads the common events first;
+``EventDecoder._decode_one`` is the reference it is tested equal to, and what it hands every other
+event (and every damaged one) to.
 """
 
 from __future__ import annotations
