@@ -1,4 +1,5 @@
-"""The optional compiled row decoder (``binlake.values._fastrows`` and ``_fastjson``, Cython).
+"""The optional compiled hot path (Cython): the row decoder (``binlake.values._fastrows`` and
+``_fastjson``) and the per-event envelope (``binlake.events._fastenv``, linked with zlib for CRC32).
 
 Everything else is in pyproject.toml. Without Cython or a C compiler the package installs and runs
 pure Python (the reference path): the extension is optional and a failed build is only a warning.
@@ -13,8 +14,13 @@ except ImportError:  # no Cython (an install without build isolation): the pure 
 else:
     extensions = cythonize(
         [
-            Extension(f"binlake.values.{name}", [f"src/binlake/values/{name}.pyx"], optional=True)
-            for name in ("_fastrows", "_fastjson")
+            *(
+                Extension(f"binlake.values.{name}", [f"src/binlake/values/{name}.pyx"], optional=True)
+                for name in ("_fastrows", "_fastjson")
+            ),
+            Extension(
+                "binlake.events._fastenv", ["src/binlake/events/_fastenv.pyx"], libraries=["z"], optional=True
+            ),
         ],
         compiler_directives={"language_level": "3"},
         include_path=["src"],  # the shared .pxd (binlake.values._bytes)

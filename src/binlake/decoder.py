@@ -2,6 +2,10 @@
 
 It remembers what a stream establishes (FORMAT_DESCRIPTION, table maps, encryption) and is shared by
 the file reader and the replication client. It never reads files or sockets.
+
+When it is built, the compiled envelope (``binlake.events._fastenv``) reads the common events first;
+``EventDecoder._decode_one`` is the reference it is tested equal to, and what it hands every other
+event (and every damaged one) to.
 """
 
 from __future__ import annotations
@@ -9,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import struct
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from binlake import sizes
 from binlake.errors import BinlogError, ChecksumMismatchError, EncryptedBinlogError, MalformedEventError
@@ -30,7 +34,17 @@ from binlake.events.control import StartV3
 from binlake.events.payload import TransactionPayload
 from binlake.events.table_map import TableMap
 from binlake.events.types import FLAG_BINLOG_IN_USE, V3_POST_HEADER_LEN, EventType, type_name
+from binlake.values import plan
 from binlake.wire import ShortRead, crc32
+
+try:  # the envelope in C (optional: without a compiler at install time, this module is the path)
+    from binlake.events import _fastenv  # type: ignore[attr-defined]
+except ImportError:
+    _fastenv = None
+# the compiled envelope's interface this source expects (a build older than its .pyx is not used)
+FAST_ENVELOPE_INTERFACE = 2
+if getattr(_fastenv, "INTERFACE", None) != FAST_ENVELOPE_INTERFACE:
+    _fastenv = None
 
 # What a body decoder may raise on bytes that do not follow the layout.
 DECODE_FAILURES = (ShortRead, ValueError, IndexError, KeyError, struct.error, OverflowError, UnicodeError)
@@ -44,6 +58,23 @@ def v3_format(binlog_version: int, server_version: str, created: int) -> FormatD
 
 
 PROVISIONAL_FORMAT = FormatDescription(4, "", 0, HEADER_V4_LEN, b"", None)
+
+# ``_fastenv.decode_event`` when the compiled path is chosen (``plan.use_compiled``, ``BINLAKE_PURE``)
+_FAST: Callable[[EventDecoder, bytes, int], Event | None] | None = None
+
+
+def _choose(compiled: bool) -> None:
+    global _FAST
+    _FAST = _fastenv.decode_event if compiled and _fastenv is not None else None
+
+
+def compiled_envelope() -> bool:
+    """Whether events are read by the compiled envelope (built, current, and chosen)."""
+    return _FAST is not None
+
+
+_choose(not plan.PURE_FORCED)
+plan.SWITCHES.append(_choose)
 
 
 class EventDecoder:
@@ -105,6 +136,11 @@ class EventDecoder:
                 offset=offset,
             )
         if header is None:
+            fast = _FAST
+            if fast is not None:  # the common events in C; None: the reference reads this one
+                event = fast(self, raw, offset)
+                if event is not None:
+                    return event
             header = self.parse_header(raw, offset)
         return self._decode_one(raw, header, offset)
 

@@ -11,6 +11,7 @@ import os
 from collections.abc import Iterator
 from typing import Any, BinaryIO, NoReturn
 
+from binlake import decoder as decoder_module
 from binlake.decoder import EventDecoder
 from binlake.errors import (
     BadMagicError,
@@ -30,6 +31,7 @@ BINLOG_MAGIC = b"\xfebin"
 ENCRYPTED_MAGIC = b"\xfdbin"
 FIRST_EVENT = 4
 READ_BUFFER = 1 << 20
+FAST_CHUNK = 1 << 18  # the compiled path's buffer of the file (a larger event goes the reader's way)
 FORMAT_EVENTS = (EventType.FORMAT_DESCRIPTION, EventType.START_V3)
 
 
@@ -154,9 +156,28 @@ class BinlogReader:
         pos = FIRST_EVENT
         first = True
         stop = self.stop_position
+        # the compiled envelope reads events from a buffer of the file (``buf``, from offset
+        # ``base``); what it leaves (None) goes through ``_read_event`` and the reference decoder
+        fast = decoder_module._fastenv.next_event if decoder_module._FAST and not self.skip else None
+        buf, base = b"", pos
         while True:
             if stop is not None and pos >= stop:
                 return
+            if fast is not None and not first:
+                event = fast(self.decoder, buf, pos - base, pos)
+                if event is False:  # not all in the buffer: read on from here
+                    buf = b""  # (not held while the next is read)
+                    f.seek(pos)
+                    buf, base = f.read(FAST_CHUNK), pos
+                    event = fast(self.decoder, buf, 0, pos)
+                if event:
+                    yield event
+                    if type(event.body) is TransactionPayload:
+                        yield from self.decoder.inner_events(event)
+                    pos += event.header.event_size
+                    self.position = pos
+                    continue
+                f.seek(pos)
             got = self._read_event(f, pos)
             if got is None:
                 return

@@ -26,6 +26,7 @@ import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
+from binlake import decoder as decoder_module
 from binlake.decoder import DECODE_FAILURES, EventDecoder
 from binlake.errors import BinlogError, IncompleteTailError
 from binlake.events import BODY_DECODERS
@@ -80,6 +81,11 @@ DIRECT = {
         *(c for c, (_, version, compressed) in ROWS_EVENT_KINDS.items() if version and not compressed),
     )
 }
+
+
+def _pure_crc_matches(buf: bytes, start: int, end: int) -> bool:
+    """Whether the event ``buf[start:end]`` ends with the CRC32 of its other bytes."""
+    return zlib.crc32(memoryview(buf)[start : end - 4]) == int.from_bytes(buf[end - 4 : end], "little")
 
 
 class _HandOver(Exception):
@@ -173,7 +179,10 @@ class Scan:
         source = str(path)
         dec = EventDecoder(source, decode_rows=False)
         state = dec.state
-        unpack, crc32 = HEADER.unpack_from, zlib.crc32
+        # the compiled envelope (None: pure): an event's header, CRC, body and ``Event`` in one call
+        fast = decoder_module._FAST
+        unpack = HEADER.unpack_from
+        crc_matches = _pure_crc_matches if fast is None else decoder_module._fastenv.crc_matches
         with open(path, "rb") as f:
             if f.read(4) != BINLOG_MAGIC:
                 raise self._hand_over(seq, 4)
@@ -203,12 +212,10 @@ class Scan:
                         raise self._hand_over(seq, pos)
                     i = self._skip(seq, buf, base, end, skip_to)
                     continue
-                header = EventHeader(ts, code, server_id, size, log_pos, flags)
                 if code == QUERY or code in SKIPPED_GTIDS:
-                    if csize and crc32(memoryview(buf)[i : end - 4]) != int.from_bytes(
-                        buf[end - 4 : end], "little"
-                    ):
+                    if csize and not crc_matches(buf, i, end):
                         raise self._hand_over(seq, pos)
+                    header = EventHeader(ts, code, server_id, size, log_pos, flags)
                     if code == QUERY:
                         out = self._query(dec, seq, source, header, buf, i, end - csize, pos)
                         if out is not None:
@@ -221,13 +228,18 @@ class Scan:
                     raise self._hand_over(seq, pos)
                 decode = DIRECT.get(code)
                 try:
-                    if decode is None:  # table maps (decoded once per table), control events, …
+                    if fast is not None:  # every event of the decoder in C (it checks the CRC)
+                        ev = fast(dec, buf[i:end], pos) or dec.decode_event(buf[i:end], pos)
+                        header = ev.header
+                    elif decode is None:  # table maps (decoded once per table), control events, …
+                        header = EventHeader(ts, code, server_id, size, log_pos, flags)
                         ev = dec.decode_event(buf[i:end], pos, header)
                     else:  # the decoder's path for a body that changes no decoding state
+                        header = EventHeader(ts, code, server_id, size, log_pos, flags)
                         checksum = None
                         if csize:
                             checksum = int.from_bytes(buf[end - 4 : end], "little")
-                            if crc32(memoryview(buf)[i : end - 4]) != checksum:
+                            if not crc_matches(buf, i, end):
                                 raise self._hand_over(seq, pos)
                         body = decode(buf[i + HLEN : end - csize], state, header)
                         ev = Event(header, body, source, pos, checksum, None, code)

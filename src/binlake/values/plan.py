@@ -430,6 +430,8 @@ def use_compiled(on: bool) -> None:
     compile_rows_decoder = compile_c_rows_decoder if on and _fastrows else compile_pure_rows_decoder
     rows_header = _fastrows.rows_header if on and _fastrows else None
     PLANS.clear()
+    for switch in SWITCHES:
+        switch(on)
 
 
 def layout_signature(columns: list[ColumnDef]) -> tuple[Any, ...]:
@@ -458,7 +460,10 @@ except ImportError:  # not built (no compiler at install time): the pure path
 if getattr(_fastrows, "INTERFACE", None) != FAST_INTERFACE:
     _fastrows = None
 
-_COMPILED = _fastrows is not None and os.environ.get("BINLAKE_PURE", "") in ("", "0")
+PURE_FORCED = os.environ.get("BINLAKE_PURE", "") not in ("", "0")
+_COMPILED = _fastrows is not None and not PURE_FORCED
+# the other compiled parts (the event envelope, ``binlake.decoder``) follow ``use_compiled`` too
+SWITCHES: list[Callable[[bool], None]] = []
 compile_rows_decoder = compile_c_rows_decoder if _COMPILED else compile_pure_rows_decoder
 # a rows event's header read in C (``events.rows`` falls back to its own reader when None)
 rows_header: Callable[..., tuple[int, int, bytes, int, int, int, int]] | None = (

@@ -1,0 +1,427 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""The per-event envelope in C: the common header, the CRC32 check, the ``Event`` and the bodies
+every transaction repeats (GTID, ANONYMOUS_GTID, MariaDB GTID, XID, QUERY), giving exactly the
+objects of the pure path (``binlake.decoder.EventDecoder._decode_one``, the reference).
+
+It is a fast path, not a second decoder: anything it does not read itself (other event types,
+FORMAT_DESCRIPTION and what changes the stream's layout, v1 headers, permuted type codes, events
+inside a TRANSACTION_PAYLOAD) goes to the reference; so does an event it finds anything wrong with
+(a bad checksum, a body shorter than its fields, a body decoder's error): the reference then raises
+its typed error at its offset. Every read is checked against the end of the buffer first.
+"""
+
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.object cimport PyObject, PyTypeObject
+from cpython.ref cimport Py_DECREF, Py_INCREF
+from cpython.bool cimport PyBool_Check
+from cpython.bytes cimport PyBytes_CheckExact
+from cpython.float cimport PyFloat_CheckExact
+from cpython.long cimport PyLong_CheckExact
+from cpython.tuple cimport PyTuple_CheckExact, PyTuple_GET_ITEM, PyTuple_GET_SIZE
+from cpython.unicode cimport PyUnicode_CheckExact
+from cpython.long cimport PyLong_FromUnsignedLongLong
+from cpython.unicode cimport PyUnicode_DecodeUTF8
+from libc.stdint cimport uint32_t, uint64_t
+
+from binlake.values._bytes cimport le
+
+from binlake.events import BODY_DECODERS, ENCRYPTION_STARTS
+from binlake.events.base import Event, EventHeader, UnknownEvent
+from binlake.events.control import XaPrepare, Xid
+from binlake.events.rows import NOT_ASKED, Rows, _header, count_rows_data, decode_rows_data
+from binlake.events.gtid import Gtid, MariaGtid, format_uuid
+from binlake.events.query import Query, parse_status_vars
+from binlake.events.table_map import TableMap
+from binlake.events.types import ROWS_EVENT_KINDS
+from binlake.events.vendor import PolarxGcn, PolarxSequence
+from binlake.values import plan
+
+cdef extern from "structmember.h":
+    ctypedef struct PyMemberDef:
+        int type
+        Py_ssize_t offset
+        int flags
+    enum:
+        T_OBJECT_EX
+        READONLY
+
+cdef extern from "Python.h":
+    ctypedef struct PyMemberDescrObject:
+        PyMemberDef *d_member
+    PyObject *PyType_GenericAlloc(PyTypeObject *tp, Py_ssize_t nitems) except NULL
+    int PyObject_GC_IsTracked(object o)
+    void PyObject_GC_UnTrack(void *o)
+
+cdef extern from "zlib.h":
+    unsigned long crc32(unsigned long crc, const unsigned char *buf, unsigned int length) nogil
+
+# what binlake.decoder expects of this module (a build older than the source is not used)
+INTERFACE = 2
+
+cdef enum:
+    HLEN = 19
+    START_V3 = 1
+    QUERY = 2
+    FORMAT_DESCRIPTION = 15
+    XID = 16
+    TABLE_MAP = 19
+    GTID = 33
+    ANONYMOUS_GTID = 34
+    MARIA_GTID = 162
+    XA_PREPARE = 38
+    PARTIAL_UPDATE_ROWS = 39
+    POLARDBX_SEQUENCE = 80
+    POLARDBX_GCN = 105
+
+# the event types the reference must see whole: they change the stream's layout or end it
+cdef frozenset REFERENCE_ONLY = frozenset({START_V3, FORMAT_DESCRIPTION}) | frozenset(ENCRYPTION_STARTS)
+cdef dict DECODERS = dict(BODY_DECODERS)
+# the rows events read here: v1/v2, not compressed, not partial -> (operation, version)
+cdef dict PLAIN_ROWS = {
+    code: (op, version)
+    for code, (op, version, compressed) in ROWS_EVENT_KINDS.items()
+    if version and not compressed and code != PARTIAL_UPDATE_ROWS
+}
+
+
+cdef class Maker:
+    """Makes instances of a slots dataclass from all its fields' values, as its ``__init__`` does
+    (which sets each slot and nothing else) without the Python call: the slots' offsets are read
+    from their member descriptors once. A class not of that shape is called instead."""
+
+    cdef object cls
+    cdef PyTypeObject *tp
+    cdef Py_ssize_t offsets[24]
+    cdef Py_ssize_t n
+    cdef bint direct
+
+    def __init__(self, cls, bint post_init_is_noop=False):
+        """``post_init_is_noop``: the values given always make the class's ``__post_init__`` do
+        nothing (``Event``'s sets ``kind`` only when it is negative)."""
+        import dataclasses
+        import types
+
+        self.cls = cls
+        self.tp = <PyTypeObject *>cls
+        names = [f.name for f in dataclasses.fields(cls)]
+        self.n = len(names)
+        self.direct = (
+            self.n <= 24 and (post_init_is_noop or "__post_init__" not in vars(cls)) and type(cls) is type and cls.__bases__ == (object,)
+        )
+        for i, name in enumerate(names if self.direct else ()):
+            d = vars(cls).get(name)
+            if type(d) is not types.MemberDescriptorType:
+                self.direct = False
+                break
+            member = (<PyMemberDescrObject *>d).d_member
+            if member.type != T_OBJECT_EX or member.flags & READONLY:
+                self.direct = False
+                break
+            self.offsets[i] = member.offset
+
+    cdef object make(self, tuple values):
+        cdef Py_ssize_t i
+        cdef PyObject *o
+        cdef PyObject *v
+        if PyTuple_GET_SIZE(values) != self.n:
+            raise TypeError(f"{self.cls.__name__} has {self.n} fields, given {len(values)}")
+        if not self.direct:
+            return self.cls(*values)
+        o = PyType_GenericAlloc(self.tp, 0)  # a class of ``object``'s: its tp_alloc, slots zeroed
+        obj = <object>o
+        Py_DECREF(obj)  # the reference the allocation gave is the one ``obj`` holds
+        cdef bint atomic = True
+        for i in range(self.n):
+            v = PyTuple_GET_ITEM(values, i)
+            Py_INCREF(<object>v)
+            (<PyObject **>(<char *>o + self.offsets[i]))[0] = v
+            atomic = atomic and is_atomic(v)
+        if atomic and PyObject_GC_IsTracked(obj):
+            # Only numbers, text, bytes and None in it: it cannot be part of a reference cycle, so
+            # it is left out of the cycle collector, as CPython leaves out such tuples and dicts
+            # (the merge holds hundreds of thousands of events: each collection walked them all).
+            # Nothing stores a container in a header or such a body afterwards.
+            PyObject_GC_UnTrack(<void *>o)
+        return obj
+
+
+cdef inline bint is_atomic(PyObject *v) noexcept:
+    """A value that refers to no other object (the empty tuple included)."""
+    return (
+        v == <PyObject *>None
+        or PyLong_CheckExact(<object>v)
+        or PyUnicode_CheckExact(<object>v)
+        or PyBytes_CheckExact(<object>v)
+        or PyBool_Check(<object>v)
+        or PyFloat_CheckExact(<object>v)
+        or (PyTuple_CheckExact(<object>v) and PyTuple_GET_SIZE(<object>v) == 0)
+    )
+
+
+cdef Maker HEADER = Maker(EventHeader)
+cdef Maker EVENT = Maker(Event, True)
+cdef Maker GTID_ = Maker(Gtid)
+cdef Maker QUERY_ = Maker(Query)
+cdef Maker XID_ = Maker(Xid)
+cdef Maker MARIA_GTID_ = Maker(MariaGtid)
+cdef Maker ROWS = Maker(Rows)
+cdef Maker XA_PREPARE_ = Maker(XaPrepare)
+cdef Maker POLARX_SEQUENCE = Maker(PolarxSequence)
+cdef Maker POLARX_GCN = Maker(PolarxGcn)
+
+
+class _Short(Exception):
+    """A fixed part does not fit: the reference decides what the event is."""
+
+
+cdef inline object text(const unsigned char *s, Py_ssize_t n):
+    return PyUnicode_DecodeUTF8(<const char *>s, n, "surrogateescape")
+
+
+cdef object gtid_body(bytes buf, bint anonymous):
+    """``events.gtid.decode_gtid``; ``_Short`` where it raises ``ShortRead``."""
+    cdef const unsigned char *s = <const unsigned char *>PyBytes_AS_STRING(buf)
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(buf), p
+    cdef uint64_t ts, v
+    if n < 25:
+        raise _Short()
+    flags, sid, gno = s[0], format_uuid(buf[1:17]), PyLong_FromUnsignedLongLong(le(s + 17, 8))
+    if n <= 25 or s[25] != 2:  # no logical clock (before MySQL 5.7.5)
+        return GTID_.make((flags, sid, gno, anonymous, None, None, None, None, None, None, None, None, None, (), 0))
+    if n < 42:
+        raise _Short()
+    last_committed = PyLong_FromUnsignedLongLong(le(s + 26, 8))
+    sequence_number = PyLong_FromUnsignedLongLong(le(s + 34, 8))
+    p = 42
+    immediate = original = length = immediate_version = original_version = ticket = None
+    if n - p >= 7:
+        ts = le(s + p, 7)
+        p += 7
+        if ts & (<uint64_t>1 << 55):
+            immediate = PyLong_FromUnsignedLongLong(ts & ~(<uint64_t>1 << 55))
+            if n - p < 7:
+                raise _Short()
+            original = PyLong_FromUnsignedLongLong(le(s + p, 7))
+            p += 7
+        else:
+            immediate = original = PyLong_FromUnsignedLongLong(ts)
+    if n - p > 0:
+        v = s[p]
+        p += 1
+        if v == 0xFC or v == 0xFD or v == 0xFE:
+            width = 2 if v == 0xFC else 3 if v == 0xFD else 8
+            if n - p < width:
+                raise _Short()
+            v = le(s + p, width)
+            p += width
+        elif v >= 0xFB:  # NULL or 0xff where a length is expected
+            raise _Short()
+        length = PyLong_FromUnsignedLongLong(v)
+    if n - p >= 4:
+        v = le(s + p, 4)
+        p += 4
+        if v & (<uint64_t>1 << 31):
+            immediate_version = v & ~(<uint64_t>1 << 31)
+            if n - p < 4:
+                raise _Short()
+            original_version = le(s + p, 4)
+            p += 4
+        else:
+            immediate_version = original_version = v
+    if n - p >= 8:
+        ticket = PyLong_FromUnsignedLongLong(le(s + p, 8))
+    return GTID_.make((
+        flags, sid, gno, anonymous, None, last_committed, sequence_number, immediate, original, length,
+        immediate_version, original_version, ticket, (), 0,
+    ))
+
+
+cdef object maria_gtid_body(bytes buf, object server_id):
+    """``events.gtid.decode_maria_gtid`` (an XA GTID goes to the reference)."""
+    cdef const unsigned char *s = <const unsigned char *>PyBytes_AS_STRING(buf)
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(buf), p = 13
+    cdef int flags
+    if n < 13:
+        raise _Short()
+    flags = s[12]
+    commit_id = flags_extra = None
+    if flags & 2:  # MARIA_FL_GROUP_COMMIT_ID
+        if n - p < 8:
+            raise _Short()
+        commit_id = PyLong_FromUnsignedLongLong(le(s + p, 8))
+        p += 8
+    elif flags & (64 | 128):  # an XA transaction's id: the reference reads it
+        raise _Short()
+    else:
+        p += 6 if n - p >= 6 else n - p  # reserved zeros
+    extra = b""
+    if n - p > 0:
+        flags_extra = s[p]
+        extra = buf[p + 1 :]
+    return MARIA_GTID_.make((
+        PyLong_FromUnsignedLongLong(le(s, 8)), le(s + 8, 4), server_id, flags, commit_id, None, None, None,
+        flags_extra, extra,
+    ))
+
+
+cdef object query_body(bytes buf, int post):
+    """``events.query.decode_query`` of a plain QUERY event (``post``: its post-header length)."""
+    cdef const unsigned char *s = <const unsigned char *>PyBytes_AS_STRING(buf)
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(buf), p, status_len, db_len
+    if post < 13 or n < 13:
+        raise _Short()
+    db_len = s[8]
+    status_len = le(s + 11, 2)
+    p = post
+    if n - p < status_len:
+        raise _Short()
+    status, tail = parse_status_vars(buf[p : p + status_len])
+    p += status_len
+    if n - p < db_len + 1:  # the database name and its NUL
+        raise _Short()
+    database = text(s + p, db_len)
+    p += db_len + 1
+    return QUERY_.make(
+        (le(s, 4), le(s + 4, 4), le(s + 9, 2), database, text(s + p, n - p), status, tail, False, None, b"")
+    )
+
+
+cdef object xa_prepare_body(bytes buf):
+    """``events.control.decode_xa_prepare``."""
+    cdef const unsigned char *s = <const unsigned char *>PyBytes_AS_STRING(buf)
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(buf), glen, blen
+    if n < 13:
+        raise _Short()
+    glen, blen = le(s + 5, 4), le(s + 9, 4)
+    if glen > 64 or blen > 64 or n - 13 < glen + blen:
+        raise _Short()
+    return XA_PREPARE_.make((s[0] != 0, le(s + 1, 4), buf[13 : 13 + glen], buf[13 + glen : 13 + glen + blen]))
+
+
+cdef object rows_body(bytes buf, object state, object header, int code, object fde, object reference):
+    """``events.rows.decode_rows`` of a v1/v2 rows event of a mapped, decodable table (the rest,
+    and any doubt, goes to ``reference``, the pure body decoder)."""
+    kind = PLAIN_ROWS.get(code)
+    read_header = plan.rows_header
+    if kind is None or read_header is None:
+        return reference(buf, state, header)
+    op, version = kind
+    post = fde.post_header_len(code, 10 if version == 2 else 8)
+    table_id, flags, extra, ncols, before, after, start = read_header(buf, post, version, op, _header)
+    tm = state.table_maps.get(table_id)
+    if tm is None or tm.undecodable:
+        return reference(buf, state, header)
+    partition_id = source_partition_id = None
+    if len(extra) >= 3 and extra[0] == 1:  # partition info
+        partition_id = int.from_bytes(extra[1:3], "little")
+        if op == "update" and len(extra) >= 5:
+            source_partition_id = int.from_bytes(extra[3:5], "little")
+    data = buf[start:]
+    ev = ROWS.make((
+        op, version, table_id, flags, ncols, before, after, extra, partition_id, source_partition_id, tm, [],
+        None, None, False, False, True, None,
+    ))
+    if state.decode_rows:
+        decode_rows_data(ev, data, tm, False)
+        return ev
+    ev.raw_rows = data
+    if state.count_rows:
+        ev.counted = count_rows_data(ev, data, tm)
+        if ev.counted is None:  # the walk found damage: decoding says what
+            ev.raw_rows = None
+            decode_rows_data(ev, data, tm, False)
+        else:
+            ev.undecoded_reason = "rows were counted, not decoded"
+    else:
+        ev.undecoded_reason = NOT_ASKED
+    return ev
+
+
+def decode_event(decoder, bytes raw, Py_ssize_t offset):
+    """``decoder.decode_event(raw, offset)`` for an event read from a file or a stream (not inside
+    a transaction payload), or None when the reference must read it from the start."""
+    state = decoder.state
+    fde = state.fde
+    if decoder.encrypted_from is not None or fde is None or fde.header_length != HLEN or fde.event_type_permutation is not None:
+        return None
+    cdef const unsigned char *s = <const unsigned char *>PyBytes_AS_STRING(raw)
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(raw)
+    if n < HLEN:
+        return None
+    cdef int code = s[4]
+    if code in REFERENCE_ONLY:
+        return None
+    cdef int csize = 4 if fde.checksum_alg == 1 else 0
+    if n < HLEN + csize:
+        return None
+    header = HEADER.make((le(s, 4), code, le(s + 5, 4), le(s + 9, 4), le(s + 13, 4), le(s + 17, 2)))
+    checksum = None
+    cdef uint32_t stored
+    if csize:
+        stored = <uint32_t>le(s + n - 4, 4)
+        if state.verify_checksum and <uint32_t>crc32(0, s, <unsigned int>(n - 4)) != stored:
+            return decoder._decode_one(raw, header, offset)  # it raises the mismatch
+        checksum = stored
+    body_bytes = PyBytes_FromStringAndSize(<const char *>s + HLEN, n - HLEN - csize)
+    try:
+        if code == GTID or code == ANONYMOUS_GTID:
+            body = gtid_body(body_bytes, code == ANONYMOUS_GTID)
+        elif code == XID:
+            if n - HLEN - csize < 8:
+                raise _Short()
+            body = XID_.make((PyLong_FromUnsignedLongLong(le(s + HLEN, 8)),))
+        elif code == QUERY:
+            body = query_body(body_bytes, fde.post_header_len(QUERY, 13))
+        elif code == MARIA_GTID:
+            body = maria_gtid_body(body_bytes, header.server_id)
+        elif code == TABLE_MAP:
+            body = decoder._table_map(body_bytes, header)
+        elif code == XA_PREPARE:
+            body = xa_prepare_body(body_bytes)
+        elif code == POLARDBX_SEQUENCE or code == POLARDBX_GCN:
+            if n - HLEN - csize < 9:
+                raise _Short()
+            body = (POLARX_SEQUENCE if code == POLARDBX_SEQUENCE else POLARX_GCN).make(
+                (s[HLEN], PyLong_FromUnsignedLongLong(le(s + HLEN + 1, 8)))
+            )
+        else:
+            decode = DECODERS.get(code)
+            if decode is None:
+                body = UnknownEvent(body_bytes)
+            elif code in PLAIN_ROWS:
+                body = rows_body(body_bytes, state, header, code, fde, decode)
+            else:
+                body = decode(body_bytes, state, header)
+    except Exception:  # damage, or a shape this path leaves to the reference: it says what
+        return decoder._decode_one(raw, header, offset)
+    event = EVENT.make((header, body, decoder.source, offset, checksum, None, code))
+    for observe in state.observers:
+        observe(event)
+    if code == TABLE_MAP and isinstance(event.body, TableMap):
+        # an observer (the schema tracker) may have put a named view of the map in its place
+        state.table_maps[event.body.table_id] = event.body
+    return event
+
+
+def crc_matches(bytes buf, Py_ssize_t start, Py_ssize_t end):
+    """Whether the event ``buf[start:end]`` ends with the CRC32 of its other bytes (False when the
+    range is not inside ``buf`` or cannot hold a checksum)."""
+    cdef const unsigned char *s = <const unsigned char *>PyBytes_AS_STRING(buf)
+    if start < 0 or end > PyBytes_GET_SIZE(buf) or end - start < 4:
+        return False
+    return <uint32_t>crc32(0, s + start, <unsigned int>(end - 4 - start)) == <uint32_t>le(s + end - 4, 4)
+
+
+def next_event(decoder, bytes buf, Py_ssize_t i, Py_ssize_t offset):
+    """The event starting at ``buf[i]`` (file offset ``offset``) decoded as ``decode_event`` does;
+    False when ``buf`` does not hold all of it (read more, or let the reader say why not), None
+    when the reference must read it (the reader's own path, with its checks and errors)."""
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(buf), size
+    if i < 0 or n - i < HLEN:
+        return False
+    size = le(<const unsigned char *>PyBytes_AS_STRING(buf) + i + 9, 4)
+    if size < HLEN or size > decoder.state.max_payload:  # the reader says what is wrong
+        return None
+    if size > n - i:
+        return False
+    return decode_event(decoder, PyBytes_FromStringAndSize(PyBytes_AS_STRING(buf) + i, size), offset)
