@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from binlake.spark import trace
 from binlake.spark.plan import Phase, SyncReport, planned
 from binlake.spark.sinks import Sink, sink_for
 
@@ -87,8 +88,10 @@ def stream_changes(
     reports: list[SyncReport] = []
 
     def each(batch: Any, batch_id: int) -> None:
-        reports.append(apply(batch))
+        with trace.batch(spark, batch_id):
+            reports.append(apply(batch))
 
+    trace.watch_progress(spark)
     writer = (
         spark.readStream.format("binlog")
         .options(**(options or {}))
