@@ -89,13 +89,14 @@ def breakdown(trace: Path, first: float) -> tuple[list[tuple[float, float]], lis
         jobs = [len(b["jobs"]) for b in batches]
         out.append(f"  Spark jobs per batch: mean {statistics.mean(jobs):.1f}, max {max(jobs)}; "
                    f"tasks per batch mean {statistics.mean(sum(j[3] for j in b['jobs']) for b in batches):.0f}")  # fmt: skip
-        per_job: dict[str, list[float]] = {}
+        per_job: dict[str, list[tuple[float, float, float]]] = {}
         for b in batches:
-            for desc, _, secs, _ in b["jobs"]:
-                per_job.setdefault(step(str(desc)), []).append(secs)
-        for name, xs in sorted(per_job.items(), key=lambda kv: -sum(kv[1])):
-            out.append(f"  jobs of {name:<16} {len(xs) / len(batches):4.1f} per batch, "
-                       f"{statistics.mean(xs):6.3f} s each")  # fmt: skip
+            for desc, _, secs, _, run, cpu in b["jobs"]:
+                per_job.setdefault(step(str(desc)), []).append((secs, run, cpu))
+        for name, xs in sorted(per_job.items(), key=lambda kv: -sum(x[0] for x in kv[1])):
+            wall, run, cpu = (statistics.mean(x[i] for x in xs) for i in range(3))
+            out.append(f"  jobs of {name:<16} {len(xs) / len(batches):4.1f} per batch, {wall:6.3f} s each "
+                       f"(tasks ran {run:.3f} s, {cpu:.3f} s of it on a CPU)")  # fmt: skip
     durations: dict[str, list[float]] = {}
     for p in progress:
         for k, v in p["durationMs"].items():

@@ -342,7 +342,7 @@ class BatchPlan:
     def _renames_and_changes(self) -> tuple[Any, RenamePlan]:
         if self._renamed is None:
             with trace.span("renames"):
-                self._renamed = renamed_changes(self._kept)
+                self._renamed = renamed_changes(self._kept, names=self.contents.names > 0)
         return self._renamed
 
     @property

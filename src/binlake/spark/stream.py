@@ -38,6 +38,7 @@ class BinlogStreamReader(DataSourceStreamReader):
         self.path = options["path"]
         self.split = parse_size(options.get("splitsize", DEFAULT_SPLIT))
         self.ddl: DdlPass | None = None  # the schema history, grown with the DDL of each micro-batch
+        self.scanned: dict[str, tuple[int, int]] = {}  # file -> (a boundary found, the size then)
 
     def initialOffset(self) -> dict[str, Any]:  # noqa: N802 - Spark's name
         return {"file": "", "pos": 0}
@@ -54,10 +55,21 @@ class BinlogStreamReader(DataSourceStreamReader):
             return {"file": "", "pos": 0}
         # the newest file with a complete transaction decides; older files are complete once rotated
         for path in reversed(files):
-            end = last_boundary(path, 4)
+            end = self._last_boundary(path)
             if end > 4:
                 return {"file": os.path.basename(path), "pos": end}
         return {"file": "", "pos": 0}
+
+    def _last_boundary(self, path: str) -> int:
+        """``last_boundary`` of a growing file, scanned on from the boundary the last call found
+        (each trigger reads only what was appended since; a file that shrank is scanned anew)."""
+        size = os.path.getsize(path)
+        start, seen = self.scanned.get(path, (4, 0))
+        if size < seen:
+            start = 4
+        end = last_boundary(path, start) if size > start else start
+        self.scanned[path] = (end, size)
+        return end
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
         files = self._files()

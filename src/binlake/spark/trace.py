@@ -43,11 +43,25 @@ class _Batch:
                 continue
             t0, t1 = sub.get().getTime() / 1000, end.get().getTime() / 1000
             desc = j.description()
+            run, cpu = _stage_times(store, j.stageIds())
             out.append(
                 [desc.get() if desc.isDefined() else j.name(), round(t0 - self.start, 4), round(t1 - t0, 4),
-                 j.numTasks()]
+                 j.numTasks(), run, cpu]
             )  # fmt: skip
         return out
+
+
+def _stage_times(store: Any, stages: Any) -> tuple[float, float]:
+    """The seconds a job's tasks ran in the executors, and of it on a CPU (stages it skipped: none)."""
+    run = cpu = 0.0
+    for k in range(stages.size()):
+        try:
+            s = store.lastStageAttempt(stages.apply(k))
+        except Exception:  # a stage the job skipped (its output was there)
+            continue
+        run += s.executorRunTime() / 1000
+        cpu += s.executorCpuTime() / 1e9
+    return round(run, 4), round(cpu, 4)
 
 
 _lock = threading.Lock()
