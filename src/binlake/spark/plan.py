@@ -22,6 +22,7 @@ from binlake.spark import trace
 from binlake.spark.changelog import ADD_COLUMN, NAME_OPS, PARTIAL_JSON_MARK, ROW_OPS, partial_json_error
 from binlake.spark.renames import RenamePlan, layout_columns, renamed_changes
 from binlake.spark.typedrows import arrow_batches, target_schema, typed_rows
+from binlake.targetnames import escape_reserved
 
 KEY = "_binlake_key"  # a change's primary key as JSON text, while finding the last change per key
 JSON_TYPE = 245  # ColumnType.JSON: the only columns a partial JSON update is in
@@ -91,7 +92,7 @@ def latest_per_key(df: Any, partitions: int | None = None) -> Any:
 @dataclass(frozen=True)
 class TablePlan:
     """One table of a batch: its layouts (oldest first), its rows (the last change per key for a
-    keyed table, every change for a keyless one) and whether it has a key."""
+    keyed table, or a bound of it; every change for a keyless one) and whether it has a key."""
 
     db: str
     table: str
@@ -205,11 +206,13 @@ class Counted:
 @dataclass(frozen=True)
 class Contents:
     """How many changes of each kind a batch holds, counted with its head: the parts of a plan a
-    batch has none of are known empty without a Spark job of their own."""
+    batch has none of are known empty without a Spark job of their own. ``tables``: the batch's
+    table plans when the head alone tells them (``simple_tables``), else None."""
 
     names: int = 0  # renames and drops (NAME_OPS)
     adds: int = 0  # ADD COLUMN
     keyless: int = 0  # row changes of tables without a primary key
+    tables: tuple[TablePlan, ...] | None = None
 
 
 def batch_head(df: Any, source: str) -> tuple[SyncReport, dict[str, str]]:
@@ -221,7 +224,8 @@ def batch_head(df: Any, source: str) -> tuple[SyncReport, dict[str, str]]:
 
 
 def head_and_contents(df: Any, source: str) -> tuple[SyncReport, dict[str, str], Contents]:
-    """``batch_head`` and the batch's ``Contents``, in the same one Spark job."""
+    """``batch_head`` and the batch's ``Contents``, in one Spark job: an aggregate per table, layout
+    and kind of change (few groups), combined on the driver."""
     from pyspark.sql import functions as F
 
     report = SyncReport()
@@ -231,28 +235,46 @@ def head_and_contents(df: Any, source: str) -> tuple[SyncReport, dict[str, str],
 
     json_table = F.exists(F.col("columns"), lambda c: c["type"] == JSON_TYPE)
     after = F.to_json(F.col("after"))
-    partial = (F.col("op") == "update") & json_table & after.contains(PARTIAL_JSON_MARK)
-    head = df.agg(  # one Spark job: the newest row (structs compare field by field) and the size
-        F.max(F.struct("order_key", "file", "file_number", "txn_position")).alias("top"),
-        count(F.col("op").isin(*ROW_OPS)).alias("changes"),
-        count(F.col("op").isin(*NAME_OPS)).alias("names"),
-        count(F.col("op") == ADD_COLUMN).alias("adds"),
-        count(F.col("op").isin(*ROW_OPS) & F.col("pk").isNull()).alias("keyless"),
-        F.collect_set("server_id").alias("servers"),
-        F.min(
-            F.when(partial, F.struct("order_key", "db", "table", "file", "position", after.alias("after")))
-        ).alias("partial"),
-    ).collect()[0]
-    if head["partial"] is not None:
-        raise partial_json_error(head["partial"])
-    top = head["top"]
-    if top is None:
+    op = F.col("op")
+    partial = (op == "update") & json_table & after.contains(PARTIAL_JSON_MARK)
+    moved = (op == "update") & F.col("pk_before").isNotNull() & (F.to_json("pk_before") != F.to_json("pk"))
+    row = op.isin(*ROW_OPS)
+    groups = (
+        df.groupBy("db", "table", "columns", row.alias("row"), (row & F.col("pk").isNull()).alias("keyless"))
+        .agg(
+            # the newest row (structs compare field by field) and the size
+            F.max(F.struct("order_key", "file", "file_number", "txn_position")).alias("top"),
+            F.count(F.lit(1)).alias("n"),
+            count(moved).alias("moved"),
+            count(op.isin(*NAME_OPS)).alias("names"),
+            count(op == ADD_COLUMN).alias("adds"),
+            F.collect_set("server_id").alias("servers"),
+            F.min(
+                F.when(
+                    partial, F.struct("order_key", "db", "table", "file", "position", after.alias("after"))
+                )
+            ).alias("partial"),
+        )
+        .collect()
+    )
+    partials = [g["partial"] for g in groups if g["partial"] is not None]
+    if partials:
+        raise partial_json_error(min(partials, key=tuple))
+    if not groups:
         return report, {}, Contents()
-    contents = Contents(*(int(head[k] or 0) for k in ("names", "adds", "keyless")))
+    top = max((g["top"] for g in groups), key=tuple)
+    names, adds = (sum(int(g[k]) for g in groups) for k in ("names", "adds"))
+    rows = [g for g in groups if g["row"]]
+    contents = Contents(
+        names,
+        adds,
+        sum(g["n"] for g in rows if g["keyless"]),
+        simple_tables(rows) if not names + adds else None,
+    )
     report.version = batch_version(top["file_number"], top["txn_position"])
     report.position = f"{top['file']}:{top['txn_position']}"
-    report.changes = int(head["changes"] or 0)
-    report.server_ids = sorted(int(i) for i in head["servers"] if i is not None)
+    report.changes = sum(g["n"] for g in rows)
+    report.server_ids = sorted({int(i) for g in groups for i in g["servers"] if i is not None})
     metadata = {
         "binlake.position": report.position,
         "binlake.order_key": bytes(top["order_key"]).hex(),
@@ -261,9 +283,31 @@ def head_and_contents(df: Any, source: str) -> tuple[SyncReport, dict[str, str],
     return report, metadata, contents
 
 
-ROWS_PER_SORT = (
-    50_000  # row changes per piece of a small batch's sort: one task sorts them in well under a second
-)
+def simple_tables(groups: list[Any]) -> tuple[TablePlan, ...] | None:
+    """The table plans of a batch without DDL (no rename, drop or added column) from its head's
+    groups of row changes, when each table's changes have one layout: then it is the layout of its
+    last changes too, and ``table_plans`` over the last change per key would find the same (its row
+    count here a bound: changes, and a tombstone for each key a change moved). None: several layouts
+    in a table (only the last changes' decide), planned by ``table_plans``."""
+    found: dict[tuple[bool, str, str], list[Any]] = {}
+    for g in groups:
+        found.setdefault((g["keyless"], g["db"], escape_reserved(g["table"])), []).append(g)
+    if any(len(gs) > 1 for gs in found.values()):
+        return None
+    return tuple(
+        TablePlan(
+            db,
+            table,
+            [([c.asDict(recursive=True) for c in g["columns"]], None)],
+            g["n"] + (0 if keyless else int(g["moved"])),
+            keyless,
+        )
+        for (keyless, db, table), (g,) in sorted(found.items())
+    )
+
+
+# row changes per piece of a small batch's sort: one task sorts them in well under a second
+ROWS_PER_SORT = 50_000
 
 
 def sort_partitions(df: Any, changes: int) -> int | None:
@@ -359,6 +403,8 @@ class BatchPlan:
         """Keyed tables (their last change per key), then keyless ones (every change)."""
         from pyspark.sql import functions as F
 
+        if self._tables is None and self.contents.tables is not None:
+            self._tables = list(self.contents.tables)
         if self._tables is None:
             keyless = self.changes.where(F.col("pk").isNull())
             with trace.span("table_plans"):
