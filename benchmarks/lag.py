@@ -141,9 +141,7 @@ def main() -> None:
             stdout=logs[1], stderr=subprocess.STDOUT, env=sync_env, start_new_session=True,
         )  # fmt: skip
         started = time.time()
-        while '"batch"' not in (
-            trace.read_text() if trace.exists() else ""
-        ):  # Spark is up: batch 0 (DDL) ran
+        while not (lake / "_binlake_checkpoint" / "commits" / "0").exists():  # Spark is up: batch 0 ran
             if sync.poll() is not None or time.time() > started + 300:
                 sys.exit(f"the sync did not start: see {ROOT / 'sync.log'}")
             time.sleep(0.2)

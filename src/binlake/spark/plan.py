@@ -255,6 +255,7 @@ def head_and_contents(df: Any, source: str) -> tuple[SyncReport, dict[str, str],
                 )
             ).alias("partial"),
         )
+        .coalesce(1)  # a few groups: one task gathers them (not one per shuffle partition)
         .collect()
     )
     partials = [g["partial"] for g in groups if g["partial"] is not None]
