@@ -49,6 +49,15 @@ def test_generated_batch_with_ddl_is_planned_by_table_plans(spark: Any, tmp_path
     assert slow
 
 
+def closed_since(db: Any, start: int, into: Path) -> Path:
+    """A directory holding copies of the server's binlogs from file ``start`` (1-based) on, the
+    active one closed first: what the server wrote since."""
+    into.mkdir()
+    for f in db.flush_binlogs()[start - 1 : -1]:
+        (into / f.name).write_bytes(f.read_bytes())
+    return into
+
+
 def test_key_moves_keyless_tables_and_two_layouts(spark: Any, own_mariadb: Any, tmp_path: Path) -> None:
     db = own_mariadb
     db.execute(
@@ -66,12 +75,7 @@ def test_key_moves_keyless_tables_and_two_layouts(spark: Any, own_mariadb: Any, 
         "INSERT INTO h.nk VALUES (1, 'x'), (1, 'x')",
         "DELETE FROM h.nk LIMIT 1",
     )
-    db.flush_binlogs()
-    src = tmp_path / "one"
-    src.mkdir()
-    for f in db.binlog_files()[start - 1 : -1]:
-        (src / f.name).write_bytes(f.read_bytes())
-    fast, slow, report = both_ways(spark, src)
+    fast, slow, report = both_ways(spark, closed_since(db, start, tmp_path / "one"))
     assert fast is not None
     assert_same(fast, slow)
     rows = {(t.table, t.keyless): t.rows for t in fast}
@@ -84,10 +88,5 @@ def test_key_moves_keyless_tables_and_two_layouts(spark: Any, own_mariadb: Any, 
         "ALTER TABLE h.k MODIFY v VARCHAR(20)",  # a second layout of k within the batch
         "INSERT INTO h.k VALUES (4, 'd')",
     )
-    db.flush_binlogs()
-    both = tmp_path / "two"
-    both.mkdir()
-    for f in db.binlog_files()[start - 1 : -1]:
-        (both / f.name).write_bytes(f.read_bytes())
-    fast, slow, _ = both_ways(spark, both)
+    fast, slow, _ = both_ways(spark, closed_since(db, start, tmp_path / "two"))
     assert fast is None and len(next(t for t in slow if t.table == "k").layouts) == 2
