@@ -9,9 +9,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from binlake.spark import trace
 from binlake.spark.plan import Phase, SyncReport, planned
 from binlake.spark.sinks import Sink, sink_for
 
+ADAPTIVE = "spark.sql.adaptive.enabled"
 Target = Sink | Path | str  # a sink, a Delta directory, or a URL (delta:PATH, parquet:PATH, jdbc:…)
 
 
@@ -87,8 +89,19 @@ def stream_changes(
     reports: list[SyncReport] = []
 
     def each(batch: Any, batch_id: int) -> None:
-        reports.append(apply(batch))
+        # a micro-batch is planned without adaptive execution: it would run each stage of a plan as
+        # a Spark job of its own (a small batch: 9 jobs instead of 4) to re-plan between them, and
+        # the plan sizes a small batch's sort itself (``plan.sort_partitions``)
+        conf = batch.sparkSession.conf
+        adaptive = conf.get(ADAPTIVE)
+        conf.set(ADAPTIVE, "false")
+        try:
+            with trace.batch(spark, batch_id):
+                reports.append(apply(batch))
+        finally:
+            conf.set(ADAPTIVE, adaptive)
 
+    trace.watch_progress(spark)
     writer = (
         spark.readStream.format("binlog")
         .options(**(options or {}))

@@ -18,9 +18,11 @@ from typing import Any
 import pyarrow as pa
 
 from binlake.changes import KEY_WIDTH, TOMBSTONE
-from binlake.spark.changelog import ADD_COLUMN, PARTIAL_JSON_MARK, ROW_OPS, partial_json_error
+from binlake.spark import trace
+from binlake.spark.changelog import ADD_COLUMN, NAME_OPS, PARTIAL_JSON_MARK, ROW_OPS, partial_json_error
 from binlake.spark.renames import RenamePlan, layout_columns, renamed_changes
 from binlake.spark.typedrows import arrow_batches, target_schema, typed_rows
+from binlake.targetnames import escape_reserved
 
 KEY = "_binlake_key"  # a change's primary key as JSON text, while finding the last change per key
 JSON_TYPE = 245  # ColumnType.JSON: the only columns a partial JSON update is in
@@ -58,10 +60,12 @@ def batch_version(file_number: int, txn_position: int) -> int:
     return file_number * 10**13 + txn_position
 
 
-def latest_per_key(df: Any) -> Any:
+def latest_per_key(df: Any, partitions: int | None = None) -> Any:
     """The last change per (db, table, primary key) by order key; a primary-key change also yields a
     tombstone for the old key, whose order key is the change's with ``part`` TOMBSTONE (it sorts just
-    before it). Keys compare by their JSON form (``to_json``: a VARIANT is not a grouping key)."""
+    before it). Keys compare by their JSON form (``to_json``: a VARIANT is not a grouping key).
+    ``partitions``: sort in that many pieces (a small batch: few tasks), else in the session's
+    ``spark.sql.shuffle.partitions``."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -79,6 +83,8 @@ def latest_per_key(df: Any) -> Any:
     }
     tombstones = moved.select(*[replaced.get(c, F.col(c)).alias(c) for c in keyed.columns])
     both = keyed.unionByName(tombstones)
+    if partitions is not None:  # the window's grouping, so its sort needs no other exchange
+        both = both.repartition(partitions, "db", "table", KEY)
     w = Window.partitionBy("db", "table", KEY).orderBy(F.col("order_key").desc())
     return both.withColumn("_rn", F.row_number().over(w)).where(F.col("_rn") == 1).drop("_rn", KEY)
 
@@ -86,7 +92,7 @@ def latest_per_key(df: Any) -> Any:
 @dataclass(frozen=True)
 class TablePlan:
     """One table of a batch: its layouts (oldest first), its rows (the last change per key for a
-    keyed table, every change for a keyless one) and whether it has a key."""
+    keyed table, or a bound of it; every change for a keyless one) and whether it has a key."""
 
     db: str
     table: str
@@ -141,12 +147,14 @@ def fill_plans(df: Any) -> list[FillPlan]:
     return out
 
 
-def table_plans(df: Any, keyless: bool) -> list[TablePlan]:
+def table_plans(df: Any, keyless: bool, partitions: int | None = None) -> list[TablePlan]:
     """Each table's layouts in ``df``, in the order they were written (by their newest change), and
-    its row count: one small Spark job for all tables."""
+    its row count: one small Spark job for all tables (``partitions``: as in ``latest_per_key``)."""
     from pyspark.sql import functions as F
 
     found: dict[tuple[str, str], list[tuple[bytes, Layout, int]]] = {}
+    if partitions is not None:
+        df = df.repartition(partitions, "db", "table")
     groups = df.groupBy("db", "table", "columns", "renamed").agg(
         F.max("order_key").alias("k"), F.count(F.lit(1)).alias("n")
     )
@@ -195,38 +203,122 @@ class Counted:
         self.stream = pa.RecordBatchReader.from_batches(stream.schema, each())
 
 
+@dataclass(frozen=True)
+class Contents:
+    """How many changes of each kind a batch holds, counted with its head: the parts of a plan a
+    batch has none of are known empty without a Spark job of their own. ``tables``: the batch's
+    table plans when the head alone tells them (``simple_tables``), else None."""
+
+    names: int = 0  # renames and drops (NAME_OPS)
+    adds: int = 0  # ADD COLUMN
+    keyless: int = 0  # row changes of tables without a primary key
+    tables: tuple[TablePlan, ...] | None = None
+
+
 def batch_head(df: Any, source: str) -> tuple[SyncReport, dict[str, str]]:
     """A batch's identity: its last transaction's position (the version sinks commit atomically with
     the data) and its size; the metadata every commit of it carries. A change no sink can apply (a
     partial JSON update) is refused here, before any sink creates or writes anything."""
+    report, metadata, _ = head_and_contents(df, source)
+    return report, metadata
+
+
+def head_and_contents(df: Any, source: str) -> tuple[SyncReport, dict[str, str], Contents]:
+    """``batch_head`` and the batch's ``Contents``, in one Spark job: an aggregate per table, layout
+    and kind of change (few groups), combined on the driver."""
     from pyspark.sql import functions as F
 
     report = SyncReport()
+
+    def count(c: Any) -> Any:
+        return F.sum(c.cast("long"))
+
     json_table = F.exists(F.col("columns"), lambda c: c["type"] == JSON_TYPE)
     after = F.to_json(F.col("after"))
-    partial = (F.col("op") == "update") & json_table & after.contains(PARTIAL_JSON_MARK)
-    head = df.agg(  # one Spark job: the newest row (structs compare field by field) and the size
-        F.max(F.struct("order_key", "file", "file_number", "txn_position")).alias("top"),
-        F.sum(F.col("op").isin(*ROW_OPS).cast("long")).alias("changes"),
-        F.collect_set("server_id").alias("servers"),
-        F.min(
-            F.when(partial, F.struct("order_key", "db", "table", "file", "position", after.alias("after")))
-        ).alias("partial"),
-    ).collect()[0]
-    if head["partial"] is not None:
-        raise partial_json_error(head["partial"])
-    top = head["top"]
-    if top is None:
-        return report, {}
+    op = F.col("op")
+    partial = (op == "update") & json_table & after.contains(PARTIAL_JSON_MARK)
+    moved = (op == "update") & F.col("pk_before").isNotNull() & (F.to_json("pk_before") != F.to_json("pk"))
+    row = op.isin(*ROW_OPS)
+    groups = (
+        df.groupBy("db", "table", "columns", row.alias("row"), (row & F.col("pk").isNull()).alias("keyless"))
+        .agg(
+            # the newest row (structs compare field by field) and the size
+            F.max(F.struct("order_key", "file", "file_number", "txn_position")).alias("top"),
+            F.count(F.lit(1)).alias("n"),
+            count(moved).alias("moved"),
+            count(op.isin(*NAME_OPS)).alias("names"),
+            count(op == ADD_COLUMN).alias("adds"),
+            F.collect_set("server_id").alias("servers"),
+            F.min(
+                F.when(
+                    partial, F.struct("order_key", "db", "table", "file", "position", after.alias("after"))
+                )
+            ).alias("partial"),
+        )
+        .coalesce(1)  # a few groups: one task gathers them (not one per shuffle partition)
+        .collect()
+    )
+    partials = [g["partial"] for g in groups if g["partial"] is not None]
+    if partials:
+        raise partial_json_error(min(partials, key=tuple))
+    if not groups:
+        return report, {}, Contents()
+    top = max((g["top"] for g in groups), key=tuple)
+    names, adds = (sum(int(g[k]) for g in groups) for k in ("names", "adds"))
+    rows = [g for g in groups if g["row"]]
+    contents = Contents(
+        names,
+        adds,
+        sum(g["n"] for g in rows if g["keyless"]),
+        simple_tables(rows) if not names + adds else None,
+    )
     report.version = batch_version(top["file_number"], top["txn_position"])
     report.position = f"{top['file']}:{top['txn_position']}"
-    report.changes = int(head["changes"] or 0)
-    report.server_ids = sorted(int(i) for i in head["servers"] if i is not None)
-    return report, {
+    report.changes = sum(g["n"] for g in rows)
+    report.server_ids = sorted({int(i) for g in groups for i in g["servers"] if i is not None})
+    metadata = {
         "binlake.position": report.position,
         "binlake.order_key": bytes(top["order_key"]).hex(),
         "binlake.source": source,
     }
+    return report, metadata, contents
+
+
+def simple_tables(groups: list[Any]) -> tuple[TablePlan, ...] | None:
+    """The table plans of a batch without DDL (no rename, drop or added column) from its head's
+    groups of row changes, when each table's changes have one layout: then it is the layout of its
+    last changes too, and ``table_plans`` over the last change per key would find the same (its row
+    count here a bound: changes, and a tombstone for each key a change moved). None: several layouts
+    in a table (only the last changes' decide), planned by ``table_plans``."""
+    found: dict[tuple[bool, str, str], list[Any]] = {}
+    for g in groups:
+        found.setdefault((g["keyless"], g["db"], escape_reserved(g["table"])), []).append(g)
+    if any(len(gs) > 1 for gs in found.values()):
+        return None
+    return tuple(
+        TablePlan(
+            db,
+            table,
+            [([c.asDict(recursive=True) for c in g["columns"]], None)],
+            g["n"] + (0 if keyless else int(g["moved"])),
+            keyless,
+        )
+        for (keyless, db, table), (g,) in sorted(found.items())
+    )
+
+
+# row changes per piece of a small batch's sort: one task sorts them in well under a second
+ROWS_PER_SORT = 50_000
+
+
+def sort_partitions(df: Any, changes: int) -> int | None:
+    """How many pieces a batch of ``changes`` row changes is sorted and grouped in: a small batch
+    (fewer pieces than the session's ``spark.sql.shuffle.partitions``) in as few as hold it — each
+    piece is a task, and a micro-batch of a few hundred changes in 64 tasks spends its time starting
+    them; a big one in the session's number (None), which adaptive execution coalesces."""
+    configured = int(df.sparkSession.conf.get("spark.sql.shuffle.partitions"))
+    wanted = max(1, -(-changes // ROWS_PER_SORT))
+    return wanted if wanted < configured else None
 
 
 class BatchPlan:
@@ -239,7 +331,10 @@ class BatchPlan:
     def __init__(self, kept: Any, source: str, positioned: bool) -> None:
         self.source, self.positioned = source, positioned
         self._kept = kept
-        self.report, self.metadata = batch_head(kept, source)  # metadata empty: nothing in the batch
+        with trace.span("batch_head"):
+            # metadata empty: nothing in the batch
+            self.report, self.metadata, self.contents = head_and_contents(kept, source)
+        self.partitions = sort_partitions(kept, self.report.changes)
         self._renamed: tuple[Any, RenamePlan] | None = None
         self._latest: Any = None
         self._tables: list[TablePlan] | None = None
@@ -263,8 +358,11 @@ class BatchPlan:
     @property
     def fills(self) -> list[FillPlan]:
         """The columns the batch adds, with the value of the rows tables held (in order)."""
+        if self._fills is None and not self.contents.adds:
+            self._fills = []
         if self._fills is None:
-            self._fills = fill_plans(self._renames_and_changes()[0])
+            with trace.span("fills"):
+                self._fills = fill_plans(self._renames_and_changes()[0])
         return self._fills
 
     def fill_rows(
@@ -288,7 +386,8 @@ class BatchPlan:
 
     def _renames_and_changes(self) -> tuple[Any, RenamePlan]:
         if self._renamed is None:
-            self._renamed = renamed_changes(self._kept)
+            with trace.span("renames"):
+                self._renamed = renamed_changes(self._kept, names=self.contents.names > 0)
         return self._renamed
 
     @property
@@ -297,7 +396,7 @@ class BatchPlan:
         from pyspark import StorageLevel
 
         if self._latest is None:
-            self._latest = latest_per_key(self.changes).persist(StorageLevel.DISK_ONLY)
+            self._latest = latest_per_key(self.changes, self.partitions).persist(StorageLevel.DISK_ONLY)
         return self._latest
 
     @property
@@ -305,9 +404,14 @@ class BatchPlan:
         """Keyed tables (their last change per key), then keyless ones (every change)."""
         from pyspark.sql import functions as F
 
+        if self._tables is None and self.contents.tables is not None:
+            self._tables = list(self.contents.tables)
         if self._tables is None:
             keyless = self.changes.where(F.col("pk").isNull())
-            self._tables = table_plans(self.latest, keyless=False) + table_plans(keyless, keyless=True)
+            with trace.span("table_plans"):
+                self._tables = table_plans(self.latest, False, self.partitions)
+                if self.contents.keyless:
+                    self._tables += table_plans(keyless, True, self.partitions)
         return self._tables
 
     def rows(
@@ -332,11 +436,13 @@ class BatchPlan:
             rows = rows.orderBy("order_key")
         typed = typed_rows(rows, columns, sources, t.keyless)
         schema = target_schema(columns, keyless=t.keyless)
-        return columns, Counted(arrow_batches(typed, schema, chunk_rows, known))
+        with trace.span(f"rows {t.name}"):
+            return columns, Counted(arrow_batches(typed, schema, chunk_rows, known))
 
     def close(self) -> None:
         if self._latest is not None:
-            self._latest.unpersist()
+            with trace.span("unpersist latest"):
+                self._latest.unpersist()
             self._latest = None
 
 
@@ -355,4 +461,5 @@ def planned(df: Any, source: str = "", *, positioned: bool = True) -> Iterator[B
     finally:
         if plan is not None:
             plan.close()
-        kept.unpersist()
+        with trace.span("unpersist batch"):
+            kept.unpersist()

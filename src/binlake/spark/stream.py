@@ -38,6 +38,8 @@ class BinlogStreamReader(DataSourceStreamReader):
         self.path = options["path"]
         self.split = parse_size(options.get("splitsize", DEFAULT_SPLIT))
         self.ddl: DdlPass | None = None  # the schema history, grown with the DDL of each micro-batch
+        # file -> (its inode, a boundary found, the size then): what latestOffset scanned already
+        self.scanned: dict[str, tuple[int, int, int]] = {}
 
     def initialOffset(self) -> dict[str, Any]:  # noqa: N802 - Spark's name
         return {"file": "", "pos": 0}
@@ -54,10 +56,23 @@ class BinlogStreamReader(DataSourceStreamReader):
             return {"file": "", "pos": 0}
         # the newest file with a complete transaction decides; older files are complete once rotated
         for path in reversed(files):
-            end = last_boundary(path, 4)
+            end = self._last_boundary(path)
             if end > 4:
                 return {"file": os.path.basename(path), "pos": end}
         return {"file": "", "pos": 0}
+
+    def _last_boundary(self, path: str) -> int:
+        """``last_boundary`` of a growing file, scanned on from the boundary the last call found
+        (each trigger reads only what was appended since: a whole rescan took 0.15 s a trigger
+        after a minute at 100 txn/s, and grows). A file that shrank or was replaced (another inode:
+        a server's binlogs reset) is scanned anew."""
+        st = os.stat(path)
+        inode, start, seen = self.scanned.get(path, (st.st_ino, 4, 0))
+        if inode != st.st_ino or st.st_size < seen:
+            start = 4
+        end = last_boundary(path, start) if st.st_size > start else start
+        self.scanned[path] = (st.st_ino, end, st.st_size)
+        return end
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
         files = self._files()

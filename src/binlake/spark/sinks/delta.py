@@ -17,6 +17,7 @@ from typing import Any
 import pyarrow as pa
 
 from binlake.dialects import delta as sql
+from binlake.spark import trace
 from binlake.spark.plan import BatchPlan, FillPlan, Phase, SyncReport, TablePlan
 from binlake.spark.sinks.delta_renames import rename_delta_targets
 from binlake.spark.typed import arrow_type
@@ -46,7 +47,10 @@ class DeltaSink:
         report = plan.report
         if plan.empty:
             return report
-        report.renamed = rename_delta_targets(self.target, plan.renames, report.version, plan.last_order_key)
+        with trace.span("delta renames"):
+            report.renamed = rename_delta_targets(
+                self.target, plan.renames, report.version, plan.last_order_key
+            )
         fills = [f for f in plan.fills if f.unknown is None] if plan.positioned else []
         report.warnings += [f.warning for f in plan.fills if f.unknown is not None]
         # by (db, table): a name joined with "." is not one table (`a.b`.`c` and `a`.`b.c`)
@@ -54,7 +58,8 @@ class DeltaSink:
         paths = {key: table_path(self.target, *key) for key in sorted(named)}
         # what each table had committed before this batch (a table can come twice: a key added or
         # dropped within the batch gives it keyed and keyless changes)
-        done = {key: committed_version(self.target, path.name) for key, path in paths.items()}
+        with trace.span("delta versions"):
+            done = {key: committed_version(self.target, path.name) for key, path in paths.items()}
         # a table with fills commits the batch's version with its last fill, after its rows
         last_fill = {(f.db, f.table): f for f in fills}
         for t in plan.tables:
@@ -114,12 +119,13 @@ class DeltaSink:
         the table), each column in its type in the newest layout (a type change widens it).
         ``final``: this commit records the batch's version (else a fill of the table does)."""
         columns, counted = plan.rows(t, chunk_rows=self.chunk_rows)
-        widen_table(path, {c["name"]: arrow_type(c) for c in columns})
-        keys = [c["name"] for c in columns if c.get("pk")]
-        version = plan.report.version if plan.positioned and final else None
-        merge_table(
-            path, counted.stream, keys, version, {**plan.metadata, "binlake.columns": json.dumps(columns)}
-        )
+        with trace.span(f"delta merge {t.name}"):
+            widen_table(path, {c["name"]: arrow_type(c) for c in columns})
+            keys = [c["name"] for c in columns if c.get("pk")]
+            version = plan.report.version if plan.positioned and final else None
+            merge_table(
+                path, counted.stream, keys, version, {**plan.metadata, "binlake.columns": json.dumps(columns)}
+            )
         return counted.n
 
     def _append(self, plan: BatchPlan, t: TablePlan, path: Path, final: bool = True) -> int:

@@ -1,0 +1,92 @@
+"""A batch's head also tells its table plans when the batch has no DDL and one layout per table
+(``plan.simple_tables``, a micro-batch's Spark job saved): they must be what ``table_plans`` finds
+over the last change per key — same tables, layouts and kinds, a row count never below it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from binlake.generate import generate
+
+pytestmark = pytest.mark.slow
+
+
+def both_ways(spark: Any, source: Path) -> tuple[Any, list[Any], Any]:
+    """The head's table plans (None: not told), ``table_plans``' own, and the head's report."""
+    from pyspark.sql import functions as F
+
+    from binlake.spark.apply import change_log
+    from binlake.spark.plan import planned, table_plans
+
+    with planned(change_log(spark, str(source)), str(source)) as plan:
+        keyless = plan.changes.where(F.col("pk").isNull())
+        slow = table_plans(plan.latest, False) + table_plans(keyless, True)
+        return plan.contents.tables, slow, plan.report
+
+
+def assert_same(fast: Any, slow: list[Any]) -> None:
+    assert [(t.db, t.table, t.layouts, t.keyless) for t in fast] == [
+        (t.db, t.table, t.layouts, t.keyless) for t in slow
+    ]
+    assert all(f.rows >= s.rows for f, s in zip(fast, slow, strict=True))
+
+
+def test_generated_batch_without_ddl(spark: Any, tmp_path: Path) -> None:
+    generate(tmp_path / "bin", seed=11, target_bytes=150_000, max_file_size=100_000, ddl_every=0)
+    fast, slow, report = both_ways(spark, tmp_path / "bin")
+    assert fast is not None and len(slow) >= 2
+    assert_same(fast, slow)
+    assert report.changes >= sum(t.rows for t in slow) and report.position
+
+
+def test_generated_batch_with_ddl_is_planned_by_table_plans(spark: Any, tmp_path: Path) -> None:
+    generate(tmp_path / "bin", seed=12, target_bytes=150_000, max_file_size=100_000, ddl_every=60)
+    fast, slow, _ = both_ways(spark, tmp_path / "bin")
+    assert fast is None  # renames or added columns: the head does not tell
+    assert slow
+
+
+def closed_since(db: Any, start: int, into: Path) -> Path:
+    """A directory holding copies of the server's binlogs from file ``start`` (1-based) on, the
+    active one closed first: what the server wrote since."""
+    into.mkdir()
+    for f in db.flush_binlogs()[start - 1 : -1]:
+        (into / f.name).write_bytes(f.read_bytes())
+    return into
+
+
+def test_key_moves_keyless_tables_and_two_layouts(spark: Any, own_mariadb: Any, tmp_path: Path) -> None:
+    db = own_mariadb
+    db.execute(
+        "CREATE DATABASE h",
+        "CREATE TABLE h.k (id INT PRIMARY KEY, v VARCHAR(10))",
+        "CREATE TABLE h.`_binlake_x` (id INT PRIMARY KEY)",  # a name in binlake's prefix: escaped
+        "CREATE TABLE h.nk (a INT, b VARCHAR(10))",
+    )
+    start = len(db.flush_binlogs())
+    db.execute(
+        "INSERT INTO h.k VALUES (1, 'a'), (2, 'b')",
+        "UPDATE h.k SET id = 10 WHERE id = 1",  # a moved key: a tombstone for 1
+        "DELETE FROM h.k WHERE id = 2",
+        "INSERT INTO h.`_binlake_x` VALUES (1)",
+        "INSERT INTO h.nk VALUES (1, 'x'), (1, 'x')",
+        "DELETE FROM h.nk LIMIT 1",
+    )
+    fast, slow, report = both_ways(spark, closed_since(db, start, tmp_path / "one"))
+    assert fast is not None
+    assert_same(fast, slow)
+    rows = {(t.table, t.keyless): t.rows for t in fast}
+    assert rows == {("k", False): 4 + 1, ("_binlake__binlake_x", False): 1, ("nk", True): 3}
+    assert {(t.table, t.keyless): t.rows for t in slow}[("k", False)] == 3  # 10, 1 (tombstone), 2
+    assert report.changes == 8
+
+    db.execute(
+        "INSERT INTO h.k VALUES (3, 'c')",
+        "ALTER TABLE h.k MODIFY v VARCHAR(20)",  # a second layout of k within the batch
+        "INSERT INTO h.k VALUES (4, 'd')",
+    )
+    fast, slow, _ = both_ways(spark, closed_since(db, start, tmp_path / "two"))
+    assert fast is None and len(next(t for t in slow if t.table == "k").layouts) == 2
