@@ -85,7 +85,8 @@ def test_dump_text_agrees_with_mariadb_binlog(alltypes_binlogs: list[Path]) -> N
         assert len(ours) == len(theirs)
         diffs = [(a, b) for a, b in zip(theirs, ours, strict=True) if normalise(a, b) is not None]
         assert not diffs, diffs[:5]
-        assert len(ours) > 0 or f.stat().st_size < 1000
+        # a file of the session server without row lines holds no rows event (other tests' DDL alone)
+        assert len(ours) > 0 or not any(isinstance(ev.body, Rows) for ev in read_events(f))
 
 
 def test_generated_decoders_equal_per_column_on_all_types(alltypes_binlogs: list[Path]) -> None:

@@ -10,6 +10,7 @@ import functools
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from binlake.dialects.mysql import quote_ident
 from binlake.events import control, gtid, payload, query, rows, table_map, vendor
 from binlake.events.base import Event, FormatDescription, UnknownEvent
 from binlake.events.types import EventType
@@ -55,7 +56,7 @@ def reference_rows_lines(body: rows.Rows, verbosity: int = 2, positional: bool =
         return
     cols = tm.columns
     for before, after in body.rows:
-        heads = _heads(body.operation, f"`{tm.database}`.`{tm.table}`")
+        heads = _heads(body.operation, f"{quote_ident(tm.database)}.{quote_ident(tm.table)}")
         for head, image in zip(heads, _images(body.operation, before, after), strict=True):
             yield from head
             yield from _image_lines(image, cols, verbosity, positional)  # type: ignore[arg-type]
@@ -76,7 +77,7 @@ def _rows_text(body: rows.Rows, verbosity: int, positional: bool) -> list[str]:
     image_text = _FORMATTERS.get(tm, verbosity, positional)
     out: list[str] = []
     append = out.append
-    heads = _heads(body.operation, f"`{tm.database}`.`{tm.table}`")
+    heads = _heads(body.operation, f"{quote_ident(tm.database)}.{quote_ident(tm.table)}")
     if body.operation == "insert":
         (h_after,) = heads
         for _, after in body.rows:
