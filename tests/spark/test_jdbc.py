@@ -463,11 +463,13 @@ def test_a_source_longer_than_the_position_key_applies_once(
         (deep / f.name).write_bytes(f.read_bytes())
     source = str(deep)
     assert len(source) > SOURCE_WIDTH
-    assert sync(spark, source, postgres.url, options={"databases": "longsrc"}).tables == {"longsrc.t": 3}
-    assert sync(spark, source, postgres.url, options={"databases": "longsrc"}).skipped
+    postgres.psql("CREATE DATABASE longsrc")  # its own: other tests' change tables would refuse the reset
+    url = postgres.url.replace("/postgres?", "/longsrc?")
+    assert sync(spark, source, url, options={"databases": "longsrc"}).tables == {"longsrc.t": 3}
+    assert sync(spark, source, url, options={"databases": "longsrc"}).skipped
     key = source_key(source)
     assert len(key) == SOURCE_WIDTH and key != source_key(source + "x")
-    db = Jdbc(spark, postgres.url, None)
+    db = Jdbc(spark, url, None)
     try:
         assert key in [o.source for o in jdbc_offsets(db)]
         assert [o.source for o in reset_jdbc(db, source)] == [key]
