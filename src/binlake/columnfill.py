@@ -4,7 +4,7 @@
 implicit default); here that becomes the column's ``Column`` (type code and metadata as a row event
 of the new layout would carry them, via ``snapshot.catalog``) and its value as the decoder gives it
 (via ``snapshot.textvalues``: a literal is the text the server parses, as the text protocol sends
-it). What only the server could compute is ``UNKNOWN_FILL`` with the reason, for reports.
+it). What only the server could compute is an ``UnknownFill``: the reason, for reports.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 from binlake.layout import Column
 from binlake.schema.defaults import ColumnDefault, DefaultKind
 from binlake.schema.model import ColumnSpec
-from binlake.snapshot.catalog import CatalogColumn, UnsupportedColumn, column_of
+from binlake.snapshot.catalog import BINARY_COLLATION, CatalogColumn, UnsupportedColumn, column_of
 from binlake.snapshot.textvalues import parser
 from binlake.values.temporal import MysqlDate, MysqlDateTime
 from binlake.values.types import ColumnType as T
@@ -31,6 +31,7 @@ _DATA_TYPES = {"TIMESTAMPTZ": "timestamp", "BOOLEAN": "tinyint", "UDECIMAL": "de
 _MBMAXLEN = {"utf8mb4": 4, "utf8": 3, "utf8mb3": 3, "ucs2": 2, "utf16": 4, "utf16le": 4, "utf32": 4}
 _DATE_TYPES = {T.DATE, T.NEWDATE, T.DATETIME, T.DATETIME2, T.TIMESTAMP, T.TIMESTAMP2}
 _TIMESTAMPS = {T.TIMESTAMP, T.TIMESTAMP2}
+_INTEGERS = {T.TINY, T.SHORT, T.INT24, T.LONG, T.LONGLONG}
 
 
 def fill_column(spec: ColumnSpec) -> Column:
@@ -96,13 +97,18 @@ def _implicit(c: Column) -> Any:
         return () if c.values is not None else 0
     if c.type in (T.JSON, T.GEOMETRY):
         return UnknownFill("a NOT NULL JSON or geometry column without DEFAULT takes what the server chose")
-    if c.type == T.STRING and c.collation == 63:  # BINARY(n): n zero bytes
+    if _is_binary_char(c):  # BINARY(n): n zero bytes
         return bytes(_char_length(c))
     if c.type in (T.STRING, T.VARCHAR, T.VAR_STRING, T.BLOB):
         return parser(c)(b"")
     if c.type in (T.TIME, T.TIME2):
         return dt.timedelta(0)
     return _literal(c, "0")
+
+
+def _is_binary_char(c: Column) -> bool:
+    """BINARY(n): a fixed-width binary string, which the decoder pads to its length with zeros."""
+    return c.type == T.STRING and c.collation == BINARY_COLLATION
 
 
 def _char_length(c: Column) -> int:
@@ -113,11 +119,7 @@ def _char_length(c: Column) -> int:
 def _literal(c: Column, text: str | bytes | int | None) -> Any:
     """A literal as the server stores it in ``c`` (as the text protocol would send it back)."""
     if isinstance(text, int):  # b'0101'
-        return (
-            text
-            if c.type in (T.BIT, T.LONGLONG, T.LONG, T.SHORT, T.TINY, T.INT24)
-            else _literal(c, str(text))
-        )
+        return text if c.type == T.BIT or c.type in _INTEGERS else _literal(c, str(text))
     raw = text.encode("utf-8") if isinstance(text, str) else (text or b"")
     if c.type == T.ENUM and c.values:
         name = raw.decode("utf-8")
@@ -136,8 +138,8 @@ def _literal(c: Column, text: str | bytes | int | None) -> Any:
         return y if y == 0 and raw.strip() in (b"0", b"") or y >= 100 else y + (2000 if y < 70 else 1900)
     if c.type == T.BIT:
         return int(raw)
-    if c.type == T.STRING and c.collation == 63:  # BINARY(n): zero-padded as the decoder pads it
+    if _is_binary_char(c):  # zero-padded as the decoder pads it
         return raw.ljust(_char_length(c), b"\0")
-    if c.type in (T.TINY, T.SHORT, T.INT24, T.LONG, T.LONGLONG):
+    if c.type in _INTEGERS:
         return int(Decimal(raw.decode("ascii")).to_integral_value(ROUND_HALF_UP))  # MySQL: half away from 0
     return parser(c)(raw)

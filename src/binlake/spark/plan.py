@@ -18,6 +18,7 @@ from typing import Any
 import pyarrow as pa
 
 from binlake.changes import KEY_WIDTH, TOMBSTONE
+from binlake.dialects.mysql import quote_ident
 from binlake.spark import trace
 from binlake.spark.changelog import ADD_COLUMN, NAME_OPS, PARTIAL_JSON_MARK, ROW_OPS, partial_json_error
 from binlake.spark.renames import RenamePlan, layout_columns, renamed_changes
@@ -35,7 +36,7 @@ def shown_name(db: str, table: str) -> str:
     """``db.table`` as reports show it, one string per table: backquoted when a name holds a dot or
     a backquote (`a.b`.`c` and `a`.`b.c` are two tables)."""
     if any(c in n for n in (db, table) for c in ".`"):
-        return ".".join("`" + n.replace("`", "``") + "`" for n in (db, table))
+        return f"{quote_ident(db)}.{quote_ident(table)}"
     return f"{db}.{table}"
 
 
@@ -122,9 +123,14 @@ class FillPlan:
         return shown_name(self.db, self.table)
 
     @property
+    def column(self) -> str:
+        """The added column's name (in sink space, at the end of the batch)."""
+        return str(self.layout[0][0]["name"])
+
+    @property
     def warning(self) -> str:
         """What a report says of a fill that cannot be made."""
-        return f"{self.name}: column {self.layout[0][0]['name']}: rows held before keep NULL, {self.unknown}"
+        return f"{self.name}: column {self.column}: rows held before keep NULL, {self.unknown}"
 
 
 def fill_plans(df: Any) -> list[FillPlan]:
@@ -357,12 +363,16 @@ class BatchPlan:
 
     @property
     def fills(self) -> list[FillPlan]:
-        """The columns the batch adds, with the value of the rows tables held (in order)."""
-        if self._fills is None and not self.contents.adds:
+        """The columns the batch adds whose value the rows tables held get (in order), for a sink
+        to apply; those whose value the binlog cannot tell are the report's warnings. None for
+        changes that are not a stretch of the binlog (``positioned=False``: no DDL in them)."""
+        if self._fills is None and (not self.contents.adds or not self.positioned):
             self._fills = []
         if self._fills is None:
             with trace.span("fills"):
-                self._fills = fill_plans(self._renames_and_changes()[0])
+                found = fill_plans(self._renames_and_changes()[0])
+            self.report.warnings += [f.warning for f in found if f.unknown is not None]
+            self._fills = [f for f in found if f.unknown is None]
         return self._fills
 
     def fill_rows(

@@ -51,8 +51,7 @@ class DeltaSink:
             report.renamed = rename_delta_targets(
                 self.target, plan.renames, report.version, plan.last_order_key
             )
-        fills = [f for f in plan.fills if f.unknown is None] if plan.positioned else []
-        report.warnings += [f.warning for f in plan.fills if f.unknown is not None]
+        fills = plan.fills
         # by (db, table): a name joined with "." is not one table (`a.b`.`c` and `a`.`b.c`)
         named = {(t.db, t.table) for t in plan.tables} | {(f.db, f.table) for f in fills}
         paths = {key: table_path(self.target, *key) for key in sorted(named)}
@@ -68,8 +67,12 @@ class DeltaSink:
             if was is not None and was >= report.version:
                 report.skipped.append(t.name)
                 continue
-            final = t.keyless or (t.db, t.table) not in last_fill
-            n = (self._append if t.keyless else self._merge)(plan, t, paths[(t.db, t.table)], final)
+            path = paths[(t.db, t.table)]
+            n = (
+                self._append(plan, t, path)
+                if t.keyless
+                else self._merge(plan, t, path, (t.db, t.table) not in last_fill)
+            )
             report.tables[t.name] = report.tables.get(t.name, 0) + n
         for f in fills:
             was = done[(f.db, f.table)]
@@ -78,7 +81,7 @@ class DeltaSink:
             phase(f"filling {f.name}")
             version = report.version if last_fill[(f.db, f.table)] is f else None
             if self._fill(plan, f, paths[(f.db, f.table)], version):
-                report.filled.append(f"{f.name}: {f.layout[0][0]['name']}")
+                report.filled.append(f"{f.name}: {f.column}")
         return report
 
     def _fill(self, plan: BatchPlan, f: FillPlan, path: Path, version: int | None) -> bool:
@@ -128,7 +131,7 @@ class DeltaSink:
             )
         return counted.n
 
-    def _append(self, plan: BatchPlan, t: TablePlan, path: Path, final: bool = True) -> int:
+    def _append(self, plan: BatchPlan, t: TablePlan, path: Path) -> int:
         """A change table: the batch's changes after the order key its last append recorded (a
         rerun over a grown directory re-reads changes already appended), in one commit per table
         and batch — appends are not idempotent, so never split."""

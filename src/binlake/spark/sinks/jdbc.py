@@ -72,16 +72,17 @@ class JdbcSink:
         spark = plan.changes.sparkSession
         db = self.connect(spark)
         stages: list[Stage] = []
+        source = source_key(plan.source)  # the key of binlake's tables in the target
         try:
             last_file, _, last_pos = report.position.rpartition(":")
             refuse_own_source(db, report.server_ids, last_file.rsplit("/", 1)[-1], int(last_pos))
             if plan.positioned:
-                done = committed_position(db, plan.source)
+                done = committed_position(db, source)
                 if done is not None and done >= report.version:
                     report.skipped = ["(batch already applied)"]
                     return report
             report.renamed = rename_jdbc_targets(
-                db, plan.renames, source_key(plan.source), report.version, plan.last_order_key
+                db, plan.renames, source, report.version, plan.last_order_key
             )
             for t in plan.tables:
                 columns, counted = plan.rows(t, name=db.dialect.column, chunk_rows=self.chunk_rows)
@@ -94,10 +95,7 @@ class JdbcSink:
                 self._stage(spark, db, counted.stream, (t.db, t.table), stage)
                 report.tables[t.name] = report.tables.get(t.name, 0) + counted.n
             fills: list[Stage] = []
-            for f in plan.fills if plan.positioned else []:
-                if f.unknown is not None:
-                    report.warnings.append(f.warning)
-                    continue
+            for f in plan.fills:
                 _, row = plan.fill_rows(f, name=db.dialect.column)
                 schema, table = db.dialect.target(f.db, f.table)
                 fill: Stage = (f"_binlake_stage_{report.version}_{len(stages)}", schema, table, [])
@@ -113,7 +111,7 @@ class JdbcSink:
                 report.filled.append(f"{f.name}: {row.schema.names[0]}")
             if on_phase is not None:
                 on_phase("applying every table in one transaction")
-            self._commit(db, stages, plan, fills)
+            self._commit(db, stages, plan, source, fills)
             return report
         finally:
             d = db.dialect
@@ -150,9 +148,9 @@ class JdbcSink:
         )
 
     @staticmethod
-    def _commit(db: Jdbc, stages: list[Stage], plan: BatchPlan, fills: list[Stage]) -> None:
+    def _commit(db: Jdbc, stages: list[Stage], plan: BatchPlan, source: str, fills: list[Stage]) -> None:
         """Every staged table (rows, then the values ADD COLUMN gave the rows held: ``fills``) and
-        the batch position in ONE transaction, or nothing."""
+        the batch position (of ``source``, a ``source_key``) in ONE transaction, or nothing."""
         d = db.dialect
         types = final_types(db, stages)
         if not d.transactional_ddl:  # DDL would commit the transaction half-way: do it first
@@ -166,7 +164,7 @@ class JdbcSink:
                 else:
                     _apply_stage(db, name, schema, table, keys, types)
             if plan.positioned:
-                db.execute(d.save_position(), [source_key(plan.source), plan.report.version, plan.report.position])
+                db.execute(d.save_position(), [source, plan.report.version, plan.report.position])
 
 
 Types = dict[tuple[str, str], dict[str, str]]  # target (schema, table) -> column -> SQL type

@@ -89,8 +89,9 @@ def source_key(source: str) -> str:
 
 
 def committed_position(db: Jdbc, source: str) -> int | None:
+    """The batch version recorded for ``source`` (a ``source_key``), if any."""
     db.execute(db.dialect.positions_ddl())
-    found = db.rows(f"SELECT version FROM {POSITIONS} WHERE source = ?", [source_key(source)])
+    found = db.rows(f"SELECT version FROM {POSITIONS} WHERE source = ?", [source])
     return int(found[0][0]) if found else None
 
 
