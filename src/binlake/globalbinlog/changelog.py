@@ -9,7 +9,7 @@ from collections.abc import Iterable, Iterator
 from binlake.changes import OrderKey, Origin, RowChange, event_changes
 from binlake.globalbinlog import vtso
 from binlake.globalbinlog.merge import GlobalTxn
-from binlake.globalbinlog.sorter import HEARTBEAT
+from binlake.globalbinlog.sorter import DDL_KIND, HEARTBEAT
 from binlake.schema import SchemaHistory, SchemaTracker
 
 GLOBAL_FILE = "global"
@@ -21,7 +21,8 @@ def global_row_changes(
     """Row changes of the merged transactions. ``schema``: the logical tables' DDL, naming the
     columns and primary keys of nodes that write no column metadata (MySQL 5.7 data nodes). A
     transaction's ``txn_position`` is its rank in the merged stream (the batch position sinks
-    record), its ``gtid`` the vtso."""
+    record), its ``gtid`` the vtso. A DDL's renames, drops and added columns are name changes, as
+    in a single server's change log (one per logical change when the merge maps logical names)."""
     tracker = SchemaTracker(schema, on_mismatch="positional") if schema is not None else None
     for n, g in enumerate(txns, start=1):
         if g.kind == HEARTBEAT:
@@ -31,4 +32,4 @@ def global_row_changes(
             tracker.name_events(events)
         origin = Origin(source, 0, n, g.vtso, None, None, None)
         base = OrderKey.of_vtso(*vtso.parse(g.vtso))
-        yield from event_changes(events, origin, base, file=GLOBAL_FILE)
+        yield from event_changes(events, origin, base, ddl=g.kind == DDL_KIND, file=GLOBAL_FILE)

@@ -69,11 +69,14 @@ class SchemaTracker:
     def name_events(self, events: list[Event]) -> None:
         """The same for events decoded without this tracker attached (a merged global transaction):
         each TABLE_MAP is replaced by its named view, and the rows events after it point at that
-        view — the decoder does this itself when the tracker observes it."""
+        view — the decoder does this itself when the tracker observes it. A DDL statement among
+        them is replayed into the history, so the maps after it are named by the new schema."""
         named: dict[int, TableMap] = {}
         for e in events:
             b = e.body
-            if isinstance(b, TableMap):
+            if isinstance(b, Query):
+                self(e)
+            elif isinstance(b, TableMap):
                 self(e)
                 named[id(b)] = e.body
             elif isinstance(b, Rows) and b.table is not None and id(b.table) in named:
