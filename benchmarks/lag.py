@@ -113,6 +113,7 @@ def main() -> None:
     ap.add_argument("--rate", type=float, default=100.0, help="workload transactions per second")
     ap.add_argument("--seconds", type=float, default=60.0)
     ap.add_argument("--interval", default="1 second", help="sync --interval (the trigger)")
+    ap.add_argument("--reads", default="driver", choices=("driver", "tasks"), help="sync --reads")
     ap.add_argument("--master", default="local[2]")
     args = ap.parse_args()
     shutil.rmtree(ROOT, ignore_errors=True)
@@ -137,7 +138,7 @@ def main() -> None:
             time.sleep(0.1)
         sync = subprocess.Popen(
             [*binlake, "sync", str(mirror_dir), "--to", f"delta:{lake}", "--stream", "--interval", args.interval,
-             "--master", args.master],
+             "--reads", args.reads, "--master", args.master],
             stdout=logs[1], stderr=subprocess.STDOUT, env=sync_env, start_new_session=True,
         )  # fmt: skip
         started = time.time()

@@ -209,24 +209,32 @@ def test_table_without_key_is_an_append_only_change_table(spark: Any, tmp_path: 
     )
 
 
-def test_streaming_follows_a_growing_directory(spark: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("reads", ["tasks", "driver"])
+def test_streaming_follows_a_growing_directory(spark: Any, tmp_path: Path, reads: str) -> None:
     """Files arrive one by one, the last one cut inside a transaction: the stream waits for the tail
     and, once everything is there and it has caught up, the tables equal the truth — with DDL on, so
-    tables and columns renamed between micro-batches are followed."""
+    tables and columns renamed between micro-batches are followed. Decoded by Spark tasks, or on the
+    driver in micro-batches of at most 20 kB of binlog (cut inside files)."""
     from binlake.spark.apply import stream_to
+
+    options = {"reads": reads, "maxBatchBytes": "20KB"}
 
     result, _ = ddl_series(tmp_path, "mysql80")
     live = tmp_path / "live"
     live.mkdir()
     target, ckpt = tmp_path / "delta", tmp_path / "ckpt"
-    files = result.files
+    files, batches = result.files, 0
     for i, f in enumerate(files):
         data = f.read_bytes()
         (live / f.name).write_bytes(data[: len(data) * 2 // 3])  # a server still writing it
-        stream_to(spark, str(live), target, ckpt)
+        batches += len(stream_to(spark, str(live), target, ckpt, options=options).reports)
         (live / f.name).write_bytes(data)
         if i == len(files) - 1:
-            stream_to(spark, str(live), target, ckpt)
+            batches += len(stream_to(spark, str(live), target, ckpt, options=options).reports)
+    if reads == "driver":  # bounded batches: the driver's reader read them
+        assert batches >= sum(f.stat().st_size for f in files) // 20_000
+    else:
+        assert batches <= 2 * len(files)
     got, want = final_tables(result, target)
     assert got == want
     assert sorted(delta_tables(target)) == sorted(want)
@@ -348,3 +356,27 @@ def test_rows_reach_the_driver_in_bounded_slices_in_order(spark: Any) -> None:
     got = pa.Table.from_batches(batches, schema)
     assert got.column(ORDER).to_pylist() == keys  # every row once, in order-key order
     assert sum(b.num_rows for b in batches) == 1000 and max(b.num_rows for b in batches) < 400
+
+
+def test_driver_reads_replay_a_failed_micro_batch(spark: Any, workload: Any, tmp_path: Path) -> None:
+    """A micro-batch decoded on the driver whose apply fails is in Spark's write-ahead log, not
+    committed: the restarted query reads that range again (``readBetweenOffsets``, in a task) and
+    then the rest; the tables equal the truth."""
+    from binlake.spark.apply import apply_changes, stream_changes
+
+    target, ckpt = tmp_path / "delta", tmp_path / "ckpt"
+    options = {"reads": "driver", "maxBatchBytes": "100KB"}
+    seen: list[int] = []
+
+    def fail_second(batch: Any) -> Any:
+        seen.append(batch.count())
+        if len(seen) == 2:
+            raise RuntimeError("the sink failed")
+        return apply_changes(batch, target, source=str(workload.files[0].parent))
+
+    with pytest.raises(Exception, match="the sink failed"):
+        stream_changes(spark, str(workload.files[0].parent), ckpt, fail_second, options=options)
+    query = stream_changes(spark, str(workload.files[0].parent), ckpt, fail_second, options=options)
+    assert len(seen) > 3 and seen[2] == seen[1]  # the failed batch read again, whole
+    assert len(query.reports) == len(seen) - 2
+    assert synced(target) == truth_tables(workload, target)

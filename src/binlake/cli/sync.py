@@ -39,6 +39,7 @@ class SyncOptions(Options):
     final: bool = False  # with nodes: their files are complete (nothing held back)
     available_now: bool = False
     interval: str = "2 seconds"
+    reads: str = "driver"  # with stream: where micro-batches are decoded (``binlake.spark.driverstream``)
     checkpoint: str | None = None
     selection: Selection = field(default_factory=Selection)
 
@@ -164,6 +165,7 @@ def cmd_sync(args: SyncOptions) -> int:
         from binlake.stopping import STOP_SIGNALS, stop_flag
 
         spark = spark_session(args.master)
+        options["reads"] = args.reads
         checkpoint = args.checkpoint or str(Path(str(state)) / "_binlake_checkpoint")
         console.print(f"following {args.source} into {sink.shown} (checkpoint {checkpoint}); Ctrl-C stops")
         with stop_flag(*STOP_SIGNALS) as stop:  # after Spark's start: it installs a Ctrl-C handler
@@ -382,6 +384,13 @@ def add_sync(sub: Any) -> None:
         "--available-now", action="store_true", help="with --stream: process what is there, then stop"
     )
     sy.add_argument("--interval", default="2 seconds", help="with --stream: the trigger interval")
+    sy.add_argument(
+        "--reads",
+        choices=("driver", "tasks"),
+        default="driver",
+        help="with --stream: decode each micro-batch on the driver (low lag; at most 32 MB of binlog a "
+        "batch) or in Spark tasks (a long backlog read in parallel)",
+    )
     sy.add_argument(
         "--checkpoint", help="with --stream: Spark checkpoint directory (default PATH/_binlake_checkpoint)"
     )

@@ -211,12 +211,33 @@ class BinlogDataSource(DataSource):
     def streamReader(self, schema: Any) -> Any:  # noqa: N802 - Spark's name
         from binlake.spark.stream import BinlogStreamReader
 
-        if _merged(driver_options(self.options)):
+        options = driver_options(self.options)
+        if _merged(options):
             raise ValueError(
                 "a merged read (option nodes) is a batch read: to follow a sharded database, "
                 "`binlake merge --follow` into a directory and stream that"
             )
-        return BinlogStreamReader(driver_options(self.options))
+        if stream_reads(options) == "driver":  # Spark then asks simpleStreamReader
+            from pyspark.errors import PySparkNotImplementedError
+
+            raise PySparkNotImplementedError(
+                errorClass="NOT_IMPLEMENTED", messageParameters={"feature": "streamReader"}
+            )
+        return BinlogStreamReader(options)
+
+    def simpleStreamReader(self, schema: Any) -> Any:  # noqa: N802 - Spark's name
+        from binlake.spark.driverstream import DriverStreamReader
+
+        return DriverStreamReader(driver_options(self.options))
+
+
+def stream_reads(options: dict[str, str]) -> str:
+    """Where a streaming read decodes: ``driver`` (``binlake.spark.driverstream``: small batches,
+    low lag) or ``tasks`` (every range a Spark task: a backlog read in parallel)."""
+    reads = options.get("reads", "tasks").lower()
+    if reads not in ("driver", "tasks"):
+        raise ValueError(f"option reads: driver or tasks, not {reads!r}")
+    return reads
 
 
 def register(spark: Any) -> None:

@@ -74,7 +74,7 @@ class BinlogStreamReader(DataSourceStreamReader):
         self.scanned[path] = (st.st_ino, end, st.st_size)
         return end
 
-    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[RangePartition]:
         files = self._files()
         parts = self._ranges(files, start, end)
         if parts and self.ddl is None:
