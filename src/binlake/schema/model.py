@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from binlake.dialects.mysql import quote_ident
+
 # charset -> a collation id of it (decoding needs the charset, not the exact collation)
 CHARSET_COLLATION: dict[str, int] = {
     "big5": 1,
@@ -163,16 +165,12 @@ class TableDef:
     def ddl(self) -> str:
         """A MySQL CREATE TABLE of the definition, which loads back as ``--schema`` to the same
         definition (sqlglot's type names, such as USMALLINT or TIMESTAMPTZ, are not MySQL's)."""
-        parts = [f"  {_quote_name(c.name)} {c.mysql_type()}" for c in self.columns]
+        parts = [f"  {quote_ident(c.name)} {c.mysql_type()}" for c in self.columns]
         if self.primary_key:
-            parts.append("  PRIMARY KEY (" + ", ".join(_quote_name(k) for k in self.primary_key) + ")")
+            parts.append("  PRIMARY KEY (" + ", ".join(quote_ident(k) for k in self.primary_key) + ")")
         tail = f" DEFAULT CHARSET={self.charset}" if self.charset else ""
-        name = f"{_quote_name(self.database)}.{_quote_name(self.name)}"
+        name = f"{quote_ident(self.database)}.{quote_ident(self.name)}"
         return f"CREATE TABLE {name} (\n" + ",\n".join(parts) + f"\n){tail}"
-
-
-def _quote_name(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 def _quote_string(value: str) -> str:
