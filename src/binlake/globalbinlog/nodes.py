@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import struct
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from binlake import decoder as decoder_module
@@ -39,7 +39,7 @@ from binlake.events.types import ROWS_EVENT_KINDS, EventType
 from binlake.reader import BINLOG_MAGIC
 from binlake.series import BinlogSeries, Position, check_magic_of
 from binlake.sizes import max_payload
-from binlake.statements import XaId
+from binlake.statements import Kind, XaId
 from binlake.tail import just_created
 from binlake.txn import (
     COMMIT,
@@ -49,10 +49,13 @@ from binlake.txn import (
     XA_PREPARE,
     Transaction,
     TransactionGrouper,
+    apply_statement,
     statement_ends,
 )
 
 HEADER = struct.Struct("<IBIIIH")  # timestamp, type, server_id, event_size, log_pos, flags
+_QUERY_HEADER = struct.Struct("<I1xII")  # timestamp, server_id, event_size
+unpack_query_header = _QUERY_HEADER.unpack_from
 HLEN = 19
 CHUNK = 4 << 20
 SKIPPED_GTIDS = frozenset({EventType.GTID, EventType.ANONYMOUS_GTID, EventType.GTID_TAGGED})
@@ -183,6 +186,8 @@ class Scan:
         fast = decoder_module._FAST
         unpack = HEADER.unpack_from
         crc_matches = _pure_crc_matches if fast is None else decoder_module._fastenv.crc_matches
+        # canonical XA statements read from their bytes (None: the text goes through ``statement_ends``)
+        xa_statement = None if fast is None else decoder_module._fastenv.xa_statement
         with open(path, "rb") as f:
             if f.read(4) != BINLOG_MAGIC:
                 raise self._hand_over(seq, 4)
@@ -215,13 +220,12 @@ class Scan:
                 if code == QUERY or code in SKIPPED_GTIDS:
                     if csize and not crc_matches(buf, i, end):
                         raise self._hand_over(seq, pos)
-                    header = EventHeader(ts, code, server_id, size, log_pos, flags)
                     if code == QUERY:
-                        out = self._query(dec, seq, source, header, buf, i, end - csize, pos)
+                        out = self._query(dec, seq, source, buf, i, end - csize, pos, xa_statement)
                         if out is not None:
                             yield out
                     else:
-                        self._start(seq, source, header, pos)
+                        self._start(seq, source, server_id, ts, pos)
                     i = end
                     continue
                 if code in UNKNOWN_HERE:
@@ -262,7 +266,7 @@ class Scan:
                     self._pending_seq = seq if not self._pending else self._pending_seq
                     self._pending.append(ev)
                     continue
-                o = self._open or self._start(seq, source, header, pos)
+                o = self._open or self._start(seq, source, server_id, ts, pos)
                 o.entries.append(ev)
                 t, b = o.t, ev.body
                 if isinstance(b, TableMap):
@@ -272,15 +276,15 @@ class Scan:
                     t.rows += b.row_total
                 elif isinstance(b, Xid):
                     t.xid = b.xid
-                    yield self._finish(dec, header, pos, source, COMMIT)
+                    yield self._finish(dec, pos + size, ts, source, COMMIT)
                 elif isinstance(b, XaPrepare):
                     t.xa_id = XaId(b.format_id, b.gtrid, b.bqual)
-                    yield self._finish(dec, header, pos, source, XA_PREPARE)
+                    yield self._finish(dec, pos + size, ts, source, XA_PREPARE)
                 elif isinstance(b, Query):  # a statement event of another type (EXECUTE_LOAD_QUERY)
                     kind = statement_ends(t, b.query)
                     if kind:
                         t.commit_exec_time = b.exec_time
-                        yield self._finish(dec, header, pos, source, kind)
+                        yield self._finish(dec, pos + size, ts, source, kind)
         if (
             self.series.check_links
             and rotate is not None
@@ -324,9 +328,9 @@ class Scan:
             raise self._hand_over(seq, skip_to)
         return i
 
-    def _start(self, seq: int, source: str, header: EventHeader, pos: int) -> _Open:
+    def _start(self, seq: int, source: str, server_id: int, ts: int, pos: int) -> _Open:
         """A new transaction at ``pos`` (a GTID first cuts off the open one: unfinished, left out)."""
-        t = Transaction(seq, source, pos, server_id=header.server_id, first_header_ts=header.timestamp)
+        t = Transaction(seq, source, pos, server_id=server_id, first_header_ts=ts)
         o = _Open(t)
         if self._pending:
             t.start = min(pos, self._pending[0].offset)
@@ -340,12 +344,14 @@ class Scan:
         dec: EventDecoder,
         seq: int,
         source: str,
-        header: EventHeader,
         buf: bytes,
         i: int,
         body_end: int,
         pos: int,
+        xa_statement: Callable[[bytes, int, int], tuple[Kind, XaId, bool] | None] | None,
     ) -> Transaction | None:
+        """A QUERY event at ``buf[i]`` (CRC32 checked): kept raw unless its status variables carry
+        a TSO, its statement applied to the open transaction (``txn.statement_ends``)."""
         b = i + HLEN
         status_len = buf[b + 11] | buf[b + 12] << 8
         text_at = b + 13 + status_len + buf[b + 8] + 1
@@ -359,34 +365,33 @@ class Scan:
             except Exception:  # damaged: the general reader reports it
                 raise self._hand_over(seq, pos) from None
             tso = self._tso_status[status] = any(found.get(k) is not None for k in TSO_STATUS)
-        o = self._open or self._start(seq, source, header, pos)
-        end = i + header.event_size
+        ts, server_id, size = unpack_query_header(buf, i)
+        o = self._open or self._start(seq, source, server_id, ts, pos)
+        end = i + size
         if tso:
             try:
-                o.entries.append(dec.decode_event(buf[i:end], pos, header))
+                o.entries.append(dec.decode_event(buf[i:end], pos))
             except BinlogError:
                 raise self._hand_over(seq, pos) from None
         else:
             o.entries.append((pos, buf[i:end]))
         t = o.t
-        kind = statement_ends(t, buf[text_at:body_end].decode("utf-8", "surrogateescape"))
+        xa = xa_statement(buf, text_at, body_end) if xa_statement is not None else None
+        if xa is not None:  # the compiled reading of a canonical XA statement (as ``xa_canonical``)
+            kind = apply_statement(t, xa[0]._value_, xa[1])
+        else:
+            kind = statement_ends(t, buf[text_at:body_end].decode("utf-8", "surrogateescape"))
         if not kind:
             return None
         t.commit_exec_time = int.from_bytes(buf[b + 4 : b + 8], "little")
-        return self._finish(dec, header, pos, source, kind)
+        return self._finish(dec, pos + size, ts, source, kind)
 
-    def _finish(
-        self, dec: EventDecoder, header: EventHeader, pos: int, source: str, kind: str
-    ) -> Transaction:
+    def _finish(self, dec: EventDecoder, end: int, ts: int, source: str, kind: str) -> Transaction:
+        """The open transaction ends with the event ending at ``end`` (header time ``ts``)."""
         o = self._open
         assert o is not None
         t = o.t
-        t.kind, t.end, t.end_source, t.commit_header_ts = (
-            kind,
-            pos + header.event_size,
-            source,
-            header.timestamp,
-        )
+        t.kind, t.end, t.end_source, t.commit_header_ts = kind, end, source, ts
         if kind == DDL:  # the statement is the body: decode what was left raw
             t.events = [e if isinstance(e, Event) else dec.decode_event(e[1], e[0]) for e in o.entries]
         else:
