@@ -570,7 +570,9 @@ def _unique(items: list[str]) -> tuple[str, ...]:
 # form, as a regular expression (the tests check ``xa_canonical`` against it):
 #   XA (START|BEGIN|END|PREPARE|COMMIT|ROLLBACK) X'((?:[0-9a-fA-F]{2})*)',X'((?:[0-9a-fA-F]{2})*)',
 #   (0|[1-9][0-9]{0,9})( ONE PHASE)?
-_XA_VERBS = {verb: _HEADS["XA", verb][0] for verb in ("START", "BEGIN", "END", "PREPARE", "COMMIT", "ROLLBACK")}
+_XA_VERBS = {
+    verb: _HEADS["XA", verb][0] for verb in ("START", "BEGIN", "END", "PREPARE", "COMMIT", "ROLLBACK")
+}
 _ONE_PHASE = " ONE PHASE"
 
 
