@@ -57,7 +57,7 @@ cdef extern from "zlib.h":
     unsigned long crc32(unsigned long crc, const unsigned char *buf, unsigned int length) nogil
 
 # what binlake.decoder expects of this module (a build older than the source is not used)
-INTERFACE = 3
+INTERFACE = 4
 
 cdef enum:
     HLEN = 19
@@ -88,13 +88,8 @@ cdef dict PLAIN_ROWS = {
 cdef class Maker:
     """Makes instances of a slots dataclass from all its fields' values, as its ``__init__`` does
     (which sets each slot and nothing else) without the Python call: the slots' offsets are read
-    from their member descriptors once. A class not of that shape is called instead."""
-
-    cdef object cls
-    cdef PyTypeObject *tp
-    cdef Py_ssize_t offsets[24]
-    cdef Py_ssize_t n
-    cdef bint direct
+    from their member descriptors once. A class not of that shape is called instead. (Its fields
+    are declared in ``_fastenv.pxd``: other compiled modules make instances with it too.)"""
 
     def __init__(self, cls, bint post_init_is_noop=False):
         """``post_init_is_noop``: the values given always make the class's ``__post_init__`` do
@@ -516,3 +511,9 @@ def xa_statement(bytes buf, Py_ssize_t start, Py_ssize_t end):
         one_phase = True
     xid = XA_ID.make((PyLong_FromUnsignedLongLong(fmt), unhex(s, g0, g1), unhex(s, b0, b1)))
     return kind, xid, one_phase
+
+
+def xa_id(format_id, bytes gtrid, bytes bqual):
+    """``XaId(format_id, gtrid, bqual)``, left out of the cycle collector as CPython leaves out
+    tuples of numbers and bytes (the merge holds one per prepared branch)."""
+    return XA_ID.make((format_id, gtrid, bqual))

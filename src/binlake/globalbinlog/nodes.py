@@ -57,7 +57,7 @@ try:  # the loop below in C for the events every node transaction repeats (optio
     from binlake.globalbinlog import _fastnodes  # type: ignore[attr-defined]
 except ImportError:
     _fastnodes = None
-FAST_NODES_INTERFACE = 1  # what this source expects of it (an older build is not used)
+FAST_NODES_INTERFACE = 2  # what this source expects of it (an older build is not used)
 if getattr(_fastnodes, "INTERFACE", None) != FAST_NODES_INTERFACE:
     _fastnodes = None
 

@@ -1,0 +1,12 @@
+# What other compiled modules take from the envelope: making slots dataclass instances from C.
+from cpython.object cimport PyTypeObject
+
+
+cdef class Maker:
+    cdef object cls
+    cdef PyTypeObject *tp
+    cdef Py_ssize_t offsets[24]
+    cdef Py_ssize_t n
+    cdef bint direct
+
+    cdef object make(self, tuple values)
