@@ -35,7 +35,7 @@ cdef extern from "zlib.h":
     unsigned long crc32(unsigned long crc, const unsigned char *buf, unsigned int length) nogil
 
 # what globalbinlog.nodes expects of this module (a build older than the source is not used)
-INTERFACE = 2
+INTERFACE = 3
 
 cdef enum:
     HLEN = 19
@@ -200,3 +200,12 @@ def run(scan, decoder, bytes buf, Py_ssize_t i, Py_ssize_t base, int csize, int 
         elif isinstance(body, XaPrepare):
             t.xa_id = xa_id(body.format_id, body.gtrid, body.bqual)  # the XaId, not tracked
             return i, finish(scan, decoder, pos + size, le(s + at, 4), source, XA_PREPARE)
+
+
+def leave_out(*objects):
+    """Leave ``objects`` out of the cycle collector (``sorter``: a piece and its body, which refer to
+    their events, ids and names and are referred to by the sorter and the merge, never back: they
+    cannot be part of a reference cycle). Reference counting frees them as before."""
+    for o in objects:
+        if PyObject_GC_IsTracked(o):
+            PyObject_GC_UnTrack(<void *>o)

@@ -42,7 +42,7 @@ def decoded(e: Event) -> Event:
 class NodeBody(Sequence[Event]):
     """Body events read without decoding rows; iterating decodes them (once: kept after)."""
 
-    raw: list[Event]
+    raw: Sequence[Event]  # a tuple from the sorter
     _full: list[Event] | None = field(default=None, repr=False, compare=False)
 
     def full(self) -> list[Event]:

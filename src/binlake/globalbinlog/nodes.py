@@ -57,9 +57,17 @@ try:  # the loop below in C for the events every node transaction repeats (optio
     from binlake.globalbinlog import _fastnodes  # type: ignore[attr-defined]
 except ImportError:
     _fastnodes = None
-FAST_NODES_INTERFACE = 2  # what this source expects of it (an older build is not used)
+FAST_NODES_INTERFACE = 3  # what this source expects of it (an older build is not used)
 if getattr(_fastnodes, "INTERFACE", None) != FAST_NODES_INTERFACE:
     _fastnodes = None
+
+
+def _keep_in(*objects: object) -> None:
+    """Without the compiled module every object stays with the cycle collector."""
+
+
+# objects that cannot be part of a reference cycle, left out of the cycle collector (see ``sorter``)
+leave_out: Callable[..., None] = _keep_in if _fastnodes is None else _fastnodes.leave_out
 
 HEADER = struct.Struct("<IBIIIH")  # timestamp, type, server_id, event_size, log_pos, flags
 _QUERY_HEADER = struct.Struct("<I1xII")  # timestamp, server_id, event_size

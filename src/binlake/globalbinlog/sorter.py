@@ -19,6 +19,7 @@ from binlake.events.query import Query
 from binlake.events.rows import Rows
 from binlake.events.vendor import PolarxGcn, PolarxSequence
 from binlake.globalbinlog.body import NodeBody
+from binlake.globalbinlog.nodes import leave_out
 from binlake.globalbinlog.spill import is_body
 from binlake.globalbinlog.vtso import TSO_NODE, Segment, Vtso, make
 from binlake.statements import XaId
@@ -121,7 +122,8 @@ def _table_set(tables: list[tuple[str, str]]) -> frozenset[str]:
 def _body(t: Transaction) -> NodeBody:
     """What a merged transaction keeps (``spill.is_body``), from a transaction with its events (rows
     decoded when looked at: ``body.NodeBody``)."""
-    return NodeBody([e for e in t.events if is_body(e, t.kind == DDL)])
+    # a tuple: the collector stops walking it once its events are untracked (the node loop's are)
+    return NodeBody(tuple([e for e in t.events if is_body(e, t.kind == DDL)]))
 
 
 @dataclass
@@ -164,7 +166,7 @@ class NodeSorter:
     def _piece(self, t: Transaction, kind: str, xid: XaId | None = None) -> Piece:
         self._n += 1
         key: XaId | tuple[str, int, int] = xid if xid is not None else ("local", t.file_seq, t.start)
-        return Piece(
+        p = Piece(
             self.name,
             self.node_seq,
             key,
@@ -176,6 +178,11 @@ class NodeSorter:
             snapshot=snapshot_tso(t),
             tables=_table_set(t.tables),
         )
+        # a held piece and its body refer to events, ids and names, and nothing they refer to refers
+        # back: out of the cycle collector, whose full collections walked every held piece (with 16
+        # nodes most of the reader's CPU; CPython never untracks a tuple holding such objects)
+        leave_out(p, p.events, *((p.events.raw,) if isinstance(p.events, NodeBody) else ()))
+        return p
 
     def _commit(self, p: Piece, cts: int | None = None, at: tuple[int, int] | None = None) -> None:
         if cts is not None:
@@ -187,7 +194,9 @@ class NodeSorter:
             p.vtso = make(s.tso, s.txn_id, s.next_seq(), self.node_seq)
         p.state = "committed"
         p.commit_at = at
-        heapq.heappush(self.ready, (p.vtso, p.branch, self._n, p))
+        entry = (p.vtso, p.branch, self._n, p)
+        leave_out(entry)  # as the piece
+        heapq.heappush(self.ready, entry)
         self.fifo.append(("C", p))
 
     def feed(self, t: Transaction) -> None:
