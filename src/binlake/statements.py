@@ -606,9 +606,8 @@ def xa_canonical(query: str) -> tuple[Kind, XaId, bool] | None:
     gtrid, bqual, fmt = ids
     if not (fmt.isascii() and fmt.isdigit() and len(fmt) <= 10 and (fmt[0] != "0" or fmt == "0")):
         return None
-    g = _hex(gtrid)
-    b = _hex(bqual) if g is not None else None
-    if b is None:
+    g, b = _hex(gtrid), _hex(bqual)
+    if g is None or b is None:
         return None
     return kind, XaId(int(fmt), g, b), one_phase
 

@@ -1,4 +1,5 @@
-# What other compiled modules take from the envelope: making slots dataclass instances from C.
+# What other compiled modules take from the envelope: making slots dataclass instances from C, and
+# the event decoder (called from C without the Python call).
 from cpython.object cimport PyTypeObject
 
 
@@ -10,3 +11,6 @@ cdef class Maker:
     cdef bint direct
 
     cdef object make(self, tuple values)
+
+
+cpdef object decode_event(object decoder, bytes raw, Py_ssize_t offset)

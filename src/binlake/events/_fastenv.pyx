@@ -57,7 +57,7 @@ cdef extern from "zlib.h":
     unsigned long crc32(unsigned long crc, const unsigned char *buf, unsigned int length) nogil
 
 # what binlake.decoder expects of this module (a build older than the source is not used)
-INTERFACE = 4
+INTERFACE = 5
 
 cdef enum:
     HLEN = 19
@@ -334,7 +334,7 @@ cdef object rows_body(bytes buf, object state, object header, int code, object f
     return ev
 
 
-def decode_event(decoder, bytes raw, Py_ssize_t offset):
+cpdef object decode_event(object decoder, bytes raw, Py_ssize_t offset):
     """``decoder.decode_event(raw, offset)`` for an event read from a file or a stream (not inside
     a transaction payload), or None when the reference must read it from the start."""
     state = decoder.state
@@ -467,9 +467,10 @@ cdef bytes unhex(const unsigned char *s, Py_ssize_t p, Py_ssize_t q):
     return out
 
 
-def xa_statement(bytes buf, Py_ssize_t start, Py_ssize_t end):
+def xa_statement(bytes buf, Py_ssize_t start, Py_ssize_t end, bint end_id=True):
     """``statements.xa_canonical`` of the statement text ``buf[start:end]``: (kind, XaId, one
-    phase), or None when it is not a canonical XA statement in ASCII (the reference reads it then)."""
+    phase), or None when it is not a canonical XA statement in ASCII (the reference reads it then).
+    ``end_id`` false: an ``XA END``'s id is not made (None; its transaction does not read it)."""
     cdef const unsigned char *s = <const unsigned char *>PyBytes_AS_STRING(buf)
     cdef Py_ssize_t p = start, g0, g1, b0, b1, f0
     cdef unsigned long long fmt = 0
@@ -509,6 +510,8 @@ def xa_statement(bytes buf, Py_ssize_t start, Py_ssize_t end):
         if end - p != 10 or buf[p:end] != b" ONE PHASE":
             return None
         one_phase = True
+    if not end_id and kind is Kind.XA_END:
+        return kind, None, one_phase
     xid = XA_ID.make((PyLong_FromUnsignedLongLong(fmt), unhex(s, g0, g1), unhex(s, b0, b1)))
     return kind, xid, one_phase
 

@@ -15,12 +15,12 @@ on. The Python loop then reads that event (and says what is wrong with it) and c
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from libc.stdint cimport uint32_t
 
-from binlake.events._fastenv cimport Maker
+from binlake.events._fastenv cimport Maker, decode_event
 from binlake.values._bytes cimport le
 
 import dataclasses
 
-from binlake.events._fastenv import decode_event, xa_id, xa_statement
+from binlake.events._fastenv import xa_id, xa_statement
 from binlake.events.control import XaPrepare, Xid
 from binlake.events.rows import NOT_ASKED, Rows
 from binlake.events.table_map import TableMap
@@ -129,6 +129,7 @@ def run(scan, decoder, bytes buf, Py_ssize_t i, Py_ssize_t base, int csize, int 
     cdef Py_ssize_t n = PyBytes_GET_SIZE(buf), size, end, b, text_at, body_end, status_len, at
     cdef int code
     tso_status = scan._tso_status
+    raw = scan._raw  # one list for every transaction (cleared, never replaced)
     while True:
         if n - i < HLEN:
             return i, None
@@ -147,14 +148,13 @@ def run(scan, decoder, bytes buf, Py_ssize_t i, Py_ssize_t base, int csize, int 
             body_end = end - csize
             if text_at > body_end or tso_status.get(buf[b + 13 : b + 13 + status_len]) is not False:
                 return i, None
-            xa = xa_statement(buf, text_at, body_end)
+            xa = xa_statement(buf, text_at, body_end, False)  # XA END: goes on, its id unread
             if xa is None:
                 return i, None
             ts = le(s + i, 4)
             t = scan._open or start(scan, seq, source, le(s + i + 5, 4), ts, pos)
             kind = apply_statement(t, xa[0]._value_, xa[1])
             if kind == DDL or (not kind and not t.began):  # ``nodes.may_be_ddl``
-                raw = scan._raw
                 raw.append(len(t.events))
                 raw.append(pos)
                 raw.append(buf[i:end])
