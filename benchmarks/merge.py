@@ -9,9 +9,9 @@ fed to the merger as it is read, merged transactions emitted as they become fina
 (nothing holds node transactions: the cycle collector would walk them all, a cost of the benchmark,
 not of the merge). Each phase is measured in CPU seconds of this process (``time.process_time``
 around each transaction's reading and feeding, about 0.4 µs a call: what the phase costs, whatever
-else the machine runs) and reported as merged transactions per CPU-second. The
-digest (SHA-256 of every merged transaction's vtso, kind and pieces) shows the output unchanged. ``--spark``:
-also the same merge on Spark (``local[2]``: one task per node, a range-partitioned sort on the
+else the machine runs) and reported as merged transactions per CPU-second, the cycle collector's
+part of each shown apart. The digest (SHA-256 of every merged transaction's vtso, kind and pieces)
+shows the output unchanged between versions. ``--spark``: also the same merge on Spark (``local[2]``: one task per node, a range-partitioned sort on the
 vtso), checked equal, in wall-clock seconds (its work is in the JVM and the Python workers).
 """
 
