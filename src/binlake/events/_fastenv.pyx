@@ -295,6 +295,14 @@ cdef object xa_prepare_body(bytes buf):
     return XA_PREPARE_.make((s[0] != 0, le(s + 1, 4), buf[13 : 13 + glen], buf[13 + glen : 13 + glen + blen]))
 
 
+cdef inline Py_ssize_t post_header_len(object fde, int code, Py_ssize_t default) except -1:
+    """``FormatDescription.post_header_len`` without the Python call."""
+    cdef bytes lengths = fde.post_header_lengths
+    if 0 <= code - 1 < PyBytes_GET_SIZE(lengths):
+        return (<const unsigned char *>PyBytes_AS_STRING(lengths))[code - 1]
+    return default
+
+
 cdef object rows_body(bytes buf, object state, object header, int code, object fde, object reference):
     """``events.rows.decode_rows`` of a v1/v2 rows event of a mapped, decodable table (the rest,
     and any doubt, goes to ``reference``, the pure body decoder)."""
@@ -303,7 +311,7 @@ cdef object rows_body(bytes buf, object state, object header, int code, object f
     if kind is None or read_header is None:
         return reference(buf, state, header)
     op, version = kind
-    post = fde.post_header_len(code, 10 if version == 2 else 8)
+    post = post_header_len(fde, code, 10 if version == 2 else 8)
     table_id, flags, extra, ncols, before, after, start = read_header(buf, post, version, op, _header)
     tm = state.table_maps.get(table_id)
     if tm is None or tm.undecodable:
@@ -372,7 +380,13 @@ cpdef object decode_event(object decoder, bytes raw, Py_ssize_t offset):
         elif code == MARIA_GTID:
             body = maria_gtid_body(body_bytes, header.server_id)
         elif code == TABLE_MAP:
-            body = decoder._table_map(body_bytes, header)
+            body = None
+            if n - HLEN - csize >= 6:  # ``EventDecoder._table_map``'s cache, looked up here
+                cached = state.table_map_bytes.get(le(s + HLEN, 6))
+                if cached is not None and cached[0] == body_bytes:
+                    body = cached[1]
+            if body is None:
+                body = decoder._table_map(body_bytes, header)
         elif code == XA_PREPARE:
             body = xa_prepare_body(body_bytes)
         elif code == POLARDBX_SEQUENCE or code == POLARDBX_GCN:
