@@ -1,5 +1,6 @@
 """The optional compiled hot path (Cython): the row decoder (``binlake.values._fastrows`` and
-``_fastjson``) and the per-event envelope (``binlake.events._fastenv``, linked with zlib for CRC32).
+``_fastjson``), the per-event envelope (``binlake.events._fastenv``, linked with zlib for CRC32) and the
+merge's node reader loop (``binlake.globalbinlog._fastnodes``).
 
 Everything else is in pyproject.toml. Without Cython or a C compiler the package installs and runs
 pure Python (the reference path): the extension is optional and a failed build is only a warning.
@@ -20,6 +21,12 @@ else:
             ),
             Extension(
                 "binlake.events._fastenv", ["src/binlake/events/_fastenv.pyx"], libraries=["z"], optional=True
+            ),
+            Extension(
+                "binlake.globalbinlog._fastnodes",
+                ["src/binlake/globalbinlog/_fastnodes.pyx"],
+                libraries=["z"],
+                optional=True,
             ),
         ],
         compiler_directives={"language_level": "3"},

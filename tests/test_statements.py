@@ -5,6 +5,7 @@ history, renames, selections, SQL output) agreeing on the same statements."""
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from binlake import decoder as decoder_module
 from binlake.errors import BinlogError
 from binlake.events.base import Event, EventHeader
 from binlake.events.control import XaPrepare
@@ -22,7 +24,7 @@ from binlake.render.sql import redo_statements
 from binlake.schema.history import SchemaHistory
 from binlake.schema.renames import TableDrop, TableRename, renames_in
 from binlake.series import BinlogSeries
-from binlake.statements import Ddl, Kind, Statement, XaId, classify
+from binlake.statements import Ddl, Kind, Statement, XaId, classify, xa_canonical
 from binlake.txn import COMMIT, DDL, Transaction, TransactionGrouper
 from tests.conftest import CORPUS, corpus_index
 
@@ -390,3 +392,64 @@ def test_statement_classification_is_fast() -> None:
     print(json.dumps({k: round(v, 2) for k, v in measured.items()}))
     assert measured["begin"] < 2 and measured["commit_with_comment"] < 50
     assert measured["insert_1MB"] < 200 and measured["alter_21_actions"] < 5_000
+
+
+# --- the canonical XA form read without the tokenizer: the string reader and the compiled one ------
+
+_XA_FORM = re.compile(
+    r"XA (START|BEGIN|END|PREPARE|COMMIT|ROLLBACK) X'((?:[0-9a-fA-F]{2})*)',X'((?:[0-9a-fA-F]{2})*)',"
+    r"(0|[1-9][0-9]{0,9})( ONE PHASE)?"
+)  # the form as the module's comment writes it: the reference both readers are held to
+_XA_VERB_KINDS = {
+    "START": Kind.XA_START, "BEGIN": Kind.XA_START, "END": Kind.XA_END, "PREPARE": Kind.XA_PREPARE,
+    "COMMIT": Kind.XA_COMMIT, "ROLLBACK": Kind.XA_ROLLBACK,
+}  # fmt: skip
+_XA_PARTS = ["XA ", "START ", "END ", "COMMIT ", "BEGIN", "X'", "x'", "'", ",", "0", "1", "01", "9999999999",
+             "12345678901", "ab", "AB", "a", "g0", " ", "  ", " ONE PHASE", "ONE PHASE", "\u0661", "\u00b2",
+             "ｆｆ", "\n", "-1"]  # fmt: skip
+
+
+def _xa_reference(query: str) -> tuple[Kind, XaId, bool] | None:
+    m = _XA_FORM.fullmatch(query)
+    if m is None:
+        return None
+    return _XA_VERB_KINDS[m[1]], XaId(int(m[4]), bytes.fromhex(m[2]), bytes.fromhex(m[3])), m[5] is not None
+
+
+_xa_texts = st.one_of(
+    st.builds(
+        lambda verb, g, b, f, one: f"XA {verb} X'{g.hex()}',X'{b.hex()}',{f}{' ONE PHASE' if one else ''}",
+        st.sampled_from(sorted(_XA_VERB_KINDS)), st.binary(max_size=70), st.binary(max_size=70),
+        st.integers(0, 2**32 + 5), st.booleans(),
+    ),
+    st.lists(st.sampled_from(_XA_PARTS), max_size=12).map("".join),
+    st.lists(st.sampled_from(_XA_PARTS), max_size=12).map(lambda p: "XA START X'61',X'',1" + "".join(p)),
+    st.text(max_size=40).map(lambda t: "XA COMMIT " + t),
+)  # fmt: skip
+
+
+@settings(max_examples=1500, deadline=None)
+@given(_xa_texts)
+def test_xa_canonical_reads_exactly_the_form(text: str) -> None:
+    """``xa_canonical`` (string operations) accepts what the form's regular expression accepts, with
+    the same result; the compiled reader (from the statement's bytes) too, or leaves it to it."""
+    expected = _xa_reference(text)
+    assert xa_canonical(text) == expected
+    fastenv = decoder_module._fastenv
+    if fastenv is not None:
+        raw = b"\x00\x01" + text.encode("utf-8", "surrogateescape") + b"\x02"
+        assert fastenv.xa_statement(raw, 2, len(raw) - 1) == expected
+        without_end_id = fastenv.xa_statement(raw, 2, len(raw) - 1, False)  # the node loop's call
+        if expected is not None and expected[0] is Kind.XA_END:
+            expected = (Kind.XA_END, None, expected[2])
+        assert without_end_id == expected
+
+
+def test_the_compiled_xa_reader_checks_its_range() -> None:
+    fastenv = decoder_module._fastenv
+    if fastenv is None:
+        pytest.skip("the compiled envelope is not built")
+    raw = b"XA END X'61',X'',1"
+    assert fastenv.xa_statement(raw, 0, len(raw))[1] == XaId(1, b"a", b"")
+    for start, end in ((0, len(raw) + 1), (-1, len(raw)), (0, len(raw) - 1), (1, len(raw))):
+        assert fastenv.xa_statement(raw, start, end) is None

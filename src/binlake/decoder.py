@@ -42,7 +42,7 @@ try:  # the envelope in C (optional: without a compiler at install time, this mo
 except ImportError:
     _fastenv = None
 # the compiled envelope's interface this source expects (a build older than its .pyx is not used)
-FAST_ENVELOPE_INTERFACE = 2
+FAST_ENVELOPE_INTERFACE = 5
 if getattr(_fastenv, "INTERFACE", None) != FAST_ENVELOPE_INTERFACE:
     _fastenv = None
 

@@ -566,20 +566,58 @@ def _unique(items: list[str]) -> tuple[str, ...]:
 
 
 # XA statements exactly as a server writes them to its binlog (``XA START X'..',X'..',1``): one per
-# XA event group of a sharded cluster, read without the tokenizer (the same result, 10x faster)
-_XA_CANONICAL = re.compile(
-    r"XA (START|BEGIN|END|PREPARE|COMMIT|ROLLBACK) X'((?:[0-9a-fA-F]{2})*)',X'((?:[0-9a-fA-F]{2})*)',"
-    r"(0|[1-9][0-9]{0,9})( ONE PHASE)?"
-)
+# XA event group of a sharded cluster, read without the tokenizer (the same result, 10x faster). The
+# form, as a regular expression (the tests check ``xa_canonical`` against it):
+#   XA (START|BEGIN|END|PREPARE|COMMIT|ROLLBACK) X'((?:[0-9a-fA-F]{2})*)',X'((?:[0-9a-fA-F]{2})*)',
+#   (0|[1-9][0-9]{0,9})( ONE PHASE)?
+_XA_VERBS = {
+    verb: _HEADS["XA", verb][0] for verb in ("START", "BEGIN", "END", "PREPARE", "COMMIT", "ROLLBACK")
+}
+_ONE_PHASE = " ONE PHASE"
 
 
-def _xa_canonical(query: str) -> Statement | None:
-    m = _XA_CANONICAL.fullmatch(query)
-    if m is None:
+def _hex(quoted: str) -> bytes | None:
+    """``X'<pairs of hex digits>'`` -> its bytes (None: not that)."""
+    if len(quoted) < 3 or quoted[:2] != "X'" or quoted[-1] != "'":
         return None
-    kind = _HEADS["XA", m[1]][0]
-    xid = XaId(int(m[4]), bytes.fromhex(m[2]), bytes.fromhex(m[3]))
-    return Statement(kind, xid=xid, one_phase=m[5] is not None)
+    digits = quoted[2:-1]
+    if digits and not (digits.isascii() and digits.isalnum()):  # fromhex would skip blanks
+        return None
+    try:
+        return bytes.fromhex(digits) if len(digits) % 2 == 0 else None
+    except ValueError:
+        return None
+
+
+def xa_canonical(query: str) -> tuple[Kind, XaId, bool] | None:
+    """A canonical XA statement's kind, id and ONE PHASE, read with string operations (the
+    regular expression took half the time of the node reader's statements); None when ``query``
+    is not in that form (the tokenizer reads it then)."""
+    if query[:3] != "XA ":
+        return None
+    blank = query.find(" ", 3)
+    kind = _XA_VERBS.get(query[3:blank]) if blank > 0 else None
+    if kind is None:
+        return None
+    one_phase = query.endswith(_ONE_PHASE)
+    ids = query[blank + 1 : len(query) - len(_ONE_PHASE) if one_phase else len(query)].split(",")
+    if len(ids) != 3:
+        return None
+    gtrid, bqual, fmt = ids
+    if not (fmt.isascii() and fmt.isdigit() and len(fmt) <= 10 and (fmt[0] != "0" or fmt == "0")):
+        return None
+    g, b = _hex(gtrid), _hex(bqual)
+    if g is None or b is None:
+        return None
+    return kind, XaId(int(fmt), g, b), one_phase
+
+
+def _xa_statement(query: str) -> Statement | None:
+    found = xa_canonical(query)
+    if found is None:
+        return None
+    kind, xid, one_phase = found
+    return Statement(kind, xid=xid, one_phase=one_phase)
 
 
 def classify(query: str, default_db: str = "") -> Statement:
@@ -588,7 +626,7 @@ def classify(query: str, default_db: str = "") -> Statement:
     simple = _SIMPLE.get(query)
     if simple is not None:
         return simple
-    if query[:3] == "XA " and (xa := _xa_canonical(query)) is not None:
+    if query[:3] == "XA " and (xa := _xa_statement(query)) is not None:
         return xa
     tk = _Tokens(query)
     head, temporary = _head(tk)

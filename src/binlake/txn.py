@@ -18,7 +18,7 @@ from binlake.events.query import Query
 from binlake.events.rows import Rows
 from binlake.events.table_map import TableMap
 from binlake.events.types import EventType
-from binlake.statements import Kind, XaId, classify
+from binlake.statements import Kind, XaId, classify, xa_canonical
 
 # Events that describe the stream, never part of a transaction.
 CONTROL_EVENTS = frozenset(
@@ -236,6 +236,7 @@ _OPENS = frozenset({Kind.BEGIN.value, Kind.XA_START.value})
 _GOES_ON = frozenset(
     k.value for k in (Kind.SAVEPOINT, Kind.RELEASE_SAVEPOINT, Kind.ROLLBACK_TO_SAVEPOINT, Kind.XA_END)
 )
+_COMMITS = frozenset({Kind.DML.value, Kind.SET.value})
 _ENDS = {
     Kind.COMMIT.value: COMMIT,
     Kind.ROLLBACK.value: ROLLBACK,
@@ -248,22 +249,31 @@ _ENDS = {
 def statement_ends(t: Transaction, query: str) -> str | None:
     """What a statement does to the open transaction ``t``: None (it goes on) or how it ends (the
     grouper's rule; the merge's node reader applies it too)."""
+    # the XA statements a server writes (most statements of a sharded node) without a Statement
+    xa = xa_canonical(query) if query[:3] == "XA " else None
+    if xa is not None:
+        return apply_statement(t, xa[0]._value_, xa[1])
     st = classify(query)
-    kind = st.kind._value_  # members hash in Python, their values in C: a lookup per statement
+    return apply_statement(t, st.kind._value_, st.xid)
+
+
+def apply_statement(t: Transaction, kind: str, xid: XaId | None) -> str | None:
+    """``statement_ends`` of a statement already classified: ``kind`` is its ``Kind``'s value
+    (members hash in Python, their values in C: a lookup per statement), ``xid`` its XA id."""
     if kind in _OPENS:
         t.began = True
-        t.xa_id = st.xid or t.xa_id
+        t.xa_id = xid or t.xa_id
         return None
     if kind in _GOES_ON:
         return None
     ends = _ENDS.get(kind)
     if ends is not None:
-        t.xa_id = st.xid or t.xa_id
+        t.xa_id = xid or t.xa_id
         return ends
     if t.began and not t.standalone:
         return None  # a statement-format change inside the transaction
     # on its own: DDL (and what is not understood) ends as DDL; data and SET statements commit
-    return COMMIT if st.kind in (Kind.DML, Kind.SET) else DDL
+    return COMMIT if kind in _COMMITS else DDL
 
 
 def iter_transactions(

@@ -1,7 +1,8 @@
 """The merge's node reader (``globalbinlog/nodes.py``) gives what the general reader and grouper give,
 in everything the merge reads of a transaction, on the simulator's nodes (every TSO carrier, several
 files, restarts at transaction ends), on a last file cut at any byte (it hands over) and on every
-file of the real corpus (other flavours and damage hand over, errors included)."""
+file of the real corpus (other flavours and damage hand over, errors included) — with the compiled
+loop (``_fastnodes``, the envelope's XA statements) and with the pure one, the reference."""
 
 from __future__ import annotations
 
@@ -12,16 +13,19 @@ from typing import Any
 
 import pytest
 
+from binlake import decoder as decoder_module
 from binlake.errors import BinlogError
 from binlake.events.control import XaPrepare
 from binlake.events.query import Query
 from binlake.events.vendor import PolarxGcn, PolarxSequence
+from binlake.globalbinlog import nodes as nodes_module
 from binlake.globalbinlog.nodes import general_transactions, node_transactions
 from binlake.globalbinlog.sorter import _body
 from binlake.globalbinlog.spill import is_body
 from binlake.series import BinlogSeries
 from binlake.shardsim import CARRIERS, simulate
 from binlake.txn import DDL, Transaction
+from binlake.values import plan
 from tests.conftest import corpus_index
 
 FIELDS = (
@@ -54,6 +58,26 @@ def _outcome(read: Any) -> tuple[list[Any], str | None]:
     except BinlogError as e:
         return got, f"{type(e).__name__}: {e}"
     return got, None
+
+
+@pytest.fixture(autouse=True, params=["compiled", "pure"])
+def path(request: pytest.FixtureRequest) -> Any:
+    """Each test with the compiled node loop and envelope, then with the pure path."""
+    on = request.param == "compiled"
+    if on and (decoder_module._fastenv is None or nodes_module._fastnodes is None):
+        pytest.skip("the compiled node loop is not built (./dev setup)")
+    plan.use_compiled(on)
+    try:
+        yield request.param
+    finally:
+        plan.use_compiled(True)
+
+
+def test_the_compiled_loop_is_current() -> None:
+    """A build older than its .pyx is not used: the tests would then check the pure path twice."""
+    if nodes_module._fastnodes is None:
+        pytest.skip("not built")
+    assert nodes_module._fastnodes.INTERFACE == nodes_module.FAST_NODES_INTERFACE
 
 
 def _same(files: list[Path], start: tuple[int, int] | None = None, require_fde: bool = True) -> int:

@@ -34,6 +34,7 @@ from binlake.events.query import Query, parse_status_vars
 from binlake.events.table_map import TableMap
 from binlake.events.types import ROWS_EVENT_KINDS
 from binlake.events.vendor import PolarxGcn, PolarxSequence
+from binlake.statements import Kind, XaId
 from binlake.values import plan
 
 cdef extern from "structmember.h":
@@ -56,7 +57,7 @@ cdef extern from "zlib.h":
     unsigned long crc32(unsigned long crc, const unsigned char *buf, unsigned int length) nogil
 
 # what binlake.decoder expects of this module (a build older than the source is not used)
-INTERFACE = 2
+INTERFACE = 5
 
 cdef enum:
     HLEN = 19
@@ -87,13 +88,8 @@ cdef dict PLAIN_ROWS = {
 cdef class Maker:
     """Makes instances of a slots dataclass from all its fields' values, as its ``__init__`` does
     (which sets each slot and nothing else) without the Python call: the slots' offsets are read
-    from their member descriptors once. A class not of that shape is called instead."""
-
-    cdef object cls
-    cdef PyTypeObject *tp
-    cdef Py_ssize_t offsets[24]
-    cdef Py_ssize_t n
-    cdef bint direct
+    from their member descriptors once. A class not of that shape is called instead. (Its fields
+    are declared in ``_fastenv.pxd``: other compiled modules make instances with it too.)"""
 
     def __init__(self, cls, bint post_init_is_noop=False):
         """``post_init_is_noop``: the values given always make the class's ``__post_init__`` do
@@ -168,6 +164,7 @@ cdef Maker ROWS = Maker(Rows)
 cdef Maker XA_PREPARE_ = Maker(XaPrepare)
 cdef Maker POLARX_SEQUENCE = Maker(PolarxSequence)
 cdef Maker POLARX_GCN = Maker(PolarxGcn)
+cdef Maker XA_ID = Maker(XaId)
 
 
 class _Short(Exception):
@@ -298,6 +295,14 @@ cdef object xa_prepare_body(bytes buf):
     return XA_PREPARE_.make((s[0] != 0, le(s + 1, 4), buf[13 : 13 + glen], buf[13 + glen : 13 + glen + blen]))
 
 
+cdef inline Py_ssize_t post_header_len(object fde, int code, Py_ssize_t default) except -1:
+    """``FormatDescription.post_header_len`` without the Python call."""
+    cdef bytes lengths = fde.post_header_lengths
+    if 0 <= code - 1 < PyBytes_GET_SIZE(lengths):
+        return (<const unsigned char *>PyBytes_AS_STRING(lengths))[code - 1]
+    return default
+
+
 cdef object rows_body(bytes buf, object state, object header, int code, object fde, object reference):
     """``events.rows.decode_rows`` of a v1/v2 rows event of a mapped, decodable table (the rest,
     and any doubt, goes to ``reference``, the pure body decoder)."""
@@ -306,7 +311,7 @@ cdef object rows_body(bytes buf, object state, object header, int code, object f
     if kind is None or read_header is None:
         return reference(buf, state, header)
     op, version = kind
-    post = fde.post_header_len(code, 10 if version == 2 else 8)
+    post = post_header_len(fde, code, 10 if version == 2 else 8)
     table_id, flags, extra, ncols, before, after, start = read_header(buf, post, version, op, _header)
     tm = state.table_maps.get(table_id)
     if tm is None or tm.undecodable:
@@ -337,7 +342,7 @@ cdef object rows_body(bytes buf, object state, object header, int code, object f
     return ev
 
 
-def decode_event(decoder, bytes raw, Py_ssize_t offset):
+cpdef object decode_event(object decoder, bytes raw, Py_ssize_t offset):
     """``decoder.decode_event(raw, offset)`` for an event read from a file or a stream (not inside
     a transaction payload), or None when the reference must read it from the start."""
     state = decoder.state
@@ -375,7 +380,13 @@ def decode_event(decoder, bytes raw, Py_ssize_t offset):
         elif code == MARIA_GTID:
             body = maria_gtid_body(body_bytes, header.server_id)
         elif code == TABLE_MAP:
-            body = decoder._table_map(body_bytes, header)
+            body = None
+            if n - HLEN - csize >= 6:  # ``EventDecoder._table_map``'s cache, looked up here
+                cached = state.table_map_bytes.get(le(s + HLEN, 6))
+                if cached is not None and cached[0] == body_bytes:
+                    body = cached[1]
+            if body is None:
+                body = decoder._table_map(body_bytes, header)
         elif code == XA_PREPARE:
             body = xa_prepare_body(body_bytes)
         elif code == POLARDBX_SEQUENCE or code == POLARDBX_GCN:
@@ -425,3 +436,101 @@ def next_event(decoder, bytes buf, Py_ssize_t i, Py_ssize_t offset):
     if size > n - i:
         return False
     return decode_event(decoder, PyBytes_FromStringAndSize(PyBytes_AS_STRING(buf) + i, size), offset)
+
+
+# the verbs of a canonical XA statement, after ``XA `` and before its blank
+cdef tuple XA_VERBS = (
+    (b"START", Kind.XA_START), (b"BEGIN", Kind.XA_START), (b"END", Kind.XA_END),
+    (b"PREPARE", Kind.XA_PREPARE), (b"COMMIT", Kind.XA_COMMIT), (b"ROLLBACK", Kind.XA_ROLLBACK),
+)
+
+
+cdef inline int hex_digit(unsigned char c) noexcept:
+    if 48 <= c <= 57:
+        return c - 48
+    if 97 <= c <= 102:
+        return c - 87
+    if 65 <= c <= 70:
+        return c - 55
+    return -1
+
+
+cdef Py_ssize_t hex_end(const unsigned char *s, Py_ssize_t p, Py_ssize_t end) noexcept:
+    """After ``X'<pairs of hex digits>'`` starting at ``p``: where it ends, or -1."""
+    if end - p < 3 or s[p] != 88 or s[p + 1] != 39:  # X'
+        return -1
+    p += 2
+    while p < end and s[p] != 39:
+        if hex_digit(s[p]) < 0:
+            return -1
+        p += 1
+    if p >= end:
+        return -1
+    return p + 1
+
+
+cdef bytes unhex(const unsigned char *s, Py_ssize_t p, Py_ssize_t q):
+    """The bytes of the hex digits ``s[p:q]`` (checked: pairs of hex digits)."""
+    out = PyBytes_FromStringAndSize(NULL, (q - p) // 2)
+    cdef unsigned char *o = <unsigned char *>PyBytes_AS_STRING(out)
+    cdef Py_ssize_t k = 0
+    while p < q:
+        o[k] = <unsigned char>(hex_digit(s[p]) << 4 | hex_digit(s[p + 1]))
+        p += 2
+        k += 1
+    return out
+
+
+def xa_statement(bytes buf, Py_ssize_t start, Py_ssize_t end, bint end_id=True):
+    """``statements.xa_canonical`` of the statement text ``buf[start:end]``: (kind, XaId, one
+    phase), or None when it is not a canonical XA statement in ASCII (the reference reads it then).
+    ``end_id`` false: an ``XA END``'s id is not made (None; its transaction does not read it)."""
+    cdef const unsigned char *s = <const unsigned char *>PyBytes_AS_STRING(buf)
+    cdef Py_ssize_t p = start, g0, g1, b0, b1, f0
+    cdef unsigned long long fmt = 0
+    if start < 0 or end > PyBytes_GET_SIZE(buf) or end - start < 4 or s[p] != 88 or s[p + 1] != 65 or s[p + 2] != 32:
+        return None  # not ``XA ``
+    p += 3
+    kind = None
+    for verb, k in XA_VERBS:
+        n = len(<bytes>verb)
+        if end - p > n and s[p + n] == 32 and buf[p : p + n] == verb:
+            kind = k
+            p += n + 1
+            break
+    if kind is None:
+        return None
+    g0 = p + 2
+    p = hex_end(s, p, end)
+    if p < 0 or p >= end or s[p] != 44:  # ,
+        return None
+    g1 = p - 1
+    b0 = p + 3
+    p = hex_end(s, p + 1, end)
+    if p < 0 or p >= end or s[p] != 44:
+        return None
+    b1 = p - 1
+    if (g1 - g0) % 2 or (b1 - b0) % 2:
+        return None
+    p += 1
+    f0 = p
+    while p < end and 48 <= s[p] <= 57:
+        fmt = fmt * 10 + (s[p] - 48)
+        p += 1
+    if p == f0 or p - f0 > 10 or (s[f0] == 48 and p - f0 > 1):
+        return None
+    one_phase = False
+    if p < end:
+        if end - p != 10 or buf[p:end] != b" ONE PHASE":
+            return None
+        one_phase = True
+    if not end_id and kind is Kind.XA_END:
+        return kind, None, one_phase
+    xid = XA_ID.make((PyLong_FromUnsignedLongLong(fmt), unhex(s, g0, g1), unhex(s, b0, b1)))
+    return kind, xid, one_phase
+
+
+def xa_id(format_id, bytes gtrid, bytes bqual):
+    """``XaId(format_id, gtrid, bqual)``, left out of the cycle collector as CPython leaves out
+    tuples of numbers and bytes (the merge holds one per prepared branch)."""
+    return XA_ID.make((format_id, gtrid, bqual))

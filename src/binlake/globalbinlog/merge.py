@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from binlake.errors import BinlogError
-from binlake.globalbinlog.nodes import node_transactions
+from binlake.globalbinlog.nodes import leave_out, node_transactions
 from binlake.globalbinlog.sorter import HEARTBEAT, TSO_XA, NodeSorter, Piece
 from binlake.globalbinlog.spill import BodyOf, light_transactions
 from binlake.globalbinlog.vtso import Vtso
@@ -87,7 +87,9 @@ class GlobalMerger:
         for s in self.sorters:
             for p in s.drain():
                 self._n += 1
-                heapq.heappush(self.heap, (p.vtso or "", p.node_seq, p.branch, self._n, p))
+                entry = (p.vtso or "", p.node_seq, p.branch, self._n, p)
+                leave_out(entry)  # as the piece (``NodeSorter._piece``)
+                heapq.heappush(self.heap, entry)
         floor = self.start_floor()
         if floor is None:
             return

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import struct
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from binlake import decoder as decoder_module
@@ -39,7 +39,7 @@ from binlake.events.types import ROWS_EVENT_KINDS, EventType
 from binlake.reader import BINLOG_MAGIC
 from binlake.series import BinlogSeries, Position, check_magic_of
 from binlake.sizes import max_payload
-from binlake.statements import XaId
+from binlake.statements import Kind, XaId
 from binlake.tail import just_created
 from binlake.txn import (
     COMMIT,
@@ -49,10 +49,29 @@ from binlake.txn import (
     XA_PREPARE,
     Transaction,
     TransactionGrouper,
+    apply_statement,
     statement_ends,
 )
 
+try:  # the loop below in C for the events every node transaction repeats (optional: the reference is here)
+    from binlake.globalbinlog import _fastnodes  # type: ignore[attr-defined]
+except ImportError:
+    _fastnodes = None
+FAST_NODES_INTERFACE = 3  # what this source expects of it (an older build is not used)
+if getattr(_fastnodes, "INTERFACE", None) != FAST_NODES_INTERFACE:
+    _fastnodes = None
+
+
+def _keep_in(*objects: object) -> None:
+    """Without the compiled module every object stays with the cycle collector."""
+
+
+# objects that cannot be part of a reference cycle, left out of the cycle collector (see ``sorter``)
+leave_out: Callable[..., None] = _keep_in if _fastnodes is None else _fastnodes.leave_out
+
 HEADER = struct.Struct("<IBIIIH")  # timestamp, type, server_id, event_size, log_pos, flags
+_QUERY_HEADER = struct.Struct("<I1xII")  # timestamp, server_id, event_size
+unpack_query_header = _QUERY_HEADER.unpack_from
 HLEN = 19
 CHUNK = 4 << 20
 SKIPPED_GTIDS = frozenset({EventType.GTID, EventType.ANONYMOUS_GTID, EventType.GTID_TAGGED})
@@ -81,6 +100,13 @@ DIRECT = {
         *(c for c, (_, version, compressed) in ROWS_EVENT_KINDS.items() if version and not compressed),
     )
 }
+
+
+def may_be_ddl(t: Transaction, kind: str | None) -> bool:
+    """Whether the open transaction ``t`` ends as DDL, or still may, after a statement that did
+    ``kind`` to it (``txn.statement_ends``: once begun it never does): its QUERY events are kept
+    raw only then."""
+    return kind == DDL or (not kind and not t.began)
 
 
 def _pure_crc_matches(buf: bytes, start: int, end: int) -> bool:
@@ -131,17 +157,6 @@ def general_transactions(
             raise
 
 
-class _Open:
-    """The transaction being read: its events, and its QUERY events not decoded (kept raw, in
-    place, in case it ends as DDL)."""
-
-    __slots__ = ("t", "entries")
-
-    def __init__(self, t: Transaction) -> None:
-        self.t = t
-        self.entries: list[Event | tuple[int, bytes]] = []
-
-
 class Scan:
     """The loop over a node's files; ``resume`` is where the general reader takes over."""
 
@@ -150,7 +165,10 @@ class Scan:
         self.resume: tuple[int, int] | None = None
         self.limit = max_payload()
         self._tso_status: dict[bytes, bool] = {}  # status variable bytes -> whether they carry a TSO
-        self._open: _Open | None = None
+        self._open: Transaction | None = None  # the transaction being read: its events so far
+        # its QUERY events not decoded, kept raw in case it ends as DDL (the statement is the body):
+        # flat, (index in its events, offset, bytes) per event, one list for every transaction
+        self._raw: list[int | bytes] = []
         self._pending: list[Event] = []  # TSO carriers met between transactions
         self._pending_seq = 0  # the file of the first of them
 
@@ -167,7 +185,7 @@ class Scan:
     def _hand_over(self, seq: int, pos: int) -> _HandOver:
         """Hand over at the open transaction's start (or the first carrier before it, or here)."""
         if self._open is not None:
-            t = self._open.t
+            t = self._open
             self.resume = (t.file_seq, t.start)
         elif self._pending:
             self.resume = (self._pending_seq, self._pending[0].offset)
@@ -183,6 +201,11 @@ class Scan:
         fast = decoder_module._FAST
         unpack = HEADER.unpack_from
         crc_matches = _pure_crc_matches if fast is None else decoder_module._fastenv.crc_matches
+        # canonical XA statements read from their bytes (None: the text goes through ``statement_ends``)
+        xa_statement = None if fast is None else decoder_module._fastenv.xa_statement
+        # the compiled loop (``_fastnodes.run``): it reads what it can and returns here for the rest
+        run = None if fast is None or _fastnodes is None else _fastnodes.run
+        in_c = frozenset(DIRECT)
         with open(path, "rb") as f:
             if f.read(4) != BINLOG_MAGIC:
                 raise self._hand_over(seq, 4)
@@ -191,6 +214,11 @@ class Scan:
             rotate: Rotate | None = None
             rotate_at = 0
             while True:
+                if run is not None and csize >= 0:
+                    i, done = run(self, dec, buf, i, base, csize, seq, source, in_c, self.limit)
+                    if done is not None:
+                        yield done
+                        continue
                 if len(buf) - i < HLEN:
                     buf, base, i = buf[i:] + f.read(CHUNK), base + i, 0
                     if not buf:
@@ -215,13 +243,12 @@ class Scan:
                 if code == QUERY or code in SKIPPED_GTIDS:
                     if csize and not crc_matches(buf, i, end):
                         raise self._hand_over(seq, pos)
-                    header = EventHeader(ts, code, server_id, size, log_pos, flags)
                     if code == QUERY:
-                        out = self._query(dec, seq, source, header, buf, i, end - csize, pos)
+                        out = self._query(dec, seq, source, buf, i, end - csize, pos, xa_statement)
                         if out is not None:
                             yield out
                     else:
-                        self._start(seq, source, header, pos)
+                        self._start(seq, source, server_id, ts, pos)
                     i = end
                     continue
                 if code in UNKNOWN_HERE:
@@ -262,9 +289,9 @@ class Scan:
                     self._pending_seq = seq if not self._pending else self._pending_seq
                     self._pending.append(ev)
                     continue
-                o = self._open or self._start(seq, source, header, pos)
-                o.entries.append(ev)
-                t, b = o.t, ev.body
+                t = self._open or self._start(seq, source, server_id, ts, pos)
+                t.events.append(ev)
+                b = ev.body
                 if isinstance(b, TableMap):
                     if (b.database, b.table) not in t.tables:
                         t.tables.append((b.database, b.table))
@@ -272,15 +299,15 @@ class Scan:
                     t.rows += b.row_total
                 elif isinstance(b, Xid):
                     t.xid = b.xid
-                    yield self._finish(dec, header, pos, source, COMMIT)
+                    yield self._finish(dec, pos + size, ts, source, COMMIT)
                 elif isinstance(b, XaPrepare):
                     t.xa_id = XaId(b.format_id, b.gtrid, b.bqual)
-                    yield self._finish(dec, header, pos, source, XA_PREPARE)
+                    yield self._finish(dec, pos + size, ts, source, XA_PREPARE)
                 elif isinstance(b, Query):  # a statement event of another type (EXECUTE_LOAD_QUERY)
                     kind = statement_ends(t, b.query)
                     if kind:
                         t.commit_exec_time = b.exec_time
-                        yield self._finish(dec, header, pos, source, kind)
+                        yield self._finish(dec, pos + size, ts, source, kind)
         if (
             self.series.check_links
             and rotate is not None
@@ -324,28 +351,30 @@ class Scan:
             raise self._hand_over(seq, skip_to)
         return i
 
-    def _start(self, seq: int, source: str, header: EventHeader, pos: int) -> _Open:
+    def _start(self, seq: int, source: str, server_id: int, ts: int, pos: int) -> Transaction:
         """A new transaction at ``pos`` (a GTID first cuts off the open one: unfinished, left out)."""
-        t = Transaction(seq, source, pos, server_id=header.server_id, first_header_ts=header.timestamp)
-        o = _Open(t)
-        if self._pending:
-            t.start = min(pos, self._pending[0].offset)
-            o.entries.extend(self._pending)
+        events, start = [], pos
+        if self._pending:  # the carriers before it are its first events
+            events, start = self._pending, min(pos, self._pending[0].offset)
             self._pending = []
-        self._open = o
-        return o
+        t = Transaction(seq, source, start, server_id=server_id, first_header_ts=ts, events=events)
+        self._raw.clear()
+        self._open = t
+        return t
 
     def _query(
         self,
         dec: EventDecoder,
         seq: int,
         source: str,
-        header: EventHeader,
         buf: bytes,
         i: int,
         body_end: int,
         pos: int,
+        xa_statement: Callable[[bytes, int, int], tuple[Kind, XaId, bool] | None] | None,
     ) -> Transaction | None:
+        """A QUERY event at ``buf[i]`` (CRC32 checked): kept raw unless its status variables carry
+        a TSO, its statement applied to the open transaction (``txn.statement_ends``)."""
         b = i + HLEN
         status_len = buf[b + 11] | buf[b + 12] << 8
         text_at = b + 13 + status_len + buf[b + 8] + 1
@@ -359,37 +388,35 @@ class Scan:
             except Exception:  # damaged: the general reader reports it
                 raise self._hand_over(seq, pos) from None
             tso = self._tso_status[status] = any(found.get(k) is not None for k in TSO_STATUS)
-        o = self._open or self._start(seq, source, header, pos)
-        end = i + header.event_size
+        ts, server_id, size = unpack_query_header(buf, i)
+        t = self._open or self._start(seq, source, server_id, ts, pos)
+        end = i + size
         if tso:
             try:
-                o.entries.append(dec.decode_event(buf[i:end], pos, header))
+                t.events.append(dec.decode_event(buf[i:end], pos))
             except BinlogError:
                 raise self._hand_over(seq, pos) from None
+        xa = xa_statement(buf, text_at, body_end) if xa_statement is not None else None
+        if xa is not None:  # the compiled reading of a canonical XA statement (as ``xa_canonical``)
+            kind = apply_statement(t, xa[0]._value_, xa[1])
         else:
-            o.entries.append((pos, buf[i:end]))
-        t = o.t
-        kind = statement_ends(t, buf[text_at:body_end].decode("utf-8", "surrogateescape"))
+            kind = statement_ends(t, buf[text_at:body_end].decode("utf-8", "surrogateescape"))
+        if not tso and may_be_ddl(t, kind):
+            self._raw += (len(t.events), pos, buf[i:end])
         if not kind:
             return None
         t.commit_exec_time = int.from_bytes(buf[b + 4 : b + 8], "little")
-        return self._finish(dec, header, pos, source, kind)
+        return self._finish(dec, pos + size, ts, source, kind)
 
-    def _finish(
-        self, dec: EventDecoder, header: EventHeader, pos: int, source: str, kind: str
-    ) -> Transaction:
-        o = self._open
-        assert o is not None
-        t = o.t
-        t.kind, t.end, t.end_source, t.commit_header_ts = (
-            kind,
-            pos + header.event_size,
-            source,
-            header.timestamp,
-        )
-        if kind == DDL:  # the statement is the body: decode what was left raw
-            t.events = [e if isinstance(e, Event) else dec.decode_event(e[1], e[0]) for e in o.entries]
-        else:
-            t.events = [e for e in o.entries if isinstance(e, Event)]
+    def _finish(self, dec: EventDecoder, end: int, ts: int, source: str, kind: str) -> Transaction:
+        """The open transaction ends with the event ending at ``end`` (header time ``ts``)."""
+        t = self._open
+        assert t is not None
+        t.kind, t.end, t.end_source, t.commit_header_ts = kind, end, source, ts
+        raw = self._raw
+        if kind == DDL and raw:  # the statement is the body: decode what was left raw, in its place
+            for k in range(len(raw) - 3, -1, -3):
+                t.events.insert(raw[k], dec.decode_event(raw[k + 2], raw[k + 1]))  # type: ignore[arg-type]
+        raw.clear()
         self._open = None
         return t
