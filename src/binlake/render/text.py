@@ -78,6 +78,11 @@ def _rows_text(body: rows.Rows, verbosity: int, positional: bool) -> list[str]:
     out: list[str] = []
     append = out.append
     heads = _heads(body.operation, f"{quote_ident(tm.database)}.{quote_ident(tm.table)}")
+    rows_text = getattr(image_text, "rows", None)
+    if rows_text is not None:  # the compiled formatter: the same loop in C
+        which = _WHICH.get(body.operation, 2)
+        rows_text(body.rows, which, list(heads[0]), list(heads[1]) if which == 2 else [], out)
+        return out
     if body.operation == "insert":
         (h_after,) = heads
         for _, after in body.rows:
@@ -96,6 +101,9 @@ def _rows_text(body: rows.Rows, verbosity: int, positional: bool) -> list[str]:
             append(h_after[0])
             image_text(after, out)  # type: ignore[arg-type]
     return out
+
+
+_WHICH = {"delete": 0, "insert": 1}  # the image a row's text shows (an update: both, 2)
 
 
 def _undecoded_line(body: rows.Rows) -> str:

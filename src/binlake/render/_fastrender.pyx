@@ -1,0 +1,290 @@
+# cython: language_level=3, boundscheck=False, wraparound=False
+"""Row images as ``mysqlbinlog -vv`` text in C: the optional compiled twin of ``render.rowtext``.
+
+``rowtext`` turns a table layout into one operation per column, held as data (a code, an integer,
+an object: a format, an ENUM table), with the column's line prefix, type-comment tail and NULL line,
+and a Python function giving the text of any value of the column (``slow``: the generated
+expression itself). This module interprets them: the common value classes are formatted here
+(integers, UTF-8 and binary strings without control bytes, DATETIME, DATE, TIMESTAMP, YEAR, ENUM
+names, a ``%`` or ``format`` of FLOAT/DOUBLE/DECIMAL), everything else goes through ``slow`` for its
+column, so the text is the generated formatter's by construction. An image with an ``ABSENT``
+column, or of another length, goes to the generated formatter as a whole.
+"""
+
+from cpython.datetime cimport (
+    PyDate_CheckExact,
+    PyDateTime_CheckExact,
+    PyDateTime_DATE_GET_HOUR,
+    PyDateTime_DATE_GET_MICROSECOND,
+    PyDateTime_DATE_GET_MINUTE,
+    PyDateTime_DATE_GET_SECOND,
+    PyDateTime_GET_DAY,
+    PyDateTime_GET_MONTH,
+    PyDateTime_GET_YEAR,
+    datetime_tzinfo,
+    import_datetime,
+)
+from cpython.dict cimport PyDict_GetItem
+from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
+from cpython.long cimport PyLong_AsLongLongAndOverflow
+from cpython.mem cimport PyMem_Free, PyMem_Malloc
+from cpython.object cimport PyObject, PyObject_Format, PyObject_Str
+from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
+from cpython.unicode cimport PyUnicode_DecodeUTF8
+from libc.stdio cimport snprintf
+
+import datetime as _dt
+
+import_datetime()
+
+# the interface ``rowtext`` expects (a build older than this source is not used)
+INTERFACE = 1
+
+cdef extern from "Python.h":
+    Py_ssize_t PyUnicode_GET_LENGTH(object)
+    int PyUnicode_KIND(object)
+    void *PyUnicode_DATA(object)
+    Py_UCS4 PyUnicode_READ(int kind, void *data, Py_ssize_t index)
+    char *PyBytes_AS_STRING(object)
+    Py_ssize_t PyBytes_GET_SIZE(object)
+    object PyNumber_Remainder(object, object)
+
+cdef enum:
+    OP_SLOW = 0
+    OP_UINT = 1
+    OP_SINT = 2
+    OP_STR = 3
+    OP_BYTES = 4
+    OP_PCT = 5
+    OP_FORMAT = 6
+    OP_DATETIME = 7
+    OP_DATE = 8
+    OP_TIMESTAMP = 9
+    OP_YEAR = 10
+    OP_ENUM = 11
+
+# operation names (``rowtext``'s plan) -> codes
+OPS = {
+    "slow": OP_SLOW,
+    "uint": OP_UINT,
+    "sint": OP_SINT,
+    "str": OP_STR,
+    "bytes": OP_BYTES,
+    "pct": OP_PCT,
+    "format": OP_FORMAT,
+    "datetime": OP_DATETIME,
+    "date": OP_DATE,
+    "timestamp": OP_TIMESTAMP,
+    "year": OP_YEAR,
+    "enum": OP_ENUM,
+}
+
+cdef object UTC = _dt.timezone.utc
+cdef str QUOTE = "'"
+
+
+cdef inline long long _days_from_civil(long long y, long long m, long long d):
+    """Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm)."""
+    y -= m <= 2
+    cdef long long era = (y if y >= 0 else y - 399) // 400
+    cdef long long yoe = y - era * 400
+    cdef long long doy = (153 * (m + (-3 if m > 2 else 9)) + 2) // 5 + d - 1
+    cdef long long doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    return era * 146097 + doe - 719468
+
+
+cdef inline bint _has_control_str(object s):
+    cdef int kind = PyUnicode_KIND(s)
+    cdef void *data = PyUnicode_DATA(s)
+    cdef Py_ssize_t j, n = PyUnicode_GET_LENGTH(s)
+    for j in range(n):
+        if PyUnicode_READ(kind, data, j) < 0x20:
+            return True
+    return False
+
+
+cdef inline bint _has_control_bytes(object b):
+    cdef const unsigned char *p = <const unsigned char *>PyBytes_AS_STRING(b)
+    cdef Py_ssize_t j, n = PyBytes_GET_SIZE(b)
+    for j in range(n):
+        if p[j] < 0x20:
+            return True
+    return False
+
+
+cdef class ImageText:
+    """``image_text(image, out)``: appends the ``###`` lines of one row image to ``out``, as the
+    generated formatter ``fallback`` does (which takes the images this does not)."""
+
+    cdef Py_ssize_t n
+    cdef int *codes
+    cdef unsigned long long *args
+    cdef tuple auxes, slows, prefixes, tails, nulls, qprefixes, qtails
+    cdef object absent, fallback
+
+    def __cinit__(self):
+        self.codes = NULL
+        self.args = NULL
+
+    def __init__(self, list ops, list prefixes, list tails, list nulls, object absent, object fallback):
+        """``ops``: per column ``(code, int, aux, slow)``; ``prefixes``/``tails``: what goes before
+        and after a value on its line; ``nulls``: the whole line of a NULL."""
+        cdef Py_ssize_t i, n = len(ops)
+        if not (len(prefixes) == len(tails) == len(nulls) == n):
+            raise ValueError("one prefix, tail and NULL line per column")
+        self.n = n
+        self.codes = <int *>PyMem_Malloc(max(n, 1) * sizeof(int))
+        self.args = <unsigned long long *>PyMem_Malloc(max(n, 1) * sizeof(unsigned long long))
+        if self.codes == NULL or self.args == NULL:
+            raise MemoryError()
+        auxes, slows = [], []
+        for i in range(n):
+            code, arg, aux, slow = ops[i]
+            self.codes[i] = code
+            self.args[i] = arg
+            auxes.append(aux)
+            slows.append(slow)
+        self.auxes, self.slows = tuple(auxes), tuple(slows)
+        self.prefixes = tuple([str(p) for p in prefixes])
+        self.tails = tuple([str(t) for t in tails])
+        self.nulls = tuple([str(x) for x in nulls])
+        self.qprefixes = tuple([str(p) + QUOTE for p in prefixes])
+        self.qtails = tuple([QUOTE + str(t) for t in tails])
+        self.absent = absent
+        self.fallback = fallback
+
+    def __dealloc__(self):
+        PyMem_Free(self.codes)
+        PyMem_Free(self.args)
+
+    cdef object _value(self, Py_ssize_t i, object v):
+        """The text of non-NULL ``v`` in column ``i`` (without prefix and tail), or None when the
+        line is made whole here (quoted strings)."""
+        cdef int code = self.codes[i]
+        cdef long long x
+        cdef int overflow = 0
+        cdef char buf[64]
+        cdef int k
+        cdef PyObject *hit
+        if code == OP_UINT:
+            return PyObject_Str(v)
+        if code == OP_SINT:
+            if type(v) is int:
+                x = PyLong_AsLongLongAndOverflow(v, &overflow)
+                if overflow == 0 and x >= 0 and <unsigned long long>x < self.args[i]:
+                    k = snprintf(buf, sizeof(buf), "%lld", x)
+                    return buf[:k].decode("ascii")
+            return self.slows[i](v)
+        if code == OP_PCT:
+            return PyNumber_Remainder(self.auxes[i], v)
+        if code == OP_FORMAT:
+            return PyObject_Format(v, self.auxes[i])
+        if code == OP_DATETIME:
+            if PyDateTime_CheckExact(v) and datetime_tzinfo(v) is None:
+                k = snprintf(
+                    buf, sizeof(buf), "'%04d-%02d-%02d %02d:%02d:%02d",
+                    PyDateTime_GET_YEAR(v), PyDateTime_GET_MONTH(v), PyDateTime_GET_DAY(v),
+                    PyDateTime_DATE_GET_HOUR(v), PyDateTime_DATE_GET_MINUTE(v), PyDateTime_DATE_GET_SECOND(v),
+                )
+                if self.args[i]:
+                    k += snprintf(buf + k, sizeof(buf) - k, ".%06d", PyDateTime_DATE_GET_MICROSECOND(v))
+                    k -= 6 - <int>self.args[i]
+                buf[k] = 39  # '
+                return buf[:k + 1].decode("ascii")
+            return self.slows[i](v)
+        if code == OP_DATE:
+            if PyDate_CheckExact(v):
+                k = snprintf(
+                    buf, sizeof(buf), "'%04d:%02d:%02d'",
+                    PyDateTime_GET_YEAR(v), PyDateTime_GET_MONTH(v), PyDateTime_GET_DAY(v),
+                )
+                return buf[:k].decode("ascii")
+            return self.slows[i](v)
+        if code == OP_TIMESTAMP:
+            if PyDateTime_CheckExact(v) and datetime_tzinfo(v) is UTC:
+                x = (
+                    _days_from_civil(PyDateTime_GET_YEAR(v), PyDateTime_GET_MONTH(v), PyDateTime_GET_DAY(v)) * 86400
+                    + PyDateTime_DATE_GET_HOUR(v) * 3600
+                    + PyDateTime_DATE_GET_MINUTE(v) * 60
+                    + PyDateTime_DATE_GET_SECOND(v)
+                )
+                k = snprintf(buf, sizeof(buf), "%lld", x)
+                if self.args[i]:
+                    k += snprintf(buf + k, sizeof(buf) - k, ".%06d", PyDateTime_DATE_GET_MICROSECOND(v))
+                    k -= 6 - <int>self.args[i]
+                return buf[:k].decode("ascii")
+            return self.slows[i](v)
+        if code == OP_YEAR:
+            if type(v) is int:
+                x = PyLong_AsLongLongAndOverflow(v, &overflow)
+                if overflow == 0 and 0 <= x <= 9999:
+                    k = snprintf(buf, sizeof(buf), "%04lld", x)
+                    return buf[:k].decode("ascii")
+            return self.slows[i](v)
+        if code == OP_ENUM:
+            if type(v) is str:
+                hit = PyDict_GetItem(self.auxes[i], v)
+                return <object>hit if hit != NULL else "0"
+            if type(v) is int:
+                return PyObject_Str(v)
+            return self.slows[i](v)
+        return self.slows[i](v)
+
+    cdef object _line(self, Py_ssize_t i, object v):
+        cdef int code = self.codes[i]
+        cdef str s
+        if v is None:
+            return self.nulls[i]
+        if code == OP_STR:
+            if type(v) is str and not _has_control_str(v):
+                s = <str>v
+                return f"{<str>self.qprefixes[i]}{s}{<str>self.qtails[i]}"
+            s = self.slows[i](v)
+        elif code == OP_BYTES:
+            if type(v) is bytes and not _has_control_bytes(v):
+                s = PyUnicode_DecodeUTF8(PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v), "surrogateescape")
+                return f"{<str>self.qprefixes[i]}{s}{<str>self.qtails[i]}"
+            s = self.slows[i](v)
+        else:
+            s = self._value(i, v)
+        return f"{<str>self.prefixes[i]}{s}{<str>self.tails[i]}"
+
+    def __call__(self, image, list out):
+        cdef Py_ssize_t i, n = self.n
+        cdef list lines
+        cdef object absent = self.absent
+        if type(image) is list:
+            if PyList_GET_SIZE(image) != n:
+                return self.fallback(image, out)
+            for i in range(n):
+                if <object>PyList_GET_ITEM(image, i) is absent:
+                    return self.fallback(image, out)
+            lines = [self._line(i, <object>PyList_GET_ITEM(image, i)) for i in range(n)]
+        elif type(image) is tuple:
+            if PyTuple_GET_SIZE(image) != n:
+                return self.fallback(image, out)
+            for i in range(n):
+                if <object>PyTuple_GET_ITEM(image, i) is absent:
+                    return self.fallback(image, out)
+            lines = [self._line(i, <object>PyTuple_GET_ITEM(image, i)) for i in range(n)]
+        else:
+            return self.fallback(image, out)
+        out.extend(lines)
+
+    def rows(self, rows, int which, list head, list second, list out):
+        """The lines of every row of a rows event: per row ``head``, then the image ``which``
+        (0 before, 1 after), or for an update (``which`` 2) ``head``, the before image,
+        ``second``, the after image (``render.text._rows_text``'s loop)."""
+        cdef object row
+        for row in rows:
+            before, after = row
+            out.extend(head)
+            if which == 0:
+                self(before, out)
+            elif which == 1:
+                self(after, out)
+            else:
+                self(before, out)
+                out.extend(second)
+                self(after, out)
+
