@@ -21,6 +21,10 @@ from cpython.datetime cimport (
     PyDateTime_GET_DAY,
     PyDateTime_GET_MONTH,
     PyDateTime_GET_YEAR,
+    PyDelta_CheckExact,
+    timedelta_days,
+    timedelta_microseconds,
+    timedelta_seconds,
     datetime_tzinfo,
     import_datetime,
 )
@@ -62,6 +66,10 @@ cdef enum:
     OP_TIMESTAMP = 9
     OP_YEAR = 10
     OP_ENUM = 11
+    OP_BIT = 12
+    OP_SET = 13
+    OP_JSON = 14
+    OP_TIME = 15
 
 # operation names (``rowtext``'s plan) -> codes
 OPS = {
@@ -77,6 +85,10 @@ OPS = {
     "timestamp": OP_TIMESTAMP,
     "year": OP_YEAR,
     "enum": OP_ENUM,
+    "bit": OP_BIT,
+    "set": OP_SET,
+    "json": OP_JSON,
+    "time": OP_TIME,
 }
 
 cdef object UTC = _dt.timezone.utc
@@ -166,6 +178,7 @@ cdef class ImageText:
         cdef char buf[64]
         cdef int k
         cdef PyObject *hit
+        cdef str s
         if code == OP_UINT:
             return PyObject_Str(v)
         if code == OP_SINT:
@@ -228,7 +241,50 @@ cdef class ImageText:
             if type(v) is int:
                 return PyObject_Str(v)
             return self.slows[i](v)
+        if code == OP_BIT:
+            if type(v) is int:
+                s = PyObject_Format(v, self.auxes[i])
+                return f"b'{s}'"
+            return self.slows[i](v)
+        if code == OP_SET:
+            if type(v) is tuple:
+                hit = PyDict_GetItem(self.auxes[i], v)
+                if hit != NULL and <object>hit:
+                    return <object>hit
+            return self.slows[i](v)
+        if code == OP_JSON:
+            if type(v) is self.auxes[i]:
+                s = v.text()
+                return f"'{s}'"
+            return self.slows[i](v)
+        if code == OP_TIME:
+            if PyDelta_CheckExact(v) and -100000 < timedelta_days(v) < 100000:
+                return self._time(v, <int>self.args[i])
+            return self.slows[i](v)
         return self.slows[i](v)
+
+    cdef str _time(self, object v, int fsp):
+        """``format_time``: ``'[-]HH:MM:SS[.frac]'``, hours beyond 24."""
+        cdef char buf[64]
+        cdef int k
+        cdef long long us = (
+            <long long>timedelta_days(v) * 86400000000LL
+            + <long long>timedelta_seconds(v) * 1000000LL
+            + timedelta_microseconds(v)
+        )
+        cdef const char *sign = "-" if us < 0 else ""
+        if us < 0:
+            us = -us
+        cdef long long secs = us // 1000000, frac = us % 1000000
+        k = snprintf(
+            buf, sizeof(buf), "'%s%02lld:%02lld:%02lld", sign, secs // 3600, (secs % 3600) // 60, secs % 60
+        )
+        if fsp:
+            k += snprintf(buf + k, sizeof(buf) - k, ".%06lld", frac)
+            if fsp < 6:
+                k -= 6 - fsp
+        buf[k] = 39  # '
+        return buf[:k + 1].decode("ascii")
 
     cdef object _line(self, Py_ssize_t i, object v):
         cdef int code = self.codes[i]

@@ -187,6 +187,14 @@ def _text_op(col: ColumnDef) -> tuple[str, int, Any]:
         return ("year", 0, None)
     if t == ColumnType.ENUM:
         return ("enum", 0, _column_env(col)["E"])
+    if t == ColumnType.SET:
+        return ("set", 0, _column_env(col)["SM"])
+    if t == ColumnType.BIT:
+        return ("bit", 0, f"0{bit_length(col.meta)}b")
+    if t == ColumnType.JSON:
+        return ("json", 0, Json)
+    if t in (ColumnType.TIME, ColumnType.TIME2):
+        return ("time", col.meta if t == ColumnType.TIME2 else 0, None)
     return ("slow", 0, None)
 
 
