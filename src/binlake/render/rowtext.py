@@ -15,11 +15,11 @@ from typing import Any
 
 from binlake.events.rows import ABSENT
 from binlake.render.values import text_value, type_comment
+from binlake.values import plan
 from binlake.values.charsets import codec_for
 from binlake.values.columns import ColumnDef
 from binlake.values.json_binary import Json
 from binlake.values.numeric import bit_length
-from binlake.values import plan
 from binlake.values.plan import layout_signature
 from binlake.values.temporal import format_time
 from binlake.values.types import BLOB_TYPES, ColumnType
