@@ -231,13 +231,24 @@ _FIELD_EXPR = "(str({x}) if {x}.__class__ is int else Q({x}) if {x}.__class__ is
 _NO_BYTES = encode(_plain(b""))
 
 
+def _already_plain(x: dict[Any, Any]) -> bool:
+    """Whether ``_plain`` would give ``x`` back as it is: string keys, values scalars or such dicts."""
+    for k, v in x.items():
+        if k.__class__ is not str:
+            return False
+        cls = v.__class__
+        if cls not in _AS_IS and not (cls is dict and _already_plain(v)):
+            return False
+    return True
+
+
 def _field_json(x: Any) -> str:
     """``encode(_plain(x))``, without ``_plain``'s copy where it would change nothing: booleans, a
-    dict of string keys and scalar values (a Query's status), no bytes, an empty tuple."""
+    dict of string keys and scalar or such dict values (a Query's status), no bytes, an empty tuple."""
     cls = x.__class__
     if cls is bool:
         return "true" if x else "false"
-    if cls is dict and all(k.__class__ is str for k in x) and all(v.__class__ in _AS_IS for v in x.values()):
+    if cls is dict and _already_plain(x):
         return encode(x)
     if cls is bytes and not x:
         return _NO_BYTES
