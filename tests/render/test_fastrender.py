@@ -62,9 +62,10 @@ def rows_events(path: Path) -> Iterator[Event]:
         return
 
 
-def lines_both_ways(events: list[Event]) -> tuple[list[list[str]], list[list[str]]]:
-    """Every event's row lines under every option, by the generated formatter then the compiled."""
-    out: dict[bool, list[list[str]]] = {}
+def lines_both_ways(events: list[Event]) -> tuple[list[Any], list[Any]]:
+    """Every event's row lines under every option, by the generated formatter then the compiled,
+    and the bytes ``dump`` writes of them (the compiled formatter writes rows' lines as bytes)."""
+    out: dict[bool, list[Any]] = {}
     try:
         for compiled in (False, True):
             rowtext._choose(compiled)
@@ -72,10 +73,25 @@ def lines_both_ways(events: list[Event]) -> tuple[list[list[str]], list[list[str
                 list(text.rows_lines(ev.body, verbosity, positional))  # type: ignore[arg-type]
                 for ev in events
                 for verbosity, positional in OPTIONS
+            ] + [
+                b"".join(text.render_text_bytes(events, verbosity=verbosity, positional=positional))
+                for verbosity, positional in OPTIONS
             ]
     finally:
         rowtext._choose(not plan.PURE_FORCED)
     return out[False], out[True]
+
+
+def test_the_bytes_are_the_encoded_text_blocks() -> None:
+    """The pure path's bytes are ``render_text_blocks`` encoded, as the line writer wrote them."""
+    path = CORPUS / "mysql-server-8.0.39/std_data/replicated-bin.000001"
+    events = list(BinlogReader(path))
+    rowtext._choose(False)
+    try:
+        blocks = "".join(b + "\n" for b in text.render_text_blocks(events)).encode("utf-8", "surrogateescape")
+        assert b"".join(text.render_text_bytes(events)) == blocks
+    finally:
+        rowtext._choose(not plan.PURE_FORCED)
 
 
 def test_corpus_rows_format_alike() -> None:
@@ -118,7 +134,7 @@ HOSTILE: list[Any] = [
     2**63, -(2**63), -(2**63) - 1, 2**64, 2**70, True, False, JsonUInt(7), 1901, 2155, 9999, 10000,
     1.5, -0.0, float("nan"), float("inf"), float("-inf"), 3.4028234663852886e38, 1e-300,
     Decimal("1.50"), Decimal("-0"), Decimal("NaN"), Decimal("1E+30"),
-    "", "abc", "a\nb", "\x1f", "\x7f", " ", "é漢字🙂", "\udcff", "'", "\\", SubStr("x"), "a",
+    "", "abc", "a\nb", "\x1f", "\x7f", " ", "é漢字🙂", "\udcff", "\ud800", "'", "\\", SubStr("x"), "a",
     b"", b"abc", b"\x00", b"\x1f", b"\x20", b"\xff\xfe", b"caf\xc3\xa9", b"'",
     dt.datetime(1, 1, 1), dt.datetime(999, 1, 2, 3, 4, 5, 6), dt.datetime(9999, 12, 31, 23, 59, 59, 999999),
     dt.datetime(2024, 2, 29, 12, 0, 0, 123456), dt.datetime(2024, 2, 29, 12, 0, 0, 123456, tzinfo=UTC),
@@ -147,6 +163,31 @@ def outcome(fn: Any, image: Any) -> Any:
 
 VARCHAR = next(k for k, c in enumerate(CATALOGUE) if c[0] == ColumnType.VARCHAR)  # UTF-8
 BLOB = next(k for k, c in enumerate(CATALOGUE) if c[0] == ColumnType.BLOB)
+
+
+def bytes_outcome(fast: Any, image: Any, which: int = 1) -> Any:
+    """What ``rows_bytes`` writes of one row whose after image is ``image``, or its error."""
+    out = bytearray()
+    try:
+        if not fast.rows_bytes([(None, image)], which, b"", b"", out):
+            return "not written"
+    except UnicodeEncodeError:  # where in which text differs; the caller writes such rows as text
+        return ("error", UnicodeEncodeError)
+    except Exception as e:  # noqa: BLE001
+        return ("error", type(e), str(e))
+    return bytes(out)
+
+
+def encoded(lines: Any) -> Any:
+    """Lines as ``rows_bytes`` writes them (an error stays that error; an unencodable line fails)."""
+    if isinstance(lines, tuple):
+        return lines[:2] if lines[1] is UnicodeEncodeError else lines
+    try:
+        return "".join(line + "\n" for line in lines).encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return ("error", UnicodeEncodeError)
+
+
 NAMES = ["id", "é漢", "a`b", "\udcff", "x\ny", None]
 
 
@@ -161,7 +202,9 @@ def test_every_type_with_hostile_values_formats_alike(verbosity: int, positional
         assert isinstance(fast, _fastrender.ImageText)
         for value in HOSTILE:
             for image in ([value], (value,)):
-                assert outcome(fast, image) == outcome(pure, image), (CATALOGUE[k], value)
+                want = outcome(pure, image)
+                assert outcome(fast, image) == want, (CATALOGUE[k], value)
+                assert bytes_outcome(fast, image) == encoded(want), (CATALOGUE[k], value)
                 compared += 1
     assert compared > 5_000
 
@@ -184,6 +227,15 @@ def test_images_with_absent_columns_or_of_another_length_go_to_the_generated_for
     ]
     for image in images:
         assert outcome(fast, image) == outcome(pure, image), image
+        assert bytes_outcome(fast, image) == encoded(outcome(pure, image)), image
+
+
+def test_a_name_that_does_not_encode_leaves_the_lines_to_the_str_path() -> None:
+    (col,) = _layout([0])
+    col.name = "\ud800"  # not a surrogate escape: no UTF-8 for it
+    fast = rowtext.compile_image_text([col], 2, False, compiled=True)
+    assert bytes_outcome(fast, [1]) == "not written"
+    assert outcome(fast, [1]) == outcome(rowtext.compile_image_text([col], 2, False), [1])
 
 
 def test_the_rows_loop_writes_what_the_python_loop_writes() -> None:
@@ -204,3 +256,6 @@ def test_the_rows_loop_writes_what_the_python_loop_writes() -> None:
             if which in (1, 2):
                 pure(after, want)
         assert got == want
+        raw = bytearray()
+        assert fast.rows_bytes(rows, which, b"H1\nH2\n", b"S\n" if which == 2 else b"", raw)
+        assert bytes(raw) == "".join(line + "\n" for line in want).encode()

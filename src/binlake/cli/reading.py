@@ -121,16 +121,14 @@ class DumpOptions(Options):
 
 def cmd_dump(o: DumpOptions) -> int:
     from binlake.render.jsonl import render_jsonl
-    from binlake.render.output import write_lines_to
-    from binlake.render.text import render_text_blocks
+    from binlake.render.output import write_blocks_to, write_lines_to
+    from binlake.render.text import render_text_bytes
 
     events = selected_events(o.read)
-    lines = (
-        render_jsonl(events)
-        if o.format == "json"
-        else render_text_blocks(events, verbosity=o.verbose, positional=o.positional)
-    )
-    write_lines_to(lines)
+    if o.format == "json":
+        write_lines_to(render_jsonl(events))
+    else:
+        write_blocks_to(render_text_bytes(events, verbosity=o.verbose, positional=o.positional))
     return 0
 
 

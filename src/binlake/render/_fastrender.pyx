@@ -36,13 +36,14 @@ from cpython.object cimport PyObject, PyObject_Format, PyObject_Str
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdio cimport snprintf
+from libc.string cimport memcpy
 
 import datetime as _dt
 
 import_datetime()
 
 # the interface ``rowtext`` expects (a build older than this source is not used)
-INTERFACE = 1
+INTERFACE = 2
 
 cdef extern from "Python.h":
     Py_ssize_t PyUnicode_GET_LENGTH(object)
@@ -50,6 +51,11 @@ cdef extern from "Python.h":
     void *PyUnicode_DATA(object)
     Py_UCS4 PyUnicode_READ(int kind, void *data, Py_ssize_t index)
     char *PyBytes_AS_STRING(object)
+    char *PyByteArray_AS_STRING(object)
+    Py_ssize_t PyByteArray_GET_SIZE(object)
+    int PyByteArray_Resize(object, Py_ssize_t) except -1
+    bint PyUnicode_IS_ASCII(object)
+    bytes PyUnicode_AsEncodedString(object, const char *, const char *)
     Py_ssize_t PyBytes_GET_SIZE(object)
     object PyNumber_Remainder(object, object)
 
@@ -124,6 +130,50 @@ cdef inline bint _has_control_bytes(object b):
     return False
 
 
+cdef inline bytes _enc(str s):
+    return s.encode("utf-8", "surrogateescape")
+
+
+cdef inline int _put(bytearray out, const char *p, Py_ssize_t n) except -1:
+    cdef Py_ssize_t size = PyByteArray_GET_SIZE(out)
+    if PyByteArray_Resize(out, size + n) < 0:
+        return -1
+    memcpy(PyByteArray_AS_STRING(out) + size, p, n)
+    return 0
+
+
+cdef inline int _put_bytes(bytearray out, bytes b) except -1:
+    return _put(out, PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b))
+
+
+cdef inline int _put_str(bytearray out, str s) except -1:
+    """``s`` as UTF-8 with surrogate escapes (ASCII text copied as it is)."""
+    if PyUnicode_IS_ASCII(s):
+        return _put(out, <const char *>PyUnicode_DATA(s), PyUnicode_GET_LENGTH(s))
+    return _put_bytes(out, PyUnicode_AsEncodedString(s, "utf-8", "surrogateescape"))
+
+
+cdef int _time(object v, int fsp, char *buf):
+    """``format_time`` quoted: ``'[-]HH:MM:SS[.frac]'``, hours beyond 24 (``buf``: 64 bytes)."""
+    cdef int k
+    cdef long long us = (
+        <long long>timedelta_days(v) * 86400000000LL
+        + <long long>timedelta_seconds(v) * 1000000LL
+        + timedelta_microseconds(v)
+    )
+    cdef const char *sign = "-" if us < 0 else ""
+    if us < 0:
+        us = -us
+    cdef long long secs = us // 1000000, frac = us % 1000000
+    k = snprintf(buf, 64, "'%s%02lld:%02lld:%02lld", sign, secs // 3600, (secs % 3600) // 60, secs % 60)
+    if fsp:
+        k += snprintf(buf + k, 64 - k, ".%06lld", frac)
+        if fsp < 6:
+            k -= 6 - fsp
+    buf[k] = 39  # '
+    return k + 1
+
+
 cdef class ImageText:
     """``image_text(image, out)``: appends the ``###`` lines of one row image to ``out``, as the
     generated formatter ``fallback`` does (which takes the images this does not)."""
@@ -132,6 +182,7 @@ cdef class ImageText:
     cdef int *codes
     cdef unsigned long long *args
     cdef tuple auxes, slows, prefixes, tails, nulls, qprefixes, qtails
+    cdef tuple bprefixes, btails, bnulls, bqprefixes, bqtails  # encoded, lines with their newline
     cdef object absent, fallback
 
     def __cinit__(self):
@@ -164,55 +215,58 @@ cdef class ImageText:
         self.qtails = tuple([QUOTE + str(t) for t in tails])
         self.absent = absent
         self.fallback = fallback
+        try:
+            self.bprefixes = tuple([_enc(p) for p in self.prefixes])
+            self.btails = tuple([_enc(t + "\n") for t in self.tails])
+            self.bnulls = tuple([_enc(x + "\n") for x in self.nulls])
+            self.bqprefixes = tuple([_enc(p) for p in self.qprefixes])
+            self.bqtails = tuple([_enc(t + "\n") for t in self.qtails])
+        except UnicodeEncodeError:  # a name that does not encode: lines only (``rows_bytes`` says False)
+            self.bprefixes = None
 
     def __dealloc__(self):
         PyMem_Free(self.codes)
         PyMem_Free(self.args)
 
-    cdef object _value(self, Py_ssize_t i, object v):
-        """The text of non-NULL ``v`` in column ``i`` (without prefix and tail), or None when the
-        line is made whole here (quoted strings)."""
+    cdef int _ascii(self, Py_ssize_t i, object v, char *buf) except -2:
+        """The text of non-NULL ``v`` in column ``i`` written to ``buf`` (64 bytes) when it is one of
+        the value classes formatted here: its length; else -1 (``_pyvalue`` knows it)."""
         cdef int code = self.codes[i]
         cdef long long x
         cdef int overflow = 0
-        cdef char buf[64]
         cdef int k
-        cdef PyObject *hit
-        cdef str s
         if code == OP_UINT:
-            return PyObject_Str(v)
+            if type(v) is int:
+                x = PyLong_AsLongLongAndOverflow(v, &overflow)
+                if overflow == 0:
+                    return snprintf(buf, 64, "%lld", x)
+            return -1
         if code == OP_SINT:
             if type(v) is int:
                 x = PyLong_AsLongLongAndOverflow(v, &overflow)
                 if overflow == 0 and x >= 0 and <unsigned long long>x < self.args[i]:
-                    k = snprintf(buf, sizeof(buf), "%lld", x)
-                    return buf[:k].decode("ascii")
-            return self.slows[i](v)
-        if code == OP_PCT:
-            return PyNumber_Remainder(self.auxes[i], v)
-        if code == OP_FORMAT:
-            return PyObject_Format(v, self.auxes[i])
+                    return snprintf(buf, 64, "%lld", x)
+            return -1
         if code == OP_DATETIME:
             if PyDateTime_CheckExact(v) and datetime_tzinfo(v) is None:
                 k = snprintf(
-                    buf, sizeof(buf), "'%04d-%02d-%02d %02d:%02d:%02d",
+                    buf, 64, "'%04d-%02d-%02d %02d:%02d:%02d",
                     PyDateTime_GET_YEAR(v), PyDateTime_GET_MONTH(v), PyDateTime_GET_DAY(v),
                     PyDateTime_DATE_GET_HOUR(v), PyDateTime_DATE_GET_MINUTE(v), PyDateTime_DATE_GET_SECOND(v),
                 )
                 if self.args[i]:
-                    k += snprintf(buf + k, sizeof(buf) - k, ".%06d", PyDateTime_DATE_GET_MICROSECOND(v))
+                    k += snprintf(buf + k, 64 - k, ".%06d", PyDateTime_DATE_GET_MICROSECOND(v))
                     k -= 6 - <int>self.args[i]
                 buf[k] = 39  # '
-                return buf[:k + 1].decode("ascii")
-            return self.slows[i](v)
+                return k + 1
+            return -1
         if code == OP_DATE:
             if PyDate_CheckExact(v):
-                k = snprintf(
-                    buf, sizeof(buf), "'%04d:%02d:%02d'",
+                return snprintf(
+                    buf, 64, "'%04d:%02d:%02d'",
                     PyDateTime_GET_YEAR(v), PyDateTime_GET_MONTH(v), PyDateTime_GET_DAY(v),
                 )
-                return buf[:k].decode("ascii")
-            return self.slows[i](v)
+            return -1
         if code == OP_TIMESTAMP:
             if PyDateTime_CheckExact(v) and datetime_tzinfo(v) is UTC:
                 x = (
@@ -221,74 +275,61 @@ cdef class ImageText:
                     + PyDateTime_DATE_GET_MINUTE(v) * 60
                     + PyDateTime_DATE_GET_SECOND(v)
                 )
-                k = snprintf(buf, sizeof(buf), "%lld", x)
+                k = snprintf(buf, 64, "%lld", x)
                 if self.args[i]:
-                    k += snprintf(buf + k, sizeof(buf) - k, ".%06d", PyDateTime_DATE_GET_MICROSECOND(v))
+                    k += snprintf(buf + k, 64 - k, ".%06d", PyDateTime_DATE_GET_MICROSECOND(v))
                     k -= 6 - <int>self.args[i]
-                return buf[:k].decode("ascii")
-            return self.slows[i](v)
+                return k
+            return -1
         if code == OP_YEAR:
             if type(v) is int:
                 x = PyLong_AsLongLongAndOverflow(v, &overflow)
                 if overflow == 0 and 0 <= x <= 9999:
-                    k = snprintf(buf, sizeof(buf), "%04lld", x)
-                    return buf[:k].decode("ascii")
-            return self.slows[i](v)
+                    return snprintf(buf, 64, "%04lld", x)
+            return -1
+        if code == OP_TIME:
+            if PyDelta_CheckExact(v) and -100000 < timedelta_days(v) < 100000:
+                return _time(v, <int>self.args[i], buf)
+            return -1
+        return -1
+
+    cdef str _pyvalue(self, Py_ssize_t i, object v):
+        """The text of non-NULL ``v`` in column ``i`` that ``_ascii`` does not write."""
+        cdef int code = self.codes[i]
+        cdef PyObject *hit
+        cdef str s
+        if code == OP_UINT:
+            return PyObject_Str(v)
+        if code == OP_PCT:
+            return PyNumber_Remainder(self.auxes[i], v)
+        if code == OP_FORMAT:
+            return PyObject_Format(v, self.auxes[i])
         if code == OP_ENUM:
             if type(v) is str:
                 hit = PyDict_GetItem(self.auxes[i], v)
-                return <object>hit if hit != NULL else "0"
+                return <str>hit if hit != NULL else "0"
             if type(v) is int:
                 return PyObject_Str(v)
-            return self.slows[i](v)
-        if code == OP_BIT:
+        elif code == OP_BIT:
             if type(v) is int:
                 s = PyObject_Format(v, self.auxes[i])
                 return f"b'{s}'"
-            return self.slows[i](v)
-        if code == OP_SET:
+        elif code == OP_SET:
             if type(v) is tuple:
                 hit = PyDict_GetItem(self.auxes[i], v)
                 if hit != NULL and <object>hit:
-                    return <object>hit
-            return self.slows[i](v)
-        if code == OP_JSON:
+                    return <str>hit
+        elif code == OP_JSON:
             if type(v) is self.auxes[i]:
                 s = v.text()
                 return f"'{s}'"
-            return self.slows[i](v)
-        if code == OP_TIME:
-            if PyDelta_CheckExact(v) and -100000 < timedelta_days(v) < 100000:
-                return self._time(v, <int>self.args[i])
-            return self.slows[i](v)
         return self.slows[i](v)
-
-    cdef str _time(self, object v, int fsp):
-        """``format_time``: ``'[-]HH:MM:SS[.frac]'``, hours beyond 24."""
-        cdef char buf[64]
-        cdef int k
-        cdef long long us = (
-            <long long>timedelta_days(v) * 86400000000LL
-            + <long long>timedelta_seconds(v) * 1000000LL
-            + timedelta_microseconds(v)
-        )
-        cdef const char *sign = "-" if us < 0 else ""
-        if us < 0:
-            us = -us
-        cdef long long secs = us // 1000000, frac = us % 1000000
-        k = snprintf(
-            buf, sizeof(buf), "'%s%02lld:%02lld:%02lld", sign, secs // 3600, (secs % 3600) // 60, secs % 60
-        )
-        if fsp:
-            k += snprintf(buf + k, sizeof(buf) - k, ".%06lld", frac)
-            if fsp < 6:
-                k -= 6 - fsp
-        buf[k] = 39  # '
-        return buf[:k + 1].decode("ascii")
 
     cdef object _line(self, Py_ssize_t i, object v):
         cdef int code = self.codes[i]
         cdef str s
+        cdef char buf[64]
+        cdef int k
         if v is None:
             return self.nulls[i]
         if code == OP_STR:
@@ -302,29 +343,109 @@ cdef class ImageText:
                 return f"{<str>self.qprefixes[i]}{s}{<str>self.qtails[i]}"
             s = self.slows[i](v)
         else:
-            s = self._value(i, v)
+            k = self._ascii(i, v, buf)
+            s = buf[:k].decode("ascii") if k >= 0 else self._pyvalue(i, v)
         return f"{<str>self.prefixes[i]}{s}{<str>self.tails[i]}"
+
+    cdef int _put_line(self, Py_ssize_t i, object v, bytearray out) except -1:
+        """``_line`` with its newline, as UTF-8 with surrogate escapes, appended to ``out``."""
+        cdef int code = self.codes[i]
+        cdef char buf[64]
+        cdef int k
+        if v is None:
+            return _put_bytes(out, self.bnulls[i])
+        if code == OP_STR:
+            if type(v) is str and not _has_control_str(v):
+                _put_bytes(out, self.bqprefixes[i])
+                _put_str(out, v)
+                return _put_bytes(out, self.bqtails[i])
+            _put_bytes(out, self.bprefixes[i])
+            _put_str(out, self.slows[i](v))
+        elif code == OP_BYTES:
+            if type(v) is bytes and not _has_control_bytes(v):
+                _put_bytes(out, self.bqprefixes[i])
+                _put_bytes(out, v)  # what decoding with surrogate escapes and encoding back gives
+                return _put_bytes(out, self.bqtails[i])
+            _put_bytes(out, self.bprefixes[i])
+            _put_str(out, self.slows[i](v))
+        else:
+            _put_bytes(out, self.bprefixes[i])
+            k = self._ascii(i, v, buf)
+            if k >= 0:
+                _put(out, buf, k)
+            else:
+                _put_str(out, self._pyvalue(i, v))
+        return _put_bytes(out, self.btails[i])
+
+    cdef bint _whole(self, object image):
+        """Whether ``image`` is a list or tuple of this layout's length without an ABSENT column."""
+        cdef Py_ssize_t i, n = self.n
+        cdef object absent = self.absent
+        if type(image) is list:
+            if PyList_GET_SIZE(image) != n:
+                return False
+            for i in range(n):
+                if <object>PyList_GET_ITEM(image, i) is absent:
+                    return False
+            return True
+        if type(image) is tuple:
+            if PyTuple_GET_SIZE(image) != n:
+                return False
+            for i in range(n):
+                if <object>PyTuple_GET_ITEM(image, i) is absent:
+                    return False
+            return True
+        return False
+
+    cdef int _put_image(self, object image, bytearray out) except -1:
+        cdef Py_ssize_t i
+        cdef list lines
+        cdef object line
+        if not self._whole(image):
+            lines = []
+            self.fallback(image, lines)
+            for line in lines:
+                _put_str(out, line)
+                _put(out, "\n", 1)
+            return 0
+        if type(image) is list:
+            for i in range(self.n):
+                self._put_line(i, <object>PyList_GET_ITEM(image, i), out)
+        else:
+            for i in range(self.n):
+                self._put_line(i, <object>PyTuple_GET_ITEM(image, i), out)
+        return 0
+
+    def rows_bytes(self, rows, int which, bytes head, bytes second, bytearray out):
+        """``rows``' lines, each with its newline, encoded (UTF-8, surrogate escapes) into ``out``:
+        the bytes of the lines ``rows`` gives, written without a ``str`` per line. ``head`` and
+        ``second`` are the encoded lines before the images. False (nothing written) when a line
+        prefix does not encode."""
+        cdef object row
+        if self.bprefixes is None:
+            return False
+        for row in rows:
+            before, after = row
+            _put_bytes(out, head)
+            if which == 0:
+                self._put_image(before, out)
+            elif which == 1:
+                self._put_image(after, out)
+            else:
+                self._put_image(before, out)
+                _put_bytes(out, second)
+                self._put_image(after, out)
+        return True
 
     def __call__(self, image, list out):
         cdef Py_ssize_t i, n = self.n
         cdef list lines
-        cdef object absent = self.absent
-        if type(image) is list:
-            if PyList_GET_SIZE(image) != n:
-                return self.fallback(image, out)
-            for i in range(n):
-                if <object>PyList_GET_ITEM(image, i) is absent:
-                    return self.fallback(image, out)
-            lines = [self._line(i, <object>PyList_GET_ITEM(image, i)) for i in range(n)]
-        elif type(image) is tuple:
-            if PyTuple_GET_SIZE(image) != n:
-                return self.fallback(image, out)
-            for i in range(n):
-                if <object>PyTuple_GET_ITEM(image, i) is absent:
-                    return self.fallback(image, out)
-            lines = [self._line(i, <object>PyTuple_GET_ITEM(image, i)) for i in range(n)]
-        else:
+        if not self._whole(image):
             return self.fallback(image, out)
+        if type(image) is list:
+            lines = [self._line(i, <object>PyList_GET_ITEM(image, i)) for i in range(n)]
+        else:
+            lines = [self._line(i, <object>PyTuple_GET_ITEM(image, i)) for i in range(n)]
         out.extend(lines)
 
     def rows(self, rows, int which, list head, list second, list out):

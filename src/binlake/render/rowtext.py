@@ -296,7 +296,7 @@ try:  # the formatter in C (optional: without a compiler at install time, the ge
 except ImportError:
     _fastrender = None
 # the compiled formatter's interface this source expects (a build older than its .pyx is not used)
-FAST_RENDER_INTERFACE = 1
+FAST_RENDER_INTERFACE = 2
 if getattr(_fastrender, "INTERFACE", None) != FAST_RENDER_INTERFACE:
     _fastrender = None
 
