@@ -153,6 +153,22 @@ cdef inline int _put_str(bytearray out, str s) except -1:
     return _put_bytes(out, PyUnicode_AsEncodedString(s, "utf-8", "surrogateescape"))
 
 
+cdef int _put_quoted(bytearray out, bytes raw) except -1:
+    """``quote_bytes(raw)`` encoded: quoted, control bytes as ``\\xNN``, everything else as stored."""
+    cdef const unsigned char *p = <const unsigned char *>PyBytes_AS_STRING(raw)
+    cdef Py_ssize_t j, run = 0, n = PyBytes_GET_SIZE(raw)
+    cdef char esc[8]
+    _put(out, "'", 1)
+    for j in range(n):
+        if p[j] < 0x20:
+            _put(out, <const char *>p + run, j - run)
+            snprintf(esc, 8, "\\x%02x", p[j])
+            _put(out, esc, 4)
+            run = j + 1
+    _put(out, <const char *>p + run, n - run)
+    return _put(out, "'", 1)
+
+
 cdef int _time(object v, int fsp, char *buf):
     """``format_time`` quoted: ``'[-]HH:MM:SS[.frac]'``, hours beyond 24 (``buf``: 64 bytes)."""
     cdef int k
@@ -246,6 +262,10 @@ cdef class ImageText:
                 x = PyLong_AsLongLongAndOverflow(v, &overflow)
                 if overflow == 0 and x >= 0 and <unsigned long long>x < self.args[i]:
                     return snprintf(buf, 64, "%lld", x)
+                if overflow == 0 and x < 0 and <unsigned long long>(-(x + 1)) < self.args[i]:
+                    # ``_int_text``: ``-1 (255)``, the value and its unsigned reading (x + 2 ** bits,
+                    # modulo 2 ** 64: the limit is 2 ** (bits - 1))
+                    return snprintf(buf, 64, "%lld (%llu)", x, <unsigned long long>x + 2 * self.args[i])
             return -1
         if code == OP_DATETIME:
             if PyDateTime_CheckExact(v) and datetime_tzinfo(v) is None:
@@ -350,22 +370,37 @@ cdef class ImageText:
     cdef int _put_line(self, Py_ssize_t i, object v, bytearray out) except -1:
         """``_line`` with its newline, as UTF-8 with surrogate escapes, appended to ``out``."""
         cdef int code = self.codes[i]
+        cdef bytes raw
         cdef char buf[64]
         cdef int k
         if v is None:
             return _put_bytes(out, self.bnulls[i])
-        if code == OP_STR:
-            if type(v) is str and not _has_control_str(v):
-                _put_bytes(out, self.bqprefixes[i])
-                _put_str(out, v)
-                return _put_bytes(out, self.bqtails[i])
-            _put_bytes(out, self.bprefixes[i])
-            _put_str(out, self.slows[i](v))
-        elif code == OP_BYTES:
-            if type(v) is bytes and not _has_control_bytes(v):
-                _put_bytes(out, self.bqprefixes[i])
-                _put_bytes(out, v)  # what decoding with surrogate escapes and encoding back gives
-                return _put_bytes(out, self.bqtails[i])
+        if code == OP_STR or code == OP_BYTES:
+            # the reference is ``quote_bytes(stored_bytes(v))``: the bytes as stored, control bytes
+            # as ``\\xNN``; text is stored as UTF-8 with surrogate escapes (``str``), or in its column's
+            # codec (``bytes``: ``aux``, None for UTF-8 with surrogate escapes)
+            if type(v) is str:
+                if code == OP_STR:
+                    if not _has_control_str(v):
+                        _put_bytes(out, self.bqprefixes[i])
+                        _put_str(out, v)
+                        return _put_bytes(out, self.bqtails[i])
+                    raw = PyUnicode_AsEncodedString(v, "utf-8", "surrogateescape")
+                elif self.auxes[i] is None:
+                    raw = PyUnicode_AsEncodedString(v, "utf-8", "surrogateescape")
+                else:
+                    raw = v.encode(self.auxes[i])
+                _put_bytes(out, self.bprefixes[i])
+                _put_quoted(out, raw)
+                return _put_bytes(out, self.btails[i])
+            if type(v) is bytes:
+                if not _has_control_bytes(v):  # what decoding with surrogate escapes and encoding back gives
+                    _put_bytes(out, self.bqprefixes[i])
+                    _put_bytes(out, v)
+                    return _put_bytes(out, self.bqtails[i])
+                _put_bytes(out, self.bprefixes[i])
+                _put_quoted(out, v)
+                return _put_bytes(out, self.btails[i])
             _put_bytes(out, self.bprefixes[i])
             _put_str(out, self.slows[i](v))
         else:

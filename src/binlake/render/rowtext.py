@@ -168,7 +168,8 @@ def _text_op(col: ColumnDef) -> tuple[str, int, Any]:
     formats itself, as ``_value_expr`` writes them; ``slow`` (the expression) for the rest."""
     t = col.real_type
     if t in _STRING_TYPES:
-        return ("str", 0, None) if codec_for(col.collation) in ("utf-8", "?") else ("bytes", 0, None)
+        codec = codec_for(col.collation)  # as ``values.stored_bytes`` stores text back
+        return ("str", 0, None) if codec in ("utf-8", "?") else ("bytes", 0, codec)
     if t in _INT_BYTES:
         return ("uint", 0, None) if col.unsigned else ("sint", 1 << (8 * _INT_BYTES[t] - 1), None)
     if t == ColumnType.FLOAT:
