@@ -1,6 +1,7 @@
 """The optional compiled hot path (Cython): the row decoder (``binlake.values._fastrows`` and
 ``_fastjson``), the per-event envelope (``binlake.events._fastenv``, linked with zlib for CRC32) and
-the row text formatter (``binlake.render._fastrender``).
+the row text formatter (``binlake.render._fastrender``) and the JSON and SQL row formatters
+(``binlake.render._fastjoin``).
 
 Everything else is in pyproject.toml. Without Cython or a C compiler the package installs and runs
 pure Python (the reference path): the extension is optional and a failed build is only a warning.
@@ -19,7 +20,10 @@ else:
                 Extension(f"binlake.values.{name}", [f"src/binlake/values/{name}.pyx"], optional=True)
                 for name in ("_fastrows", "_fastjson")
             ),
-            Extension("binlake.render._fastrender", ["src/binlake/render/_fastrender.pyx"], optional=True),
+            *(
+                Extension(f"binlake.render.{name}", [f"src/binlake/render/{name}.pyx"], optional=True)
+                for name in ("_fastrender", "_fastjoin")
+            ),
             Extension(
                 "binlake.events._fastenv", ["src/binlake/events/_fastenv.pyx"], libraries=["z"], optional=True
             ),
