@@ -242,11 +242,11 @@ def compile_row_sql(
     deletes = [slot((env["HD"] if k == 0 else "") + w, 0, i) for k, (w, i) in enumerate(wheres)]
     sets = [slot((env["HU"] if i == 0 else "") + env[f"S{i}"], 1, i) for i in range(n)]
     sets += [slot((" WHERE " if k == 0 else "") + w, 0, i) for k, (w, i) in enumerate(wheres)]
-    pj = {"reject": PartialJson, "reject_columns": json_cols}
     return RowSql(
         joined.joined(inserts, ");", n, 1, "sql", env["insert"]),
-        joined.joined(deletes, " LIMIT 1;", n, 1, "sql", env["delete"], **pj),  # type: ignore[arg-type]
-        joined.joined(sets, " LIMIT 1;", n, 2, "sql", env["update"], **pj),  # type: ignore[arg-type]
+        # a partial JSON update in DELETE's or UPDATE's images: the reference as a whole
+        joined.joined(deletes, " LIMIT 1;", n, 1, "sql", env["delete"], PartialJson, json_cols),
+        joined.joined(sets, " LIMIT 1;", n, 2, "sql", env["update"], PartialJson, json_cols),
     )
 
 
