@@ -1,6 +1,7 @@
 """The optional compiled hot path (Cython): the row decoder (``binlake.values._fastrows`` and
-``_fastjson``), the per-event envelope (``binlake.events._fastenv``, linked with zlib for CRC32) and the
-merge's node reader loop (``binlake.globalbinlog._fastnodes``).
+``_fastjson``), the per-event envelope (``binlake.events._fastenv``, linked with zlib for CRC32), the
+merge's node reader loop (``binlake.globalbinlog._fastnodes``), the row text formatter
+(``binlake.render._fastrender``) and the JSON and SQL row formatters (``binlake.render._fastjoin``).
 
 Everything else is in pyproject.toml. Without Cython or a C compiler the package installs and runs
 pure Python (the reference path): the extension is optional and a failed build is only a warning.
@@ -18,6 +19,10 @@ else:
             *(
                 Extension(f"binlake.values.{name}", [f"src/binlake/values/{name}.pyx"], optional=True)
                 for name in ("_fastrows", "_fastjson")
+            ),
+            *(
+                Extension(f"binlake.render.{name}", [f"src/binlake/render/{name}.pyx"], optional=True)
+                for name in ("_fastrender", "_fastjoin")
             ),
             Extension(
                 "binlake.events._fastenv", ["src/binlake/events/_fastenv.pyx"], libraries=["z"], optional=True

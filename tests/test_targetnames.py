@@ -93,3 +93,10 @@ def test_name_book_refuses_a_second_source(tmp_path: Path) -> None:
     assert NameBook.open(tmp_path / "names.json").source("x~0123") == ("db", "a")
     with pytest.raises(NameCollisionError):
         inside(tmp_path, "../x")
+
+
+@given(st.text(alphabet=st.sampled_from(["a", "\\", "'", "\0", "\n", "\r", "\x1a", "\udcff", "é", '"', "`"])))
+def test_mysql_string_literals_escape_exactly_their_six_characters(text: str) -> None:
+    """``quote_str`` (a translate table) escapes as its table says, every other character as it is."""
+    escapes = {"\\": "\\\\", "'": "\\'", "\0": "\\0", "\n": "\\n", "\r": "\\r", "\x1a": "\\Z"}
+    assert mysql.quote_str(text) == "'" + "".join(escapes.get(ch, ch) for ch in text) + "'"

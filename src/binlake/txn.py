@@ -105,6 +105,12 @@ class Transaction:
         return (self.commit_header_ts + self.commit_exec_time + 1) * 1_000_000 - 1
 
 
+# bodies that only go into an open transaction (they end nothing), unless their type code has rules of
+# its own (``feed`` takes these first: most events are row changes and their table maps)
+_GOES_ON_BODIES = frozenset({Rows, TableMap})
+_OWN_RULES = CONTROL_EVENTS | GTID_EVENTS | {EventType.POLARDBX_GCN, EventType.POLARDBX_SEQUENCE}
+
+
 class TransactionGrouper:
     """Feed events in binlog order; ``feed`` returns the transactions they finish."""
 
@@ -145,7 +151,12 @@ class TransactionGrouper:
         return t
 
     def feed(self, file_seq: int, ev: Event) -> list[Transaction]:
-        code = ev.type_code
+        code = ev.kind
+        body = ev.body
+        t = self.current
+        if t is not None and body.__class__ in _GOES_ON_BODIES and code not in _OWN_RULES:  # most events
+            self._add(t, ev)
+            return []
         out: list[Transaction] = []
         if code in CONTROL_EVENTS:
             if (
@@ -171,7 +182,6 @@ class TransactionGrouper:
             return out
         t = self.current if self.current is not None else self._start(file_seq, ev)
         self._add(t, ev)
-        body = ev.body
         if isinstance(body, Xid):
             t.xid = body.xid
             out.append(self._finish(ev, COMMIT))
@@ -204,9 +214,12 @@ class TransactionGrouper:
     def _add(self, t: Transaction, ev: Event) -> None:
         if self.keep_events:
             t.events.append(ev)
-        if ev.type_code == EventType.TRANSACTION_PAYLOAD and ev.inner_index is None:
-            self._payload_size = ev.header.event_size
-        size = self._payload_size if ev.inner_index is not None else ev.header.event_size
+        if ev.inner_index is None:
+            size = ev.header.event_size
+            if ev.kind == EventType.TRANSACTION_PAYLOAD:
+                self._payload_size = size
+        else:
+            size = self._payload_size
         self._last_end, self._last_source = ev.offset + size, ev.source
         b = ev.body
         if isinstance(b, TableMap):

@@ -89,16 +89,40 @@ def test_options_carry_what_was_given() -> None:
     assert (show.action, show.source, show.empty_change_tables) == ("show", None, False)
 
 
+def _modules_after(script: str) -> list[str]:
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.splitlines()[-1])  # type: ignore[no-any-return]
+
+
 def test_dump_imports_no_spark(corpus: Path) -> None:
-    """``binlake dump`` (and the package's import) never loads Spark, Arrow or the sinks."""
+    """``binlake dump`` (and the package's import) never loads Spark, Arrow or the sinks; it loads
+    only its own command module (start-up time), and every command module together loads none
+    of them either."""
     path = corpus / "mysql-server-8.0.39/std_data/replicated-bin.000001"
-    script = (
+    loaded = _modules_after(
         "import json, sys, io, contextlib\nfrom binlake.cli import main\n"
         f"with contextlib.redirect_stdout(io.StringIO()):\n    assert main(['dump', {str(path)!r}]) == 0\n"
         "print(json.dumps(sorted(sys.modules)))"
     )
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
-    loaded = json.loads(out.stdout.splitlines()[-1])
-    assert "binlake.cli.sync" in loaded  # the command modules are loaded, Spark is not
-    assert not [m for m in loaded if m.split(".")[0] in ("pyspark", "py4j", "pyarrow", "deltalake")]
-    assert not [m for m in loaded if m.startswith("binlake.spark")]
+    assert "binlake.cli.reading" in loaded and "binlake.cli.sync" not in loaded
+    every = _modules_after(
+        "import json, sys\nfrom binlake.cli import build_parser\nbuild_parser()\nprint(json.dumps(sorted(sys.modules)))"
+    )
+    assert "binlake.cli.sync" in every and "binlake.cli.replication" in every
+    for modules in (loaded, every):
+        assert not [m for m in modules if m.split(".")[0] in ("pyspark", "py4j", "pyarrow", "deltalake")]
+        assert not [m for m in modules if m.startswith("binlake.spark")]
+
+
+@pytest.mark.parametrize("name", sorted(ARGV))
+def test_a_command_line_parses_alike_with_only_its_command(name: str) -> None:
+    """``main`` builds only the parser of the command its line names: the same options and help."""
+    argv = ARGV[name]
+    only, every = build_parser(argv), build_parser()
+    assert vars(only.parse_args(argv)) == vars(every.parse_args(argv))
+
+    def helps(p: argparse.ArgumentParser) -> str:
+        sub = next(a for a in p._actions if isinstance(a, argparse._SubParsersAction))
+        return sub.choices[argv[0]].format_help()  # type: ignore[no-any-return]
+
+    assert helps(only) == helps(every)

@@ -70,8 +70,13 @@ def file_events(
             if count_only:
                 reader.decoder.state.decode_rows = False
                 reader.decoder.state.count_rows = True
+            if not progress.enabled:  # no bar: nothing to tell per event
+                for ev in reader:
+                    yield seq, ev
+                continue
+            done = sum(sizes[:seq])
             for ev in reader:
-                progress.advance_to(sum(sizes[:seq]) + ev.offset)
+                progress.advance_to(done + ev.offset)
                 yield seq, ev
     if read.schema.save:
         tracker.history.save(read.schema.save)
@@ -116,16 +121,14 @@ class DumpOptions(Options):
 
 def cmd_dump(o: DumpOptions) -> int:
     from binlake.render.jsonl import render_jsonl
-    from binlake.render.output import write_lines_to
-    from binlake.render.text import render_text_blocks
+    from binlake.render.output import write_blocks_to, write_lines_to
+    from binlake.render.text import render_text_bytes
 
     events = selected_events(o.read)
-    lines = (
-        render_jsonl(events)
-        if o.format == "json"
-        else render_text_blocks(events, verbosity=o.verbose, positional=o.positional)
-    )
-    write_lines_to(lines)
+    if o.format == "json":
+        write_lines_to(render_jsonl(events))
+    else:
+        write_blocks_to(render_text_bytes(events, verbosity=o.verbose, positional=o.positional))
     return 0
 
 
@@ -135,8 +138,16 @@ def selected_transactions(
     """Finished transactions that pass the selection, with only their selected events
     (``count_only``: rows counted, not decoded — see ``file_events``)."""
     grouper = TransactionGrouper(keep_events=True)
-    for seq, ev in file_events(read, streams_output=streams_output, count_only=count_only):
-        yield from select(grouper.feed(seq, ev), read.selection)
+    feed = grouper.feed
+    events = file_events(read, streams_output=streams_output, count_only=count_only)
+    if read.selection == Selection():  # every transaction with every event (``select`` keeps all)
+        for seq, ev in events:
+            finished = feed(seq, ev)
+            if finished:
+                yield from finished
+        return
+    for seq, ev in events:
+        yield from select(feed(seq, ev), read.selection)
 
 
 def select(transactions: Iterable[Transaction], sel: Selection) -> Iterator[Transaction]:

@@ -6,6 +6,7 @@ from binlake.targetnames import fit
 
 MAX_IDENT = 64  # characters, for databases, tables and columns alike
 _ESCAPES = {"\\": "\\\\", "'": "\\'", "\0": "\\0", "\n": "\\n", "\r": "\\r", "\x1a": "\\Z"}
+_ESCAPE_TABLE = str.maketrans(_ESCAPES)  # ``str.translate``: every other character as it is
 
 
 def quote_ident(name: str) -> str:
@@ -16,7 +17,7 @@ def quote_ident(name: str) -> str:
 
 def quote_str(text: str) -> str:
     """A string literal that reads back as ``text`` whatever ``sql_mode`` (backslashes escaped)."""
-    return "'" + "".join(_ESCAPES.get(ch, ch) for ch in text) + "'"
+    return "'" + text.translate(_ESCAPE_TABLE) + "'"
 
 
 def ident(name: str) -> str:

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import zstandard
-
 from binlake.errors import SizeLimitError
 from binlake.events.base import DecodeState, EventHeader
 from binlake.sizes import DEFAULT_MAX_PAYLOAD, MAX_PAYLOAD_ENV
@@ -45,6 +43,8 @@ class TransactionPayload:
             )
         # Read at most the announced size (+1 chunk to notice more) when it is announced.
         expected = self.uncompressed_size or limit
+        import zstandard  # here: only compressed transactions need it (8 ms of every start-up)
+
         out = bytearray()
         try:
             with zstandard.ZstdDecompressor().stream_reader(self.payload) as reader:
@@ -94,5 +94,7 @@ def encode_transaction_payload(b: TransactionPayload) -> bytes:
 
 
 def compress_payload(events: bytes, level: int = 3) -> TransactionPayload:
+    import zstandard
+
     data = zstandard.ZstdCompressor(level=level).compress(events)
     return TransactionPayload(COMPRESSION_ZSTD, len(data), len(events), data)

@@ -226,8 +226,35 @@ def _image_or_null(image: Any, values: list[Any] | None) -> str:
 
 BodyJson = Callable[[Any], str]
 
-# a field's value: the common scalars inline, anything else as ``_plain`` makes it (``P``), encoded
-_FIELD_EXPR = "(str({x}) if {x}.__class__ is int else Q({x}) if {x}.__class__ is str else 'null' if {x} is None else E(P({x})))"
+# a field's value: the common scalars inline, anything else by ``_field_json``
+_FIELD_EXPR = "(str({x}) if {x}.__class__ is int else Q({x}) if {x}.__class__ is str else 'null' if {x} is None else J({x}))"
+_NO_BYTES = encode(_plain(b""))
+
+
+def _already_plain(x: dict[Any, Any]) -> bool:
+    """Whether ``_plain`` would give ``x`` back as it is: string keys, values scalars or such dicts."""
+    for k, v in x.items():
+        if k.__class__ is not str:
+            return False
+        cls = v.__class__
+        if cls not in _AS_IS and not (cls is dict and _already_plain(v)):
+            return False
+    return True
+
+
+def _field_json(x: Any) -> str:
+    """``encode(_plain(x))``, without ``_plain``'s copy where it would change nothing: booleans, a
+    dict of string keys and scalar or such dict values (a Query's status), no bytes, an empty tuple."""
+    cls = x.__class__
+    if cls is bool:
+        return "true" if x else "false"
+    if cls is dict and _already_plain(x):
+        return encode(x)
+    if cls is bytes and not x:
+        return _NO_BYTES
+    if cls is tuple and not x:
+        return "[]"
+    return encode(_plain(x))
 
 
 def compile_body_json(cls: type) -> BodyJson:
@@ -236,13 +263,13 @@ def compile_body_json(cls: type) -> BodyJson:
     names = _public_fields(cls)
     if names is None or "gtid" in names:
         return lambda b: encode(_body(b))
-    env: dict[str, Any] = {"Q": quote, "E": encode, "P": _plain}
+    env: dict[str, Any] = {"Q": quote, "E": encode, "J": _field_json}
     lines = ["def body_json(b):"]
     parts = []
     for i, name in enumerate(names):
         lines.append(f"    x{i} = b.{name}")
         parts += [repr(("{" if i == 0 else ", ") + quote(name) + ": "), _FIELD_EXPR.format(x=f"x{i}")]
-    gtid = _FIELD_EXPR.format(x="g").replace("E(P(g))", "E(g)")  # event_dict sets b.gtid as it is
+    gtid = _FIELD_EXPR.format(x="g").replace("J(g)", "E(g)")  # event_dict sets b.gtid as it is
     gtid_key = (", " if names else "") + '"gtid": '
     lines += [
         f"    s = ''.join(({', '.join(parts)},))" if parts else "    s = '{'",

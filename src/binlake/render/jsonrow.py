@@ -16,10 +16,14 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Callable, Sequence
+from decimal import Decimal as DEC
 from typing import Any
 
 from binlake.events.rows import ABSENT
+from binlake.render import joined
+from binlake.render.joined import Slot
 from binlake.render.values import FORMAT_ENV, TypedColumn, float32_text, json_value
+from binlake.values.json_binary import Json
 from binlake.values.types import BLOB_TYPES, INTEGER_TYPES, ColumnType
 
 ImageJson = Callable[[Sequence[Any]], str]
@@ -129,18 +133,57 @@ def value_expr(i: int, col: TypedColumn) -> str:
     return f"('null' if {v} is None else {build(v, r, col.meta) if build else f'{r}({v})'})"
 
 
-def compile_image_json(labels: Sequence[str], columns: Sequence[TypedColumn]) -> ImageJson:
-    """One function writing the JSON object of an image of these columns."""
+def _op(col: TypedColumn) -> tuple[str, int, Any]:
+    """How the compiled formatter (``render._fastjoin``) writes a value of this column, as the
+    inline expression of ``_INLINE`` does for the classes it takes; ``slow`` for the rest."""
+    t, m = col.real_type, col.meta
+    if t in _INTEGERS:
+        return ("int", 0, None)
+    if t in _STRINGS:
+        return ("str", 1, None)  # bytes too: base64
+    if t == ColumnType.ENUM:
+        return ("str", 0, None)
+    if t == ColumnType.DOUBLE:
+        return ("float", 1, None)  # finite ones
+    if t == ColumnType.NEWDECIMAL:
+        return ("decimal", 1, DEC)  # quoted
+    if t == ColumnType.JSON:
+        return ("json", 0, Json)
+    if t in (ColumnType.DATE, ColumnType.NEWDATE):
+        return ("date", 0, None)
+    fsp = 0 if t in (ColumnType.DATETIME, ColumnType.TIMESTAMP, ColumnType.TIME) else m
+    if (
+        t in (ColumnType.DATETIME, ColumnType.TIMESTAMP, ColumnType.DATETIME2, ColumnType.TIMESTAMP2)
+        and fsp <= 6
+    ):
+        return ("datetime", fsp, None)
+    if t in (ColumnType.TIME, ColumnType.TIME2) and fsp <= 6:
+        return ("time", fsp, None)
+    return ("slow", 0, None)
+
+
+def compile_image_json(
+    labels: Sequence[str], columns: Sequence[TypedColumn], compiled: bool = False
+) -> ImageJson:
+    """One function writing the JSON object of an image of these columns; with ``compiled``, the
+    C formatter of the same concatenation (``render.joined``), which calls it for what it does
+    not take."""
     reference = reference_image_json(labels, columns)
     n = len(columns)
     if len(set(labels)) != n or n == 0:  # a dict keeps one of two equal labels: the reference knows where
         return reference
     env = dict(_ENV, REF=reference)
     parts = []
+    slow: list[str] = []  # per column, the expression of a non-NULL value (the compiled one's ``slow``)
     for i, (label, col) in enumerate(zip(labels, columns, strict=True)):
         env[f"R{i}"] = lambda v, col=col: encode(json_value(v, col))
         env[f"K{i}"] = ("{" if i == 0 else ", ") + quote(label) + ": "
         parts += [f"K{i}", value_expr(i, col)]
+        build = _INLINE.get(col.real_type)
+        slow += [
+            f"def slow{i}(v{i}):",
+            f"    return {build(f'v{i}', f'R{i}', col.meta) if build else f'R{i}(v{i})'}",
+        ]
     names = ", ".join(f"v{i}" for i in range(n))
     absent = " or ".join(f"v{i} is ABSENT" for i in range(n))
     code = "\n".join(
@@ -150,10 +193,15 @@ def compile_image_json(labels: Sequence[str], columns: Sequence[TypedColumn]) ->
             f"    if {absent}:",
             "        return REF(image)",
             f"    return ''.join(({', '.join(parts)}, '}}'))",  # flat: no nesting however wide
+            *slow,
         ]
     )
     exec(compile(code, f"<row json of {n} columns>", "exec"), env)  # noqa: S102
-    return env["image_json"]  # type: ignore[no-any-return]
+    fn: ImageJson = env["image_json"]
+    if not compiled:
+        return fn
+    slots = [Slot(env[f"K{i}"], 0, i, *_op(col), env[f"slow{i}"]) for i, col in enumerate(columns)]
+    return joined.joined(slots, "}", n, 1, "json", fn)
 
 
 def _layout_key(labels: Sequence[str], columns: Sequence[TypedColumn]) -> tuple[Any, ...]:
@@ -167,24 +215,25 @@ class ImageJsonCache:
 
     def __init__(self, limit: int = 4096) -> None:
         self.limit = limit
-        self._by_object: dict[int, tuple[Any, ImageJson]] = {}
+        self._by_object: dict[tuple[int, bool], tuple[Any, ImageJson]] = {}
         self._by_layout: dict[tuple[Any, ...], ImageJson] = {}
 
     def get(
         self, owner: Any, labels: Callable[[], Sequence[str]], columns: Sequence[TypedColumn]
     ) -> ImageJson:
         """The formatter of ``owner`` (kept alive with it, so its id is not reused meanwhile)."""
-        hit = self._by_object.get(id(owner))
+        compiled = joined.compiled_joiner()
+        hit = self._by_object.get((id(owner), compiled))
         if hit is not None and hit[0] is owner:
             return hit[1]
         names = labels()
-        key = _layout_key(names, columns)
+        key = (_layout_key(names, columns), compiled)
         fn = self._by_layout.get(key)
         if fn is None:
             if len(self._by_layout) >= self.limit:
                 self._by_layout.clear()
-            fn = self._by_layout[key] = compile_image_json(names, columns)
+            fn = self._by_layout[key] = compile_image_json(names, columns, compiled)
         if len(self._by_object) >= self.limit:
             self._by_object.clear()
-        self._by_object[id(owner)] = (owner, fn)
+        self._by_object[(id(owner), compiled)] = (owner, fn)
         return fn

@@ -10,6 +10,8 @@ import sys
 from collections.abc import Iterable
 from typing import BinaryIO, TextIO
 
+BATCH_BYTES = 1 << 20
+
 BATCH_LINES = 8192
 BATCH_CHARS = 1 << 20
 
@@ -49,3 +51,34 @@ def write_lines_to(lines: Iterable[str], stream: TextIO | None = None) -> None:
         return
     stream.flush()
     write_lines(lines, buffer)
+
+
+def write_blocks(blocks: Iterable[bytes | bytearray], out: BinaryIO, batch_bytes: int = BATCH_BYTES) -> None:
+    """Encoded text as it comes (lines with their newlines), in writes of about ``batch_bytes``; what
+    came before an error is written too."""
+    pending: list[bytes | bytearray] = []
+    size = 0
+    try:
+        for block in blocks:
+            pending.append(block)
+            size += len(block)
+            if size >= batch_bytes:
+                out.write(b"".join(pending))
+                pending.clear()
+                size = 0
+    finally:
+        if pending:
+            out.write(b"".join(pending))
+        out.flush()
+
+
+def write_blocks_to(blocks: Iterable[bytes | bytearray], stream: TextIO | None = None) -> None:
+    """To a text stream's binary buffer (flushing its text first), else decoded as written."""
+    stream = stream if stream is not None else sys.stdout
+    buffer = getattr(stream, "buffer", None)
+    if buffer is None:
+        for block in blocks:
+            stream.write(bytes(block).decode("utf-8", "surrogateescape"))
+        return
+    stream.flush()
+    write_blocks(blocks, buffer)

@@ -15,6 +15,7 @@ from typing import Any
 
 from binlake.events.rows import ABSENT
 from binlake.render.values import text_value, type_comment
+from binlake.values import plan
 from binlake.values.charsets import codec_for
 from binlake.values.columns import ColumnDef
 from binlake.values.json_binary import Json
@@ -162,8 +163,48 @@ def _label(col: ColumnDef, positional: bool) -> str:
     return f"@{col.index + 1}" if positional or col.name is None else f"`{col.name}`"
 
 
-def compile_image_text(columns: list[ColumnDef], verbosity: int, positional: bool) -> ImageText:
-    """One function appending the ``###   label=value /* type */`` lines of an image."""
+def _text_op(col: ColumnDef) -> tuple[str, int, Any]:
+    """The compiled formatter's operation of a column (``render._fastrender``): the value classes it
+    formats itself, as ``_value_expr`` writes them; ``slow`` (the expression) for the rest."""
+    t = col.real_type
+    if t in _STRING_TYPES:
+        codec = codec_for(col.collation)  # as ``values.stored_bytes`` stores text back
+        return ("str", 0, None) if codec in ("utf-8", "?") else ("bytes", 0, codec)
+    if t in _INT_BYTES:
+        return ("uint", 0, None) if col.unsigned else ("sint", 1 << (8 * _INT_BYTES[t] - 1), None)
+    if t == ColumnType.FLOAT:
+        return ("pct", 0, "%-20g")
+    if t == ColumnType.DOUBLE:
+        return ("pct", 0, "%-.20g")
+    if t == ColumnType.NEWDECIMAL:
+        return ("format", 0, "f")
+    if t in (ColumnType.DATETIME, ColumnType.DATETIME2):
+        return ("datetime", min(col.meta, 6) if t == ColumnType.DATETIME2 else 0, None)
+    if t in (ColumnType.TIMESTAMP, ColumnType.TIMESTAMP2):
+        return ("timestamp", min(col.meta, 6) if t == ColumnType.TIMESTAMP2 else 0, None)
+    if t in (ColumnType.DATE, ColumnType.NEWDATE):
+        return ("date", 0, None)
+    if t == ColumnType.YEAR:
+        return ("year", 0, None)
+    if t == ColumnType.ENUM:
+        return ("enum", 0, _column_env(col)["E"])
+    if t == ColumnType.SET:
+        return ("set", 0, _column_env(col)["SM"])
+    if t == ColumnType.BIT:
+        return ("bit", 0, f"0{bit_length(col.meta)}b")
+    if t == ColumnType.JSON:
+        return ("json", 0, Json)
+    if t in (ColumnType.TIME, ColumnType.TIME2):
+        return ("time", col.meta if t == ColumnType.TIME2 else 0, None)
+    return ("slow", 0, None)
+
+
+def compile_image_text(
+    columns: list[ColumnDef], verbosity: int, positional: bool, compiled: bool = False
+) -> ImageText:
+    """One function appending the ``###   label=value /* type */`` lines of an image; with
+    ``compiled``, the C formatter (``render._fastrender``) of the same plan, which calls the
+    generated function for what it does not take."""
     env: dict[str, Any] = dict(_ENV)
     n = len(columns)
     names = ", ".join(f"v{i}" for i in range(n))
@@ -179,6 +220,7 @@ def compile_image_text(columns: list[ColumnDef], verbosity: int, positional: boo
         lines.append("        )")  # the lines of ``whole`` go in between
         lines.append("        return")
     lines.append("    append = out.append")
+    slow: list[str] = []  # per column, the text of one value (the compiled formatter's ``slow``)
     for i, col in enumerate(columns):
         env[f"R{i}"] = lambda v, col=col: text_value(v, col)
         prefix = f"###   {_label(col, positional)}="
@@ -193,6 +235,7 @@ def compile_image_text(columns: list[ColumnDef], verbosity: int, positional: boo
             env[f"{name}{i}"] = table
             expr = re.sub(rf"\b{name}\.get\(", f"{name}{i}.get(", expr)
         expr = re.sub(r"\bv\b", f"v{i}", expr)
+        slow += [f"def slow{i}(v{i}):", f"    return {expr}"]
         whole.append(f"            N{i} if v{i} is None else P{i} + {expr} + T{i},")
         lines += [
             f"    if v{i} is None: append(N{i})",
@@ -200,8 +243,22 @@ def compile_image_text(columns: list[ColumnDef], verbosity: int, positional: boo
         ]
     if n:
         lines[4:4] = whole
-    exec(compile("\n".join(lines), f"<row text of {len(columns)} columns>", "exec"), env)  # noqa: S102
-    return env["image_text"]  # type: ignore[no-any-return]
+    exec(compile("\n".join(lines + slow), f"<row text of {len(columns)} columns>", "exec"), env)  # noqa: S102
+    fn: ImageText = env["image_text"]
+    if not compiled or _fastrender is None:
+        return fn
+    ops = []
+    for i, col in enumerate(columns):
+        op, arg, aux = _text_op(col)
+        ops.append((_fastrender.OPS[op], arg, aux, env[f"slow{i}"]))
+    return _fastrender.ImageText(  # type: ignore[no-any-return]
+        ops,
+        [env[f"P{i}"] for i in range(n)],
+        [env[f"T{i}"] for i in range(n)],
+        [env[f"N{i}"] for i in range(n)],
+        ABSENT,
+        fn,
+    )
 
 
 def _layout_key(columns: list[ColumnDef]) -> tuple[Any, ...]:
@@ -219,17 +276,43 @@ class ImageTextCache:
         self._by_layout: dict[tuple[Any, ...], ImageText] = {}
 
     def get(self, table: Any, verbosity: int, positional: bool) -> ImageText:
-        key = (id(table), verbosity >= 2, positional)
+        key = (id(table), verbosity >= 2, positional, _COMPILED)
         hit = self._by_map.get(key)
         if hit is not None and hit[0] is table:
             return hit[1]
-        layout = (_layout_key(table.columns), verbosity >= 2, positional)
+        layout = (_layout_key(table.columns), verbosity >= 2, positional, _COMPILED)
         fn = self._by_layout.get(layout)
         if fn is None:
             if len(self._by_layout) >= self.limit:
                 self._by_layout.clear()
-            fn = self._by_layout[layout] = compile_image_text(table.columns, verbosity, positional)
+            fn = self._by_layout[layout] = compile_image_text(table.columns, verbosity, positional, _COMPILED)
         if len(self._by_map) >= self.limit:
             self._by_map.clear()
         self._by_map[key] = (table, fn)
         return fn
+
+
+try:  # the formatter in C (optional: without a compiler at install time, the generated one is the path)
+    from binlake.render import _fastrender  # type: ignore[attr-defined]
+except ImportError:
+    _fastrender = None
+# the compiled formatter's interface this source expects (a build older than its .pyx is not used)
+FAST_RENDER_INTERFACE = 2
+if getattr(_fastrender, "INTERFACE", None) != FAST_RENDER_INTERFACE:
+    _fastrender = None
+
+_COMPILED = False  # whether formatters made from now on are the compiled ones (``plan.use_compiled``)
+
+
+def _choose(compiled: bool) -> None:
+    global _COMPILED
+    _COMPILED = compiled and _fastrender is not None
+
+
+def compiled_formatter() -> bool:
+    """Whether row text is formatted by the compiled formatter (built, current, and chosen)."""
+    return _COMPILED
+
+
+_choose(not plan.PURE_FORCED)
+plan.SWITCHES.append(_choose)

@@ -125,9 +125,9 @@ def _delete(tm: TableMap, image: list[Any]) -> str:
     )
 
 
-def _named_row_sql(tm: TableMap) -> RowSql:
+def _named_row_sql(tm: TableMap, compiled: bool) -> RowSql:
     _names(tm)
-    return compile_row_sql(tm, _insert, _delete, _update, literal)
+    return compile_row_sql(tm, _insert, _delete, _update, literal, compiled)
 
 
 _ROW_SQL = RowSqlCache(_named_row_sql)

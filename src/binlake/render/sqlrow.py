@@ -16,13 +16,17 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from decimal import Decimal as DEC
 from typing import Any
 
 from binlake.dialects.mysql import quote_ident, quote_str
 from binlake.events.rows import ABSENT, PartialJson
 from binlake.events.table_map import TableMap
+from binlake.render import joined
+from binlake.render.joined import Slot
 from binlake.render.values import FORMAT_ENV, float32_text
 from binlake.values.columns import ColumnDef
+from binlake.values.json_binary import Json
 from binlake.values.numeric import bit_length
 from binlake.values.plan import layout_signature
 from binlake.values.types import BLOB_TYPES, INTEGER_TYPES, ColumnType
@@ -124,15 +128,47 @@ def where_columns(tm: TableMap) -> list[int]:
     return comparable or [c.index for c in tm.columns]
 
 
+def _op(col: ColumnDef) -> tuple[str, int, Any]:
+    """How the compiled formatter (``render._fastjoin``) writes a value of this column, as the
+    inline expression of ``_INLINE`` does for the classes it takes; ``slow`` for the rest."""
+    t, m = col.real_type, col.meta
+    if t in _INTEGERS:
+        return ("int", 0, None)
+    if t in _STRINGS:
+        return ("str", 1, None)  # bytes too: X'hex'
+    if t == ColumnType.ENUM:
+        return ("str", 0, None)
+    if t == ColumnType.DOUBLE:
+        return ("float", 0, None)
+    if t == ColumnType.NEWDECIMAL:
+        return ("decimal", 0, DEC)  # unquoted
+    if t == ColumnType.JSON:
+        return ("json", 0, Json)
+    if t in (ColumnType.DATE, ColumnType.NEWDATE):
+        return ("date", 0, None)
+    fsp = 0 if t in (ColumnType.DATETIME, ColumnType.TIMESTAMP, ColumnType.TIME) else m
+    if (
+        t in (ColumnType.DATETIME, ColumnType.TIMESTAMP, ColumnType.DATETIME2, ColumnType.TIMESTAMP2)
+        and fsp <= 6
+    ):
+        return ("datetime", fsp, None)
+    if t in (ColumnType.TIME, ColumnType.TIME2) and fsp <= 6:
+        return ("time", fsp, None)
+    return ("slow", 0, None)
+
+
 def compile_row_sql(
     tm: TableMap,
     insert: Callable[[TableMap, Image], str],
     delete: Callable[[TableMap, Image], str],
     update: Callable[[TableMap, Image, Image], str],
     literal: Literal,
+    compiled: bool = False,
 ) -> RowSql:
     """Generated statements of ``tm``'s layout; ``insert``/``delete``/``update``/``literal`` are the
-    reference (``render.sql``), called for what the generated code does not write itself."""
+    reference (``render.sql``), called for what the generated code does not write itself. With
+    ``compiled``, the C formatters of the same concatenations (``render.joined``), which call the
+    generated functions for what they do not take."""
     cols = tm.columns
     n = len(cols)
     keys = where_columns(tm)
@@ -193,8 +229,25 @@ def compile_row_sql(
             f"    return ''.join((HU, {', '.join(set_parts)}, ' WHERE ', {', '.join(where('w'))}, ' LIMIT 1;'))",
         ]
     )
-    exec(compile(code, f"<row sql of {n} columns>", "exec"), env)  # noqa: S102
-    return RowSql(env["insert"], env["delete"], env["update"])
+    slow = [x for i in range(n) for x in (f"def slow{i}(v):", f"    return {lit(i, 'v')}")]
+    exec(compile("\n".join([code, *slow]), f"<row sql of {n} columns>", "exec"), env)  # noqa: S102
+    if not compiled:
+        return RowSql(env["insert"], env["delete"], env["update"])
+
+    def slot(before: str, image: int, i: int) -> Slot:
+        return Slot(before, image, i, *_op(cols[i]), env[f"slow{i}"])
+
+    wheres = [((" AND " if k else "") + f"{names[i]} <=> ", i) for k, i in enumerate(keys)]
+    inserts = [slot((env["HI"] if i == 0 else ", "), 0, i) for i in range(n)]
+    deletes = [slot((env["HD"] if k == 0 else "") + w, 0, i) for k, (w, i) in enumerate(wheres)]
+    sets = [slot((env["HU"] if i == 0 else "") + env[f"S{i}"], 1, i) for i in range(n)]
+    sets += [slot((" WHERE " if k == 0 else "") + w, 0, i) for k, (w, i) in enumerate(wheres)]
+    return RowSql(
+        joined.joined(inserts, ");", n, 1, "sql", env["insert"]),
+        # a partial JSON update in DELETE's or UPDATE's images: the reference as a whole
+        joined.joined(deletes, " LIMIT 1;", n, 1, "sql", env["delete"], PartialJson, json_cols),
+        joined.joined(sets, " LIMIT 1;", n, 2, "sql", env["update"], PartialJson, json_cols),
+    )
 
 
 def _layout_key(tm: TableMap) -> tuple[Any, ...]:
@@ -210,25 +263,27 @@ def _layout_key(tm: TableMap) -> tuple[Any, ...]:
 
 
 class RowSqlCache:
-    """Formatters by table map object (the decoder reuses maps), then by layout."""
+    """Formatters by table map object (the decoder reuses maps), then by layout; compiled ones
+    apart (``render.joined``: chosen per formatter made)."""
 
-    def __init__(self, build: Callable[[TableMap], RowSql], limit: int = 4096) -> None:
+    def __init__(self, build: Callable[[TableMap, bool], RowSql], limit: int = 4096) -> None:
         self.build = build
         self.limit = limit
-        self._by_map: dict[int, tuple[TableMap, RowSql]] = {}
+        self._by_map: dict[tuple[int, bool], tuple[TableMap, RowSql]] = {}
         self._by_layout: dict[tuple[Any, ...], RowSql] = {}
 
     def get(self, tm: TableMap) -> RowSql:
-        hit = self._by_map.get(id(tm))
+        compiled = joined.compiled_joiner()
+        hit = self._by_map.get((id(tm), compiled))
         if hit is not None and hit[0] is tm:
             return hit[1]
-        key = _layout_key(tm)
+        key = (_layout_key(tm), compiled)
         fns = self._by_layout.get(key)
         if fns is None:
             if len(self._by_layout) >= self.limit:
                 self._by_layout.clear()
-            fns = self._by_layout[key] = self.build(tm)
+            fns = self._by_layout[key] = self.build(tm, compiled)
         if len(self._by_map) >= self.limit:
             self._by_map.clear()
-        self._by_map[id(tm)] = (tm, fns)
+        self._by_map[(id(tm), compiled)] = (tm, fns)
         return fns

@@ -78,6 +78,11 @@ def _rows_text(body: rows.Rows, verbosity: int, positional: bool) -> list[str]:
     out: list[str] = []
     append = out.append
     heads = _heads(body.operation, f"{quote_ident(tm.database)}.{quote_ident(tm.table)}")
+    rows_text = getattr(image_text, "rows", None)
+    if rows_text is not None:  # the compiled formatter: the same loop in C
+        which = _WHICH.get(body.operation, 2)
+        rows_text(body.rows, which, list(heads[0]), list(heads[1]) if which == 2 else [], out)
+        return out
     if body.operation == "insert":
         (h_after,) = heads
         for _, after in body.rows:
@@ -96,6 +101,9 @@ def _rows_text(body: rows.Rows, verbosity: int, positional: bool) -> list[str]:
             append(h_after[0])
             image_text(after, out)  # type: ignore[arg-type]
     return out
+
+
+_WHICH = {"delete": 0, "insert": 1}  # the image a row's text shows (an update: both, 2)
 
 
 def _undecoded_line(body: rows.Rows) -> str:
@@ -208,8 +216,36 @@ def _describe(ev: Event) -> tuple[str, list[str]]:
     return (ev.type_name.title(), [])
 
 
-def _event_lines(events: Iterable[Event], verbosity: int, positional: bool) -> Iterator[list[str]]:
-    """The lines of each event (and the end of a transaction payload's events), a list per event."""
+def _rows_bytes(body: rows.Rows, verbosity: int, positional: bool) -> bytearray | None:
+    """The row lines of a rows event with their newlines, encoded, written by the compiled formatter
+    without a ``str`` per line; None where it does not (no table map, the pure path, a name or a
+    value that does not encode: ``_rows_text`` then says what happens)."""
+    tm = body.table
+    if tm is None or body.undecoded_reason:
+        return None
+    rows_bytes = getattr(_FORMATTERS.get(tm, verbosity, positional), "rows_bytes", None)
+    if rows_bytes is None:
+        return None
+    heads = _heads(body.operation, f"{quote_ident(tm.database)}.{quote_ident(tm.table)}")
+    which = _WHICH.get(body.operation, 2)
+    out = bytearray()
+    try:
+        head = "".join(line + "\n" for line in heads[0]).encode("utf-8", "surrogateescape")
+        second = (
+            "".join(line + "\n" for line in heads[1]).encode("utf-8", "surrogateescape")
+            if which == 2
+            else b""
+        )
+        return out if rows_bytes(body.rows, which, head, second, out) else None
+    except UnicodeEncodeError:
+        return None
+
+
+def _event_lines(
+    events: Iterable[Event], verbosity: int, positional: bool, rows_bytes: bool = False
+) -> Iterator[list[Any]]:
+    """The lines of each event (and the end of a transaction payload's events), a list per event;
+    with ``rows_bytes``, a rows event's row lines may be one last item of bytes (``_rows_bytes``)."""
     in_payload = False
     for ev in events:
         if in_payload and ev.inner_index is None:
@@ -220,7 +256,11 @@ def _event_lines(events: Iterable[Event], verbosity: int, positional: bool) -> I
         out += [line for line in lines if line]
         body = ev.body
         if isinstance(body, rows.Rows):
-            out += _rows_text(body, verbosity, positional)
+            raw = _rows_bytes(body, verbosity, positional) if rows_bytes else None
+            if raw is not None:
+                out.append(raw)
+            else:
+                out += _rows_text(body, verbosity, positional)
         elif isinstance(body, payload.TransactionPayload):
             in_payload = True
         yield out
@@ -242,6 +282,22 @@ def render_text_blocks(
     join = "\n".join
     for lines in _event_lines(events, verbosity, positional):
         yield join(lines)
+
+
+def render_text_bytes(
+    events: Iterable[Event], *, verbosity: int = 2, positional: bool = False
+) -> Iterator[bytes | bytearray]:
+    """The bytes the output path writes of ``render_text_blocks``: each event's lines with their
+    newlines, UTF-8 with surrogate escapes (as stored), rows' lines written as bytes by the compiled
+    formatter. An item is all or part of an event's text."""
+    join = "\n".join
+    for lines in _event_lines(events, verbosity, positional, rows_bytes=True):
+        last = lines[-1]
+        if last.__class__ is bytearray:
+            yield (join(lines[:-1]) + "\n").encode("utf-8", "surrogateescape")
+            yield last
+        else:
+            yield (join(lines) + "\n").encode("utf-8", "surrogateescape")
 
 
 RowLines = Callable[[rows.Rows], Iterator[str]]

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import sqlglot
-from sqlglot import exp
+if TYPE_CHECKING:
+    import sqlglot
+    from sqlglot import exp
+else:  # imported when a DDL statement is first parsed
+    from binlake.schema._sqlglot import exp, sqlglot
 
 from binlake.schema.model import ColumnSpec, TableDef
 from binlake.statements import Ddl, Kind, TableName, classify
@@ -277,7 +281,7 @@ def _alter(
         for e in action.expressions:
             if isinstance(e, exp.PrimaryKey):
                 t.primary_key = [x.name for x in e.expressions]
-    elif isinstance(action, _LAYOUT_NEUTRAL) or (
+    elif isinstance(action, _layout_neutral()) or (
         isinstance(action, exp.Drop)
         and (action.args.get("kind") or "").upper() in ("INDEX", "KEY", "CONSTRAINT", "FOREIGN KEY")
     ):
@@ -286,11 +290,14 @@ def _alter(
         raise DdlNotUnderstood(f"ALTER action {type(action).__name__} is not understood")
 
 
-_LAYOUT_NEUTRAL = tuple(
-    getattr(exp, name)
-    for name in ("AlterColumn", "DropPartition", "AlterIndex", "AlterSet")
-    if hasattr(exp, name)
-)
+@functools.cache
+def _layout_neutral() -> tuple[type, ...]:
+    """ALTER actions that leave the row layout as it is (those this sqlglot version has)."""
+    return tuple(
+        getattr(exp, name)
+        for name in ("AlterColumn", "DropPartition", "AlterIndex", "AlterSet")
+        if hasattr(exp, name)
+    )
 
 
 def split_script(text: str) -> list[str]:

@@ -11,10 +11,15 @@ AUTO_INCREMENT or generated column: values only the server could compute, report
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from enum import Enum
+from typing import TYPE_CHECKING
 
-from sqlglot import exp
+if TYPE_CHECKING:
+    from sqlglot import exp
+else:  # imported when a column definition is first read
+    from binlake.schema._sqlglot import exp
 
 
 class DefaultKind(Enum):
@@ -32,11 +37,16 @@ class ColumnDefault:
 
 
 _NOW_NAMES = {"NOW", "CURRENT_TIMESTAMP", "LOCALTIME", "LOCALTIMESTAMP"}
-_OPAQUE = (
-    exp.AutoIncrementColumnConstraint,
-    exp.ComputedColumnConstraint,
-    exp.GeneratedAsIdentityColumnConstraint,
-)
+
+
+@functools.cache
+def _opaque() -> tuple[type, ...]:
+    """Constraints whose value the server computes: the default of existing rows is not known."""
+    return (
+        exp.AutoIncrementColumnConstraint,
+        exp.ComputedColumnConstraint,
+        exp.GeneratedAsIdentityColumnConstraint,
+    )
 
 
 def column_default(cd: exp.ColumnDef, nullable: bool) -> ColumnDefault:
@@ -44,7 +54,7 @@ def column_default(cd: exp.ColumnDef, nullable: bool) -> ColumnDefault:
     default: exp.Expression | None = None
     for c in cd.args.get("constraints") or []:
         kind = c.args.get("kind")
-        if isinstance(kind, _OPAQUE):
+        if isinstance(kind, _opaque()):
             return ColumnDefault(
                 DefaultKind.UNKNOWN, f"{type(kind).__name__.removesuffix('ColumnConstraint')}"
             )

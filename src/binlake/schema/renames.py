@@ -8,9 +8,13 @@ statement does what is ``statements.classify``'s answer; only column changes nee
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import sqlglot
-from sqlglot import exp
+if TYPE_CHECKING:
+    import sqlglot
+    from sqlglot import exp
+else:  # imported when a column change is first parsed
+    from binlake.schema._sqlglot import exp, sqlglot
 
 from binlake.schema.ddl import column_spec, parse_statement
 from binlake.schema.defaults import ColumnDefault, DefaultKind, column_default

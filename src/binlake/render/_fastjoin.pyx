@@ -1,0 +1,374 @@
+# cython: language_level=3, boundscheck=False, wraparound=False
+"""Row images as JSON objects and SQL statements in C: the optional compiled twin of the generated
+formatters of ``render.jsonrow`` and ``render.sqlrow``.
+
+Both generated formatters write one concatenation per image: constants (quoted labels, identifiers,
+separators) and one expression per value. Their modules turn a layout into that sequence held as
+data: per value a constant before it, which image and column it comes from, an operation (a code,
+an integer, an object) and ``slow``, the generated expression of the column as a function. This
+module interprets the sequence: integers, finite floats, DECIMALs, strings with nothing to
+escape, naive or UTC DATETIMEs, DATEs, TIMEs and JSON documents' text are written here, every other
+value by ``slow`` for its column, so the text is the generated formatter's by construction. Images
+of another length or type, with an ``ABSENT`` column, or with a value of the class ``reject`` in a
+JSON column (a partial JSON update, for DELETE and UPDATE) go to the generated function as a whole.
+"""
+
+from cpython.datetime cimport (
+    PyDate_CheckExact,
+    PyDateTime_CheckExact,
+    PyDateTime_DATE_GET_HOUR,
+    PyDateTime_DATE_GET_MICROSECOND,
+    PyDateTime_DATE_GET_MINUTE,
+    PyDateTime_DATE_GET_SECOND,
+    PyDateTime_GET_DAY,
+    PyDateTime_GET_MONTH,
+    PyDateTime_GET_YEAR,
+    PyDelta_CheckExact,
+    datetime_tzinfo,
+    import_datetime,
+    timedelta_days,
+    timedelta_microseconds,
+    timedelta_seconds,
+)
+from cpython.float cimport PyFloat_AS_DOUBLE
+from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
+from cpython.long cimport PyLong_AsLongLongAndOverflow
+from cpython.mem cimport PyMem_Free, PyMem_Malloc
+from cpython.object cimport PyObject_Format, PyObject_Repr, PyObject_Str
+from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
+from libc.math cimport isfinite
+from libc.stdio cimport snprintf
+
+import datetime as _dt
+
+import_datetime()
+
+# the interface ``jsonrow``/``sqlrow`` expect (a build older than this source is not used)
+INTERFACE = 2
+
+cdef extern from "Python.h":
+    Py_ssize_t PyUnicode_GET_LENGTH(object)
+    int PyUnicode_KIND(object)
+    void *PyUnicode_DATA(object)
+    Py_UCS4 PyUnicode_READ(int kind, void *data, Py_ssize_t index)
+    str PyUnicode_FromStringAndSize(const char *, Py_ssize_t)
+    str PyUnicode_Join(object, object)
+    object PyUnicode_New(Py_ssize_t, Py_UCS4)
+    char *PyBytes_AS_STRING(object)
+    Py_ssize_t PyBytes_GET_SIZE(object)
+
+cdef enum:
+    OP_SLOW = 0
+    OP_INT = 1  # str() of an int
+    OP_FLOAT = 2  # repr() of a float (arg 1: finite ones only)
+    OP_DECIMAL = 3  # format(v, "f") of an ``aux`` (Decimal) (arg 1: quoted)
+    OP_STR = 4  # a str quoted when it has nothing to escape (arg 1: bytes as a binary literal too)
+    OP_DATETIME = 5  # a naive or UTC datetime's text, ``arg`` fractional digits, quoted
+    OP_DATE = 6
+    OP_TIME = 7  # ``format_time``, ``arg`` fractional digits, quoted
+    OP_JSON = 8  # the text of an ``aux`` (Json) document, quoted as OP_STR when nothing to escape
+
+OPS = {
+    "slow": OP_SLOW,
+    "int": OP_INT,
+    "float": OP_FLOAT,
+    "decimal": OP_DECIMAL,
+    "str": OP_STR,
+    "datetime": OP_DATETIME,
+    "date": OP_DATE,
+    "time": OP_TIME,
+    "json": OP_JSON,
+}
+
+# dialects: what a string is quoted with and which characters make it take ``slow``
+DIALECTS = {"json": 0, "sql": 1}
+
+cdef object UTC = _dt.timezone.utc
+
+
+cdef inline bint _plain_json(object s):
+    """Nothing ``json.encoder.encode_basestring`` would escape: no control character, no ``"`` or ``\\``."""
+    cdef int kind = PyUnicode_KIND(s)
+    cdef void *data = PyUnicode_DATA(s)
+    cdef Py_ssize_t j, n = PyUnicode_GET_LENGTH(s)
+    cdef Py_UCS4 c
+    for j in range(n):
+        c = PyUnicode_READ(kind, data, j)
+        if c < 0x20 or c == 34 or c == 92:
+            return False
+    return True
+
+
+cdef inline bint _plain_sql(object s):
+    """Nothing ``dialects.mysql.quote_str`` would escape: no ``\\``, ``'``, NUL, LF, CR or ^Z."""
+    cdef int kind = PyUnicode_KIND(s)
+    cdef void *data = PyUnicode_DATA(s)
+    cdef Py_ssize_t j, n = PyUnicode_GET_LENGTH(s)
+    cdef Py_UCS4 c
+    for j in range(n):
+        c = PyUnicode_READ(kind, data, j)
+        if c == 92 or c == 39 or c == 0 or c == 10 or c == 13 or c == 26:
+            return False
+    return True
+
+
+cdef const char *HEX = "0123456789abcdef"
+cdef const char *B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+
+
+cdef str _hex_literal(object b):
+    """``"X'" + b.hex() + "'"``."""
+    cdef const unsigned char *p = <const unsigned char *>PyBytes_AS_STRING(b)
+    cdef Py_ssize_t j, n = PyBytes_GET_SIZE(b)
+    cdef object out = PyUnicode_New(2 * n + 3, 127)
+    cdef char *q = <char *>PyUnicode_DATA(out)
+    q[0] = 88  # X
+    q[1] = 39  # '
+    for j in range(n):
+        q[2 + 2 * j] = HEX[p[j] >> 4]
+        q[3 + 2 * j] = HEX[p[j] & 15]
+    q[2 * n + 2] = 39
+    return <str>out
+
+
+cdef str _base64_object(object b):
+    """``'{"base64": "' + base64.b64encode(b).decode() + '"}'``."""
+    cdef const unsigned char *p = <const unsigned char *>PyBytes_AS_STRING(b)
+    cdef Py_ssize_t j, k, n = PyBytes_GET_SIZE(b)
+    cdef Py_ssize_t m = 4 * ((n + 2) // 3)
+    cdef const char *head = '{"base64": "'
+    cdef object out = PyUnicode_New(m + 14, 127)
+    cdef char *q = <char *>PyUnicode_DATA(out)
+    cdef unsigned int w
+    for k in range(12):
+        q[k] = head[k]
+    k = 12
+    j = 0
+    while j + 3 <= n:
+        w = (p[j] << 16) | (p[j + 1] << 8) | p[j + 2]
+        q[k] = B64[w >> 18]
+        q[k + 1] = B64[(w >> 12) & 63]
+        q[k + 2] = B64[(w >> 6) & 63]
+        q[k + 3] = B64[w & 63]
+        j += 3
+        k += 4
+    if n - j == 1:
+        w = p[j] << 16
+        q[k] = B64[w >> 18]
+        q[k + 1] = B64[(w >> 12) & 63]
+        q[k + 2] = 61  # =
+        q[k + 3] = 61
+        k += 4
+    elif n - j == 2:
+        w = (p[j] << 16) | (p[j + 1] << 8)
+        q[k] = B64[w >> 18]
+        q[k + 1] = B64[(w >> 12) & 63]
+        q[k + 2] = B64[(w >> 6) & 63]
+        q[k + 3] = 61
+        k += 4
+    q[k] = 34  # "
+    q[k + 1] = 125  # }
+    return <str>out
+
+
+cdef class Joined:
+    """``formatter(*images)``: the text the generated function ``fallback`` returns for them."""
+
+    cdef Py_ssize_t n, width, nimages
+    cdef int *codes
+    cdef int *args
+    cdef int *images
+    cdef int *columns
+    cdef int dialect
+    cdef tuple befores, auxes, slows
+    cdef str tail, null, quote
+    cdef object absent, reject, fallback
+    cdef tuple reject_columns
+
+    def __cinit__(self):
+        self.codes = self.args = self.images = self.columns = NULL
+
+    def __init__(
+        self, list slots, str tail, int width, int nimages, str dialect, object absent, object reject,
+        tuple reject_columns, object fallback,
+    ):
+        """``slots``: per value ``(before, image, column, code, arg, aux, slow)``; ``tail`` ends the
+        text; ``width`` is the length of every image; ``reject`` a value class (or None) that sends
+        an image with it in one of ``reject_columns`` to ``fallback``."""
+        cdef Py_ssize_t i, n = len(slots)
+        self.n, self.width, self.nimages = n, width, nimages
+        if not 1 <= nimages <= 2:
+            raise ValueError("one or two images")
+        self.dialect = DIALECTS[dialect]
+        self.null = "null" if self.dialect == 0 else "NULL"
+        self.quote = '"' if self.dialect == 0 else "'"
+        self.codes = <int *>PyMem_Malloc(max(n, 1) * sizeof(int))
+        self.args = <int *>PyMem_Malloc(max(n, 1) * sizeof(int))
+        self.images = <int *>PyMem_Malloc(max(n, 1) * sizeof(int))
+        self.columns = <int *>PyMem_Malloc(max(n, 1) * sizeof(int))
+        if self.codes == NULL or self.args == NULL or self.images == NULL or self.columns == NULL:
+            raise MemoryError()
+        befores, auxes, slows = [], [], []
+        for i in range(n):
+            before, image, column, code, arg, aux, slow = slots[i]
+            if not (0 <= image < nimages and 0 <= column < width):
+                raise ValueError("a slot outside the images")
+            befores.append(str(before))
+            self.images[i], self.columns[i], self.codes[i], self.args[i] = image, column, code, arg
+            auxes.append(aux)
+            slows.append(slow)
+        self.befores, self.auxes, self.slows = tuple(befores), tuple(auxes), tuple(slows)
+        self.tail = tail
+        self.absent, self.reject, self.fallback = absent, reject, fallback
+        for column in reject_columns:
+            if not 0 <= column < width:
+                raise ValueError("a column outside the images")
+        self.reject_columns = reject_columns
+
+    def __dealloc__(self):
+        PyMem_Free(self.codes)
+        PyMem_Free(self.args)
+        PyMem_Free(self.images)
+        PyMem_Free(self.columns)
+
+    cdef bint _whole(self, object image):
+        """A list or tuple of ``width`` values, none ABSENT, no ``reject`` in a ``reject_columns``."""
+        cdef Py_ssize_t i
+        cdef object v, column
+        if type(image) is list:
+            if PyList_GET_SIZE(image) != self.width:
+                return False
+        elif type(image) is tuple:
+            if PyTuple_GET_SIZE(image) != self.width:
+                return False
+        else:
+            return False
+        for i in range(self.width):
+            v = <object>PyList_GET_ITEM(image, i) if type(image) is list else <object>PyTuple_GET_ITEM(image, i)
+            if v is self.absent:
+                return False
+        if self.reject is not None:
+            for column in self.reject_columns:
+                v = image[column]
+                if type(v) is self.reject:
+                    return False
+        return True
+
+    cdef bint _plain(self, object s):
+        return _plain_json(s) if self.dialect == 0 else _plain_sql(s)
+
+    cdef int _value(self, Py_ssize_t i, object v, list out) except -1:
+        """Appends the text of ``v`` (not None) in slot ``i``: here, or by ``slow``."""
+        cdef int code = self.codes[i]
+        cdef long long x
+        cdef int overflow = 0
+        cdef int k
+        cdef char buf[64]
+        cdef long long us, secs
+        cdef const char *sign
+        cdef object t
+        if code == OP_INT:
+            if type(v) is int:
+                x = PyLong_AsLongLongAndOverflow(v, &overflow)
+                if overflow == 0:
+                    k = snprintf(buf, 64, "%lld", x)
+                    out.append(PyUnicode_FromStringAndSize(buf, k))
+                else:
+                    out.append(PyObject_Str(v))
+                return 0
+        elif code == OP_FLOAT:
+            if type(v) is float and (self.args[i] == 0 or isfinite(PyFloat_AS_DOUBLE(v))):
+                out.append(PyObject_Repr(v))
+                return 0
+        elif code == OP_DECIMAL:
+            if type(v) is self.auxes[i]:
+                if self.args[i]:
+                    out.append(self.quote)
+                    out.append(PyObject_Format(v, "f"))
+                    out.append(self.quote)
+                else:
+                    out.append(PyObject_Format(v, "f"))
+                return 0
+        elif code == OP_STR or code == OP_JSON:
+            t = v if code == OP_STR else None
+            if code == OP_JSON and type(v) is self.auxes[i]:
+                t = v.text()
+            if type(t) is str and self._plain(t):
+                out.append(self.quote)
+                out.append(t)
+                out.append(self.quote)
+                return 0
+            if code == OP_STR and self.args[i] and type(v) is bytes:
+                out.append(_base64_object(v) if self.dialect == 0 else _hex_literal(v))
+                return 0
+        elif code == OP_DATETIME:
+            if PyDateTime_CheckExact(v) and (datetime_tzinfo(v) is None or datetime_tzinfo(v) is UTC):
+                k = snprintf(
+                    buf, 64, "%04d-%02d-%02d %02d:%02d:%02d",
+                    PyDateTime_GET_YEAR(v), PyDateTime_GET_MONTH(v), PyDateTime_GET_DAY(v),
+                    PyDateTime_DATE_GET_HOUR(v), PyDateTime_DATE_GET_MINUTE(v), PyDateTime_DATE_GET_SECOND(v),
+                )
+                if self.args[i]:
+                    k += snprintf(buf + k, 64 - k, ".%06d", PyDateTime_DATE_GET_MICROSECOND(v))
+                    k -= 6 - self.args[i]
+                out.append(self.quote)
+                out.append(PyUnicode_FromStringAndSize(buf, k))
+                out.append(self.quote)
+                return 0
+        elif code == OP_DATE:
+            if PyDate_CheckExact(v):
+                k = snprintf(
+                    buf, 64, "%04d-%02d-%02d", PyDateTime_GET_YEAR(v), PyDateTime_GET_MONTH(v), PyDateTime_GET_DAY(v)
+                )
+                out.append(self.quote)
+                out.append(PyUnicode_FromStringAndSize(buf, k))
+                out.append(self.quote)
+                return 0
+        elif code == OP_TIME:
+            if PyDelta_CheckExact(v) and -100000 < timedelta_days(v) < 100000:
+                us = (
+                    <long long>timedelta_days(v) * 86400000000LL
+                    + <long long>timedelta_seconds(v) * 1000000LL
+                    + timedelta_microseconds(v)
+                )
+                sign = "-" if us < 0 else ""  # a C string literal
+                if us < 0:
+                    us = -us
+                secs = us // 1000000
+                k = snprintf(
+                    buf, 64, "%s%02lld:%02lld:%02lld", <const char *>sign, secs // 3600, (secs % 3600) // 60, secs % 60
+                )
+                if self.args[i]:
+                    k += snprintf(buf + k, 64 - k, ".%06lld", us % 1000000)
+                    k -= 6 - self.args[i]
+                out.append(self.quote)
+                out.append(PyUnicode_FromStringAndSize(buf, k))
+                out.append(self.quote)
+                return 0
+        out.append(self.slows[i](v))
+        return 0
+
+    def __call__(self, *images):
+        cdef Py_ssize_t i
+        cdef list out
+        cdef object image, v
+        if len(images) != self.nimages:
+            return self.fallback(*images)
+        for image in images:
+            if not self._whole(image):
+                return self.fallback(*images)
+        out = []
+        for i in range(self.n):
+            out.append(self.befores[i])
+            image = images[self.images[i]]
+            v = (
+                <object>PyList_GET_ITEM(image, self.columns[i])
+                if type(image) is list
+                else <object>PyTuple_GET_ITEM(image, self.columns[i])
+            )
+            if v is None:
+                out.append(self.null)
+            else:
+                self._value(i, v, out)
+        out.append(self.tail)
+        return PyUnicode_Join("", out)
