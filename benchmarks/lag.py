@@ -114,6 +114,9 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=60.0)
     ap.add_argument("--interval", default="1 second", help="sync --interval (the trigger)")
     ap.add_argument("--reads", default="driver", choices=("driver", "tasks"), help="sync --reads")
+    ap.add_argument(
+        "--no-trace", action="store_true", help="the sync untraced (the tracer's own cost left out; no breakdown)"
+    )
     ap.add_argument("--master", default="local[2]")
     args = ap.parse_args()
     shutil.rmtree(ROOT, ignore_errors=True)
@@ -127,7 +130,7 @@ def main() -> None:
         )
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         trace = (ROOT / "trace.jsonl").absolute()
-        sync_env = {**env, "BINLAKE_TRACE": str(trace)}
+        sync_env = env if args.no_trace else {**env, "BINLAKE_TRACE": str(trace)}
         logs = [open(ROOT / name, "w") for name in ("mirror.log", "sync.log")]
         mirror = subprocess.Popen(
             [*binlake, "mirror", "--socket", db.socket, "--user", "root", "--no-ssl", "--to", str(mirror_dir),
