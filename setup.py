@@ -1,5 +1,6 @@
 """The optional compiled hot path (Cython): the row decoder (``binlake.values._fastrows`` and
-``_fastjson``) and the per-event envelope (``binlake.events._fastenv``, linked with zlib for CRC32).
+``_fastjson``), the per-event envelope (``binlake.events._fastenv``, linked with zlib for CRC32) and
+the change log's VARIANT images (``binlake.arrowlog._fastvariant``).
 
 Everything else is in pyproject.toml. Without Cython or a C compiler the package installs and runs
 pure Python (the reference path): the extension is optional and a failed build is only a warning.
@@ -21,6 +22,7 @@ else:
             Extension(
                 "binlake.events._fastenv", ["src/binlake/events/_fastenv.pyx"], libraries=["z"], optional=True
             ),
+            Extension("binlake.arrowlog._fastvariant", ["src/binlake/arrowlog/_fastvariant.pyx"], optional=True),
         ],
         compiler_directives={"language_level": "3"},
         include_path=["src"],  # the shared .pxd (binlake.values._bytes)

@@ -16,7 +16,7 @@ from typing import Any
 import pyarrow as pa
 
 from binlake.arrowlog import variant
-from binlake.arrowlog.images import LayoutImages, image_cache
+from binlake.arrowlog.images import LayoutImages, _fastvariant, image_cache, use_compiled_images
 from binlake.changes import Layout, Op, RowChange
 
 # a VARIANT column as Spark's Python data source takes it from Arrow
@@ -86,46 +86,61 @@ def columns_value(layout: Layout) -> list[dict[str, Any]]:
 
 
 class _Variants:
-    """One VARIANT column being filled."""
+    """One VARIANT column being filled (the pure path; ``_fastvariant.VariantColumn`` is the
+    compiled one, with the same methods, writing into buffers)."""
 
     def __init__(self) -> None:
         self.values: list[bytes] = []
         self.metas: list[bytes] = []
         self.nulls: list[bool] = []
 
-    def add(self, value: bytes | None, metadata: bytes) -> None:
-        if value is None:
-            self.values.append(b"")
-            self.metas.append(b"")
-            self.nulls.append(True)
+    def add(self, encoder: Any, row: Any) -> None:
+        """``row`` encoded by ``encoder`` (an ``ObjectEncoder``); None: a NULL variant."""
+        if row is None:
+            self.add_null()
         else:
-            self.values.append(value)
-            self.metas.append(metadata)
-            self.nulls.append(False)
+            self.add_bytes(encoder(row), encoder.metadata)
 
-    def array(self) -> pa.StructArray:
+    def add_bytes(self, value: bytes, metadata: bytes) -> None:
+        self.values.append(value)
+        self.metas.append(metadata)
+        self.nulls.append(False)
+
+    def add_null(self) -> None:
+        self.values.append(b"")
+        self.metas.append(b"")
+        self.nulls.append(True)
+
+    def array(self, type: pa.DataType) -> pa.StructArray:
         return pa.StructArray.from_arrays(
             [pa.array(self.values, pa.binary()), pa.array(self.metas, pa.binary())],
-            fields=list(VARIANT),
+            fields=list(type),
             mask=pa.array(self.nulls, pa.bool_()),
         )
 
 
-def changelog_batches(changes: Iterable[RowChange], size: int = 4096) -> Iterator[pa.RecordBatch]:
-    """Row changes as change-log record batches of up to ``size`` rows."""
-    images = image_cache()
+def changelog_batches(
+    changes: Iterable[RowChange], size: int = 4096, compiled: bool | None = None
+) -> Iterator[pa.RecordBatch]:
+    """Row changes as change-log record batches of up to ``size`` rows (``compiled``: images by
+    the compiled encoder, default when built and chosen; the pure one is the reference)."""
+    on = use_compiled_images(compiled)
+    images = image_cache(on)
+    column = _fastvariant.VariantColumn if on else _Variants
     buf: list[RowChange] = []
     for c in changes:
         buf.append(c)
         if len(buf) >= size:
-            yield _batch(buf, images)
+            yield _batch(buf, images, column)
             buf = []
     if buf:
-        yield _batch(buf, images)
+        yield _batch(buf, images, column)
 
 
-def _batch(changes: list[RowChange], images: Callable[[Layout], LayoutImages]) -> pa.RecordBatch:
-    before, after, pk, pk_before = _Variants(), _Variants(), _Variants(), _Variants()
+def _batch(
+    changes: list[RowChange], images: Callable[[Layout], LayoutImages], column: Callable[[], Any]
+) -> pa.RecordBatch:
+    before, after, pk, pk_before = column(), column(), column(), column()
     layouts: dict[int, int] = {}  # id(layout) -> index into distinct
     distinct: list[Any] = []
     which: list[int | None] = []
@@ -135,19 +150,19 @@ def _batch(changes: list[RowChange], images: Callable[[Layout], LayoutImages]) -
             fields = _NAME_FIELDS[c.op]
             for col, names in ((before, c.before), (after, c.after)):
                 if names is None:
-                    col.add(None, b"")
+                    col.add_null()
                 else:
-                    col.add(*variant.encode_document(dict(zip(fields, names, strict=True))))
-            pk.add(None, b"")
-            pk_before.add(None, b"")
+                    col.add_bytes(*variant.encode_document(dict(zip(fields, names, strict=True))))
+            pk.add_null()
+            pk_before.add_null()
             which.append(None)
             continue
         enc = images(layout)
         img, key = enc.image, enc.key
-        before.add(img(c.before) if c.before is not None else None, img.metadata)
-        after.add(img(c.after) if c.after is not None else None, img.metadata)
-        pk.add(key(c.key) if c.key is not None else None, key.metadata)
-        pk_before.add(key(c.key_before) if c.key_before is not None else None, key.metadata)
+        before.add(img, c.before)
+        after.add(img, c.after)
+        pk.add(key, c.key)
+        pk_before.add(key, c.key_before)
         i = layouts.get(id(layout))
         if i is None:
             i = layouts[id(layout)] = len(distinct)
@@ -174,10 +189,10 @@ def _batch(changes: list[RowChange], images: Callable[[Layout], LayoutImages]) -
         pa.array([c.db for c in changes], pa.string()),
         pa.array([c.table for c in changes], pa.string()),
         pa.array([c.op.value for c in changes], pa.string()),
-        before.array(),
-        after.array(),
-        pk.array(),
-        pk_before.array(),
+        before.array(VARIANT),
+        after.array(VARIANT),
+        pk.array(VARIANT),
+        pk_before.array(VARIANT),
         cols,
     ]
     return pa.RecordBatch.from_arrays(arrays, schema=CHANGELOG_SCHEMA)

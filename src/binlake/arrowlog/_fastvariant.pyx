@@ -1,0 +1,662 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""Row images as VARIANT objects in C: one call per image, written straight into a column's buffers.
+
+The pure ``binlake.arrowlog.variant.ObjectEncoder`` is the reference. An ``ObjectPlan`` is made from
+one (its field order, ids, metadata and skip marker) plus, per field, a kind from
+``binlake.arrowlog.images.column_encoding``: the common value types (integers by declared width,
+decimals, floats, dates and timestamps, TIME, text, binary, ENUM/SET names, JSON documents) are
+written here; anything else — a value of a type the kind does not expect, out of its range, a kind
+``PY`` — goes to the field's pure encoder, so bytes and errors are the reference's by construction.
+``VariantColumn`` fills one VARIANT column of a change-log batch (values, metadata, validity) and
+hands it to Arrow as buffers, without a Python object per row.
+"""
+
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_CheckExact, PyByteArray_GET_SIZE
+from cpython.datetime cimport (
+    PyDate_CheckExact, PyDateTime_CheckExact, PyDelta_CheckExact, datetime_tzinfo, import_datetime,
+    timedelta_days, timedelta_microseconds, timedelta_seconds,
+)
+from cpython.float cimport PyFloat_AS_DOUBLE, PyFloat_CheckExact
+from cpython.long cimport PyLong_AsLongLongAndOverflow, PyLong_CheckExact
+from cpython.object cimport PyObject
+from cpython.tuple cimport PyTuple_CheckExact, PyTuple_GET_ITEM, PyTuple_GET_SIZE
+from cpython.unicode cimport PyUnicode_CheckExact, PyUnicode_Join
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
+from libc.stdlib cimport free, malloc, realloc
+from libc.string cimport memcpy, memset
+
+import datetime as _dt
+from decimal import Decimal as _Decimal
+
+import pyarrow as pa
+
+cdef extern from "Python.h":
+    const char *PyUnicode_AsUTF8AndSize(object s, Py_ssize_t *size) except? NULL
+    int PyFloat_Pack4(double x, char *p, int le) except? -1
+    int PyFloat_Pack8(double x, char *p, int le) except? -1
+    int PyDateTime_GET_YEAR(object o)
+    int PyDateTime_GET_MONTH(object o)
+    int PyDateTime_GET_DAY(object o)
+    int PyDateTime_DATE_GET_HOUR(object o)
+    int PyDateTime_DATE_GET_MINUTE(object o)
+    int PyDateTime_DATE_GET_SECOND(object o)
+    int PyDateTime_DATE_GET_MICROSECOND(object o)
+    void PyErr_Clear()
+
+cdef extern from *:
+    """
+    typedef __int128 i128;
+    """
+    ctypedef long long i128
+
+import_datetime()
+
+# the module's interface this source expects (``binlake.arrowlog.images``): a stale build is not used
+INTERFACE = 1
+
+# field kinds (``binlake.arrowlog.images.column_encoding`` names them)
+cdef enum:
+    K_PY = 0
+    K_INT8 = 1
+    K_INT16 = 2
+    K_INT32 = 3
+    K_INT64 = 4
+    K_UINT64 = 5
+    K_DEC4 = 6
+    K_DEC8 = 7
+    K_DEC16 = 8
+    K_FLOAT = 9
+    K_DOUBLE = 10
+    K_DATE = 11
+    K_TS_NTZ = 12
+    K_TS = 13
+    K_TIME = 14
+    K_TEXT = 15
+    K_BYTES = 16
+    K_ENUM = 17
+    K_SET = 18
+    K_JSON = 19
+    # variant primitive headers (type id << 2)
+    H_NULL = 0
+    H_INT8 = 3 << 2
+    H_INT16 = 4 << 2
+    H_INT32 = 5 << 2
+    H_INT64 = 6 << 2
+    H_DOUBLE = 7 << 2
+    H_DEC4 = 8 << 2
+    H_DEC8 = 9 << 2
+    H_DEC16 = 10 << 2
+    H_DATE = 11 << 2
+    H_TS = 12 << 2
+    H_TS_NTZ = 13 << 2
+    H_FLOAT = 14 << 2
+    H_BINARY = 15 << 2
+    H_STRING = 16 << 2
+    OBJECT = 2
+
+KINDS = {
+    "PY": K_PY, "INT8": K_INT8, "INT16": K_INT16, "INT32": K_INT32, "INT64": K_INT64,
+    "UINT64": K_UINT64, "DEC4": K_DEC4, "DEC8": K_DEC8, "DEC16": K_DEC16, "FLOAT": K_FLOAT,
+    "DOUBLE": K_DOUBLE, "DATE": K_DATE, "TS_NTZ": K_TS_NTZ, "TS": K_TS, "TIME": K_TIME,
+    "TEXT": K_TEXT, "BYTES": K_BYTES, "ENUM": K_ENUM, "SET": K_SET, "JSON": K_JSON,
+}
+
+cdef object _UTC = _dt.timezone.utc
+cdef object _DECIMAL = _Decimal
+cdef object _COMMA = ","
+cdef long long EPOCH_DAY = 719163  # date(1970, 1, 1).toordinal()
+cdef int _DAYS_BEFORE_MONTH[13]
+_DAYS_BEFORE_MONTH[:] = [0, 0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334]
+
+
+cdef struct Buf:
+    char *data
+    Py_ssize_t size
+    Py_ssize_t cap
+
+
+cdef int buf_reserve(Buf *b, Py_ssize_t extra) except -1:
+    cdef Py_ssize_t need = b.size + extra
+    cdef Py_ssize_t cap
+    cdef char *p
+    if need <= b.cap:
+        return 0
+    cap = b.cap * 2 if b.cap else 256
+    while cap < need:
+        cap *= 2
+    p = <char *>realloc(b.data, cap)
+    if p == NULL:
+        raise MemoryError()
+    b.data = p
+    b.cap = cap
+    return 0
+
+
+cdef inline int buf_put(Buf *b, const char *s, Py_ssize_t n) except -1:
+    buf_reserve(b, n)
+    memcpy(b.data + b.size, s, n)
+    b.size += n
+    return 0
+
+
+cdef inline int put_le(Buf *b, uint8_t header, uint64_t v, int width) except -1:
+    """A header byte and ``width`` little-endian bytes of ``v``."""
+    cdef int i
+    buf_reserve(b, 1 + width)
+    b.data[b.size] = <char>header
+    for i in range(width):
+        b.data[b.size + 1 + i] = <char>(v & 0xFF)
+        v >>= 8
+    b.size += 1 + width
+    return 0
+
+
+cdef inline int put_string(Buf *b, const char *s, Py_ssize_t n) except -1:
+    if n < 64:
+        buf_reserve(b, 1 + n)
+        b.data[b.size] = <char>((n << 2) | 1)
+        b.size += 1
+    else:
+        put_le(b, H_STRING, <uint64_t>n, 4)
+    return buf_put(b, s, n)
+
+
+cdef inline int put_binary(Buf *b, const char *s, Py_ssize_t n) except -1:
+    put_le(b, H_BINARY, <uint64_t>n, 4)
+    return buf_put(b, s, n)
+
+
+cdef inline int put_str(Buf *b, object s) except -1:
+    """A str as a variant string; 1 when it is not UTF-8 encodable (surrogates: the reference's)."""
+    cdef Py_ssize_t n
+    cdef const char *p
+    try:
+        p = PyUnicode_AsUTF8AndSize(s, &n)
+    except UnicodeError:
+        return 1
+    put_string(b, p, n)
+    return 0
+
+
+cdef inline long long ordinal(int y, int m, int d) noexcept:
+    """``date(y, m, d).toordinal()``."""
+    cdef long long yy = y - 1
+    cdef long long days = yy * 365 + yy // 4 - yy // 100 + yy // 400 + _DAYS_BEFORE_MONTH[m] + d
+    if m > 2 and (y % 4 == 0 and (y % 100 != 0 or y % 400 == 0)):
+        days += 1
+    return days
+
+
+cdef inline int64_t epoch_us(object v) noexcept:
+    """Microseconds from 1970-01-01 00:00 to a datetime's fields (its zone not applied)."""
+    cdef int64_t days = ordinal(PyDateTime_GET_YEAR(v), PyDateTime_GET_MONTH(v), PyDateTime_GET_DAY(v)) - EPOCH_DAY
+    return (
+        ((days * 24 + PyDateTime_DATE_GET_HOUR(v)) * 60 + PyDateTime_DATE_GET_MINUTE(v)) * 60
+        + PyDateTime_DATE_GET_SECOND(v)
+    ) * 1000000 + PyDateTime_DATE_GET_MICROSECOND(v)
+
+
+cdef int put_decimal(Buf *b, object v, int kind, int scale) except -1:
+    """A Decimal whose exponent is the column's scale, from its text; 1 for anything else
+    (another exponent, exponent notation, NaN, too many digits, out of the width's range)."""
+    cdef object text = str(v)
+    cdef Py_ssize_t n, i
+    cdef const char *s = PyUnicode_AsUTF8AndSize(text, &n)
+    cdef int neg = 0, digits = 0, frac = -1
+    cdef i128 u = 0
+    cdef char c
+    cdef uint64_t lo
+    i = 0
+    if n and s[0] == c'-':
+        neg = 1
+        i = 1
+    if i == n:
+        return 1
+    while i < n:
+        c = s[i]
+        if c == c'.':
+            if frac >= 0:
+                return 1
+            frac = 0
+        elif c'0' <= c <= c'9':
+            if digits == 38:
+                return 1
+            u = u * 10 + (c - c'0')
+            if u != 0:
+                digits += 1
+            if frac >= 0:
+                frac += 1
+        else:
+            return 1
+        i += 1
+    if (frac if frac >= 0 else 0) != scale:
+        return 1
+    if neg:
+        u = -u
+    if kind == K_DEC4:
+        if u < -2147483648 or u > 2147483647:
+            return 1
+        buf_reserve(b, 1)
+        b.data[b.size] = <char>H_DEC4
+        b.size += 1
+        put_le(b, <uint8_t>scale, <uint64_t><int64_t>u, 4)
+    elif kind == K_DEC8:
+        if u < -9223372036854775807 - 1 or u > 9223372036854775807:
+            return 1
+        buf_reserve(b, 2)
+        b.data[b.size] = <char>H_DEC8
+        b.size += 1
+        put_le(b, <uint8_t>scale, <uint64_t><int64_t>u, 8)
+    else:
+        buf_reserve(b, 2)
+        b.data[b.size] = <char>H_DEC16
+        b.size += 1
+        lo = <uint64_t>u
+        put_le(b, <uint8_t>scale, lo, 8)
+        put_le_tail(b, <uint64_t>(u >> 64))
+    return 0
+
+
+cdef inline int put_le_tail(Buf *b, uint64_t v) except -1:
+    cdef int i
+    buf_reserve(b, 8)
+    for i in range(8):
+        b.data[b.size + i] = <char>(v & 0xFF)
+        v >>= 8
+    b.size += 8
+    return 0
+
+
+cdef int put_time(Buf *b, object td, int fsp) except -1:
+    """``format_time(td, fsp)`` as a variant string."""
+    cdef int64_t us = (<int64_t>timedelta_days(td) * 86400 + timedelta_seconds(td)) * 1000000 + timedelta_microseconds(td)
+    cdef char out[48]
+    cdef int n = 0, k
+    cdef int64_t s, frac, h, m
+    cdef char digits[24]
+    cdef int nd
+    if us < 0:
+        out[n] = c'-'
+        n += 1
+        us = -us
+    s = us // 1000000
+    frac = us % 1000000
+    h = s // 3600
+    m = (s % 3600) // 60
+    s = s % 60
+    nd = 0
+    while True:
+        digits[nd] = <char>(c'0' + h % 10)
+        nd += 1
+        h //= 10
+        if h == 0:
+            break
+    if nd < 2:
+        digits[nd] = c'0'
+        nd += 1
+    while nd:
+        nd -= 1
+        out[n] = digits[nd]
+        n += 1
+    out[n] = c':'
+    out[n + 1] = <char>(c'0' + m // 10)
+    out[n + 2] = <char>(c'0' + m % 10)
+    out[n + 3] = c':'
+    out[n + 4] = <char>(c'0' + s // 10)
+    out[n + 5] = <char>(c'0' + s % 10)
+    n += 6
+    if fsp:
+        out[n] = c'.'
+        n += 1
+        for k in range(6):
+            digits[5 - k] = <char>(c'0' + frac % 10)
+            frac //= 10
+        for k in range(fsp if fsp < 6 else 6):
+            out[n] = digits[k]
+            n += 1
+    return put_string(b, out, n)
+
+
+cdef int put_value(Buf *b, object v, int kind, int arg) except -1:
+    """One non-NULL value of a field's kind; 1 where the field's pure encoder must take it."""
+    cdef long long x
+    cdef int overflow
+    cdef Py_ssize_t n
+    cdef double d
+    cdef object tz
+    if kind == K_PY:
+        return 1
+    if kind <= K_UINT64:
+        if not PyLong_CheckExact(v):
+            return 1
+        x = PyLong_AsLongLongAndOverflow(v, &overflow)
+        if overflow:
+            return 1
+        if kind == K_INT8:
+            if x < -128 or x > 127:
+                return 1
+            return put_le(b, H_INT8, <uint64_t>x, 1)
+        if kind == K_INT16:
+            if x < -32768 or x > 32767:
+                return 1
+            return put_le(b, H_INT16, <uint64_t>x, 2)
+        if kind == K_INT32:
+            if x < -2147483648 or x > 2147483647:
+                return 1
+            return put_le(b, H_INT32, <uint64_t>x, 4)
+        if kind == K_UINT64 and x < 0:
+            return 1
+        return put_le(b, H_INT64, <uint64_t>x, 8)
+    if kind <= K_DEC16:
+        if type(v) is not _DECIMAL:
+            return 1
+        return put_decimal(b, v, kind, arg)
+    if kind == K_FLOAT or kind == K_DOUBLE:
+        if not PyFloat_CheckExact(v):
+            return 1
+        d = PyFloat_AS_DOUBLE(v)
+        buf_reserve(b, 9)
+        if kind == K_FLOAT:
+            try:
+                PyFloat_Pack4(d, b.data + b.size + 1, 1)
+            except OverflowError:
+                return 1
+            b.data[b.size] = <char>H_FLOAT
+            b.size += 5
+        else:
+            PyFloat_Pack8(d, b.data + b.size + 1, 1)
+            b.data[b.size] = <char>H_DOUBLE
+            b.size += 9
+        return 0
+    if kind == K_DATE:
+        if not PyDate_CheckExact(v):
+            return 1
+        x = ordinal(PyDateTime_GET_YEAR(v), PyDateTime_GET_MONTH(v), PyDateTime_GET_DAY(v)) - EPOCH_DAY
+        return put_le(b, H_DATE, <uint64_t>x, 4)
+    if kind == K_TS_NTZ or kind == K_TS:
+        if not PyDateTime_CheckExact(v):
+            return 1
+        tz = datetime_tzinfo(v)
+        if kind == K_TS_NTZ:
+            if tz is not None:
+                return 1
+            return put_le(b, H_TS_NTZ, <uint64_t>epoch_us(v), 8)
+        if tz is not None and tz is not _UTC:
+            return 1
+        return put_le(b, H_TS, <uint64_t>epoch_us(v), 8)
+    if kind == K_TIME:
+        if not PyDelta_CheckExact(v):
+            return 1
+        return put_time(b, v, arg)
+    if kind == K_TEXT or kind == K_ENUM:
+        if PyUnicode_CheckExact(v):
+            return put_str(b, v)
+        if kind == K_TEXT and PyBytes_CheckExact(v):
+            return put_binary(b, PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v))
+        return 1
+    if kind == K_BYTES:
+        if PyBytes_CheckExact(v):
+            return put_binary(b, PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v))
+        if PyByteArray_CheckExact(v):
+            return put_binary(b, PyByteArray_AS_STRING(v), PyByteArray_GET_SIZE(v))
+        return 1
+    if kind == K_SET:
+        if not PyTuple_CheckExact(v):
+            return 1
+        return put_str(b, PyUnicode_Join(_COMMA, v))
+    if kind == K_JSON:
+        if type(v) is not _JSON:
+            return 1
+        return put_str(b, v.text())
+    return 1
+
+
+cdef object _JSON = None
+
+
+def set_json_type(t):
+    """The JSON column value's class (``binlake.values.json_binary.Json``; not imported here)."""
+    global _JSON
+    _JSON = t
+
+
+cdef inline int width(uint64_t n) noexcept:
+    return 1 if n < (1 << 8) else 2 if n < (1 << 16) else 3 if n < (1 << 24) else 4
+
+
+cdef class ObjectPlan:
+    """One ``ObjectEncoder``'s fields (in key order) as data: row index, key id, kind, argument and
+    the pure encoder. ``plan(row)`` gives the same bytes as ``encoder(row)``."""
+
+    cdef readonly bytes metadata
+    cdef int n
+    cdef Py_ssize_t *index
+    cdef int *ids
+    cdef int *kinds
+    cdef int *args
+    cdef list fallbacks
+    cdef object skip
+    cdef int max_id
+    cdef Buf scratch  # the values of one object
+    cdef Py_ssize_t *offsets  # n + 1
+    cdef int *present  # the fields of a partial image
+
+    def __cinit__(self):
+        self.index = NULL
+        self.ids = NULL
+        self.kinds = NULL
+        self.args = NULL
+        self.offsets = NULL
+        self.present = NULL
+        self.scratch.data = NULL
+        self.scratch.size = 0
+        self.scratch.cap = 0
+
+    def __init__(self, encoder, kinds):
+        """``encoder``: a ``variant.ObjectEncoder``; ``kinds``: (kind, argument) per field, in the
+        order of the encoder's names."""
+        cdef int i, k
+        plan = encoder._plan
+        ids = encoder._ids
+        self.n = len(plan)
+        self.metadata = encoder.metadata
+        self.skip = encoder._skip
+        k = self.n if self.n else 1
+        self.index = <Py_ssize_t *>malloc(k * sizeof(Py_ssize_t))
+        self.ids = <int *>malloc(k * sizeof(int))
+        self.kinds = <int *>malloc(k * sizeof(int))
+        self.args = <int *>malloc(k * sizeof(int))
+        self.present = <int *>malloc(k * sizeof(int))
+        self.offsets = <Py_ssize_t *>malloc((k + 1) * sizeof(Py_ssize_t))
+        if not (self.index and self.ids and self.kinds and self.args and self.present and self.offsets):
+            raise MemoryError()
+        self.fallbacks = []
+        self.max_id = 0
+        for i in range(self.n):
+            idx, enc = plan[i]
+            self.index[i] = idx
+            self.ids[i] = ids[i]
+            self.max_id = max(self.max_id, ids[i])
+            kind, arg = kinds[idx]
+            self.kinds[i] = kind
+            self.args[i] = arg
+            self.fallbacks.append(enc)
+
+    def __dealloc__(self):
+        free(self.index)
+        free(self.ids)
+        free(self.kinds)
+        free(self.args)
+        free(self.present)
+        free(self.offsets)
+        free(self.scratch.data)
+
+    def __call__(self, row):
+        cdef Buf out
+        out.data = NULL
+        out.size = 0
+        out.cap = 0
+        try:
+            self.write(&out, row)
+            return PyBytes_FromStringAndSize(out.data, out.size)
+        finally:
+            free(out.data)
+
+    cdef int write(self, Buf *out, object row) except -1:
+        """Append the object of ``row`` to ``out``."""
+        cdef Buf *s = &self.scratch
+        cdef int i, m = 0, partial = 0, isize, osize, large, j, maxid = 0
+        cdef Py_ssize_t total, start
+        cdef object v, bv
+        cdef PyObject *p
+        cdef bint tup = PyTuple_CheckExact(row)
+        cdef object skip = self.skip
+        cdef char *h
+        s.size = 0
+        for i in range(self.n):
+            if tup:
+                if self.index[i] >= PyTuple_GET_SIZE(row):
+                    v = row[self.index[i]]  # raises the reference's IndexError
+                p = PyTuple_GET_ITEM(row, self.index[i])
+                v = <object>p
+            else:
+                v = row[self.index[i]]
+            if skip is not None and v is skip:
+                partial = 1
+                continue
+            self.offsets[m] = s.size
+            self.present[m] = self.ids[i]
+            if self.ids[i] > maxid:
+                maxid = self.ids[i]
+            m += 1
+            if v is None:
+                buf_reserve(s, 1)
+                s.data[s.size] = <char>H_NULL
+                s.size += 1
+            elif put_value(s, v, self.kinds[i], self.args[i]):
+                bv = self.fallbacks[i](v)
+                if not PyBytes_CheckExact(bv):
+                    bv = bytes(bv)
+                buf_put(s, PyBytes_AS_STRING(bv), PyBytes_GET_SIZE(bv))
+        total = s.size
+        self.offsets[m] = total
+        if partial:  # ``variant.object_value``: offsets of the width the total needs
+            isize = width(maxid)
+            osize = width(total)
+            large = m > 255
+        else:  # ``ObjectEncoder.__call__``: ids of the width of every id, offsets 1, 2 or 4 bytes
+            isize = width(self.max_id)
+            osize = 1 if total < (1 << 8) else 2 if total < (1 << 16) else 4
+            large = self.n > 255
+        buf_reserve(out, 1 + (4 if large else 1) + m * isize + (m + 1) * osize + total)
+        h = out.data + out.size
+        h[0] = <char>(((((large << 4) | ((isize - 1) << 2) | (osize - 1)) << 2) | OBJECT))
+        h += 1
+        for j in range(4 if large else 1):
+            h[j] = <char>((m >> (8 * j)) & 0xFF)
+        h += 4 if large else 1
+        for i in range(m):
+            for j in range(isize):
+                h[j] = <char>((self.present[i] >> (8 * j)) & 0xFF)
+            h += isize
+        for i in range(m + 1):
+            for j in range(osize):
+                h[j] = <char>((self.offsets[i] >> (8 * j)) & 0xFF)
+            h += osize
+        memcpy(h, s.data, total)
+        h += total
+        out.size = h - out.data
+        return 0
+
+
+cdef class VariantColumn:
+    """One VARIANT column of a batch being filled: value and metadata bytes end to end, their
+    offsets, and which rows are NULL (such a row holds empty values, as the pure builder's)."""
+
+    cdef Buf values
+    cdef Buf metas
+    cdef Buf voffsets  # int32 per row + 1
+    cdef Buf moffsets
+    cdef Buf valid  # one byte per row
+    cdef Py_ssize_t rows
+    cdef Py_ssize_t nulls
+
+    def __cinit__(self):
+        memset(&self.values, 0, sizeof(Buf))
+        memset(&self.metas, 0, sizeof(Buf))
+        memset(&self.voffsets, 0, sizeof(Buf))
+        memset(&self.moffsets, 0, sizeof(Buf))
+        memset(&self.valid, 0, sizeof(Buf))
+        self.rows = 0
+        self.nulls = 0
+        self._offset(&self.voffsets, 0)
+        self._offset(&self.moffsets, 0)
+
+    def __dealloc__(self):
+        free(self.values.data)
+        free(self.metas.data)
+        free(self.voffsets.data)
+        free(self.moffsets.data)
+        free(self.valid.data)
+
+    cdef int _offset(self, Buf *b, Py_ssize_t at) except -1:
+        cdef int32_t o
+        if at > 2147483647:
+            raise OverflowError("a change-log batch's VARIANT column is over 2 GiB")
+        o = <int32_t>at
+        return buf_put(b, <char *>&o, 4)
+
+    cdef int _end(self, bint valid) except -1:
+        cdef char c = 1 if valid else 0
+        self._offset(&self.voffsets, self.values.size)
+        self._offset(&self.moffsets, self.metas.size)
+        buf_put(&self.valid, &c, 1)
+        self.rows += 1
+        if not valid:
+            self.nulls += 1
+        return 0
+
+    def add(self, ObjectPlan plan, row):
+        """The image or key ``row`` by ``plan``; None: a NULL variant."""
+        if row is None:
+            self._end(False)
+            return
+        plan.write(&self.values, row)
+        buf_put(&self.metas, PyBytes_AS_STRING(plan.metadata), PyBytes_GET_SIZE(plan.metadata))
+        self._end(True)
+
+    def add_bytes(self, bytes value, bytes metadata):
+        """A variant already encoded (a rename's names)."""
+        buf_put(&self.values, PyBytes_AS_STRING(value), PyBytes_GET_SIZE(value))
+        buf_put(&self.metas, PyBytes_AS_STRING(metadata), PyBytes_GET_SIZE(metadata))
+        self._end(True)
+
+    def add_null(self):
+        self._end(False)
+
+    def array(self, type):
+        """The column as an Arrow struct array of ``type`` (``changelog.VARIANT``)."""
+        cdef Py_ssize_t i
+        cdef bytes bitmap
+        cdef char *bm
+        values = pa.Array.from_buffers(
+            pa.binary(), self.rows, [None, _buffer(&self.voffsets), _buffer(&self.values)]
+        )
+        metas = pa.Array.from_buffers(
+            pa.binary(), self.rows, [None, _buffer(&self.moffsets), _buffer(&self.metas)]
+        )
+        validity = None
+        if self.nulls:
+            bitmap = PyBytes_FromStringAndSize(NULL, (self.rows + 7) // 8)
+            bm = PyBytes_AS_STRING(bitmap)
+            memset(bm, 0, (self.rows + 7) // 8)
+            for i in range(self.rows):
+                if self.valid.data[i]:
+                    bm[i >> 3] |= <char>(1 << (i & 7))
+            validity = pa.py_buffer(bitmap)
+        return pa.Array.from_buffers(type, self.rows, [validity], null_count=self.nulls, children=[values, metas])
+
+
+cdef object _buffer(Buf *b):
+    return pa.py_buffer(PyBytes_FromStringAndSize(b.data, b.size))
