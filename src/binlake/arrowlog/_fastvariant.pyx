@@ -20,6 +20,7 @@ from cpython.datetime cimport (
 from cpython.float cimport PyFloat_AS_DOUBLE, PyFloat_CheckExact
 from cpython.long cimport PyLong_AsLongLongAndOverflow, PyLong_CheckExact
 from cpython.object cimport PyObject
+from cpython.sequence cimport PySequence_GetItem
 from cpython.tuple cimport PyTuple_CheckExact, PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from cpython.unicode cimport PyUnicode_CheckExact, PyUnicode_Join
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
@@ -460,6 +461,8 @@ cdef class ObjectPlan:
         plan = encoder._plan
         ids = encoder._ids
         self.n = len(plan)
+        if len(ids) != self.n or len(kinds) != self.n or any(not 0 <= idx < self.n for idx, _ in plan):
+            raise ValueError("an object plan needs one id and one kind per field")
         self.metadata = encoder.metadata
         self.skip = encoder._skip
         k = self.n if self.n else 1
@@ -515,13 +518,11 @@ cdef class ObjectPlan:
         cdef char *h
         s.size = 0
         for i in range(self.n):
-            if tup:
-                if self.index[i] >= PyTuple_GET_SIZE(row):
-                    v = row[self.index[i]]  # raises the reference's IndexError
+            if tup and self.index[i] < PyTuple_GET_SIZE(row):
                 p = PyTuple_GET_ITEM(row, self.index[i])
                 v = <object>p
-            else:
-                v = row[self.index[i]]
+            else:  # checked (the module's indexing is not): the reference's IndexError
+                v = PySequence_GetItem(row, self.index[i])
             if skip is not None and v is skip:
                 partial = 1
                 continue
