@@ -18,7 +18,7 @@ from cpython.datetime cimport (
     timedelta_days, timedelta_microseconds, timedelta_seconds,
 )
 from cpython.float cimport PyFloat_AS_DOUBLE, PyFloat_CheckExact
-from cpython.long cimport PyLong_AsLongLongAndOverflow, PyLong_CheckExact
+from cpython.long cimport PyLong_AsLongLong, PyLong_AsLongLongAndOverflow, PyLong_AsUnsignedLongLong, PyLong_CheckExact
 from cpython.object cimport PyObject
 from cpython.sequence cimport PySequence_GetItem
 from cpython.tuple cimport PyTuple_CheckExact, PyTuple_GET_ITEM, PyTuple_GET_SIZE
@@ -269,6 +269,18 @@ cdef inline int put_le_tail(Buf *b, uint64_t v) except -1:
     return 0
 
 
+cdef int put_uint64_decimal(Buf *b, object v) except -1:
+    """An integer of 2**63 .. 2**64 - 1 as a decimal16 of scale 0; 1 beyond."""
+    cdef uint64_t u
+    try:
+        u = PyLong_AsUnsignedLongLong(v)
+    except OverflowError:
+        return 1
+    put_le(b, H_DEC16, 0, 1)  # the header, then scale 0
+    put_le_tail(b, u)
+    return put_le_tail(b, 0)
+
+
 cdef int put_time(Buf *b, object td, int fsp) except -1:
     """``format_time(td, fsp)`` as a variant string."""
     cdef int64_t us = (<int64_t>timedelta_days(td) * 86400 + timedelta_seconds(td)) * 1000000 + timedelta_microseconds(td)
@@ -333,6 +345,8 @@ cdef int put_value(Buf *b, object v, int kind, int arg) except -1:
             return 1
         x = PyLong_AsLongLongAndOverflow(v, &overflow)
         if overflow:
+            if kind == K_UINT64 and overflow > 0:  # 2**63 <= v: ``enc_uint64``'s decimal(20, 0)
+                return put_uint64_decimal(b, v)
             return 1
         if kind == K_INT8:
             if x < -128 or x > 127:
@@ -346,8 +360,6 @@ cdef int put_value(Buf *b, object v, int kind, int arg) except -1:
             if x < -2147483648 or x > 2147483647:
                 return 1
             return put_le(b, H_INT32, <uint64_t>x, 4)
-        if kind == K_UINT64 and x < 0:
-            return 1
         return put_le(b, H_INT64, <uint64_t>x, 8)
     if kind <= K_DEC16:
         if type(v) is not _DECIMAL:
@@ -661,3 +673,232 @@ cdef class VariantColumn:
 
 cdef object _buffer(Buf *b):
     return pa.py_buffer(PyBytes_FromStringAndSize(b.data, b.size))
+
+
+# ---- a whole change-log batch (``binlake.arrowlog.changelog._batch`` is the reference) ----
+
+class Misfit(Exception):
+    """A change this builder does not take as it is (a value of an unexpected type or range): the
+    caller builds that batch the pure way, which gives its result or raises its error."""
+
+
+cdef object _bitmap(Buf *valid, Py_ssize_t rows):
+    cdef bytes bitmap = PyBytes_FromStringAndSize(NULL, (rows + 7) // 8)
+    cdef char *bm = PyBytes_AS_STRING(bitmap)
+    cdef Py_ssize_t i
+    memset(bm, 0, (rows + 7) // 8)
+    for i in range(rows):
+        if valid.data[i]:
+            bm[i >> 3] |= <char>(1 << (i & 7))
+    return pa.py_buffer(bitmap)
+
+
+cdef class _Int64s:
+    cdef Buf data
+    cdef Buf valid
+    cdef Py_ssize_t rows, nulls
+
+    def __dealloc__(self):
+        free(self.data.data)
+        free(self.valid.data)
+
+    cdef int add(self, object v) except -1:
+        cdef int64_t x = 0
+        cdef char ok = 1
+        if v is None:
+            ok = 0
+            self.nulls += 1
+        elif PyLong_CheckExact(v):
+            try:
+                x = PyLong_AsLongLong(v)
+            except OverflowError:  # the pure path's error instead
+                raise Misfit()
+        else:
+            raise Misfit()
+        buf_put(&self.data, <char *>&x, 8)
+        buf_put(&self.valid, &ok, 1)
+        self.rows += 1
+        return 0
+
+    cdef object array(self, object type):
+        return pa.Array.from_buffers(
+            type, self.rows, [_bitmap(&self.valid, self.rows) if self.nulls else None, _buffer(&self.data)],
+            null_count=self.nulls,
+        )
+
+
+cdef class _Strings:
+    cdef Buf data
+    cdef Buf offsets
+    cdef Buf valid
+    cdef Py_ssize_t rows, nulls
+    cdef bint binary
+
+    def __cinit__(self):
+        cdef int32_t zero = 0
+        memset(&self.data, 0, sizeof(Buf))
+        memset(&self.offsets, 0, sizeof(Buf))
+        memset(&self.valid, 0, sizeof(Buf))
+        buf_put(&self.offsets, <char *>&zero, 4)
+
+    def __dealloc__(self):
+        free(self.data.data)
+        free(self.offsets.data)
+        free(self.valid.data)
+
+    cdef int add_raw(self, const char *s, Py_ssize_t n, char ok) except -1:
+        cdef int32_t end
+        buf_put(&self.data, s, n)
+        if self.data.size > 2147483647:
+            raise Misfit()
+        end = <int32_t>self.data.size
+        buf_put(&self.offsets, <char *>&end, 4)
+        buf_put(&self.valid, &ok, 1)
+        self.rows += 1
+        if not ok:
+            self.nulls += 1
+        return 0
+
+    cdef int add(self, object v) except -1:
+        cdef Py_ssize_t n
+        cdef const char *p
+        if v is None:
+            return self.add_raw(NULL, 0, 0)
+        if not isinstance(v, str):
+            raise Misfit()
+        try:
+            p = PyUnicode_AsUTF8AndSize(v, &n)
+        except UnicodeError:
+            raise Misfit()
+        return self.add_raw(p, n, 1)
+
+    cdef object array(self, object type):
+        return pa.Array.from_buffers(
+            type, self.rows,
+            [_bitmap(&self.valid, self.rows) if self.nulls else None, _buffer(&self.offsets), _buffer(&self.data)],
+            null_count=self.nulls,
+        )
+
+
+cdef inline void put_be(char *p, uint64_t v, int width) noexcept:
+    cdef int i
+    for i in range(width - 1, -1, -1):
+        p[i] = <char>(v & 0xFF)
+        v >>= 8
+
+
+cdef int order_key(_Strings out, object k) except -1:
+    """``OrderKey.encode()``: >QQI6sIIB; a key of another shape or out of range is the pure path's."""
+    cdef char b[35]
+    cdef int i
+    cdef uint64_t x
+    cdef object f
+    cdef int widths[7]
+    cdef int at = 0
+    widths[:] = [8, 8, 4, 6, 4, 4, 1]
+    if not PyTuple_CheckExact(k) and not isinstance(k, tuple) or len(k) != 7:
+        raise Misfit()
+    for i in range(7):
+        f = <object>PyTuple_GET_ITEM(k, i)
+        if i == 3:
+            if not PyBytes_CheckExact(f) or PyBytes_GET_SIZE(f) != 6:
+                raise Misfit()
+            memcpy(b + at, PyBytes_AS_STRING(f), 6)
+        else:
+            if not PyLong_CheckExact(f):
+                raise Misfit()
+            try:
+                x = PyLong_AsUnsignedLongLong(f)
+            except OverflowError:
+                raise Misfit()
+            if widths[i] < 8 and x >> (8 * widths[i]):
+                raise Misfit()
+            put_be(b + at, x, widths[i])
+        at += widths[i]
+    return out.add_raw(b, 35, 1)
+
+
+def batch_arrays(list changes, images, name_images, fields):
+    """The change-log arrays of ``changes`` but ``columns``, in ``fields`` order (the schema's
+    (name, type) pairs), and per change the index of its layout among the distinct layouts (None for
+    a name change), with those layouts. ``images``: layout -> ``LayoutImages`` (compiled);
+    ``name_images``: a name change -> its before and after ``(value, metadata)`` or None. Raises
+    ``Misfit`` for what the pure builder must do."""
+    cdef _Strings source = _Strings(), file = _Strings(), gtid = _Strings(), db = _Strings()
+    cdef _Strings table = _Strings(), op = _Strings(), okey = _Strings()
+    cdef _Int64s file_number = _Int64s(), position = _Int64s(), txn_position = _Int64s()
+    cdef _Int64s last_committed = _Int64s(), sequence_number = _Int64s(), commit_ts = _Int64s()
+    cdef _Int64s server_id = _Int64s()
+    cdef VariantColumn before = VariantColumn(), after = VariantColumn(), pk = VariantColumn()
+    cdef VariantColumn pk_before = VariantColumn()
+    cdef ObjectPlan img = None, key = None
+    cdef object c, layout, last_layout = None, origin, last_origin = None, docs
+    cdef object o_source = None, o_fno = None, o_txn = None, o_gtid = None, o_lc = None, o_seq = None, o_ts = None
+    cdef dict index = {}
+    cdef list distinct = [], which = []
+    cdef object last_index = None
+    for c in changes:
+        if not PyTuple_CheckExact(c) and not isinstance(c, tuple) or PyTuple_GET_SIZE(c) != 13:
+            raise Misfit()
+        origin = <object>PyTuple_GET_ITEM(c, 8)
+        if origin is not last_origin:
+            o_source, o_fno, o_txn = origin.source, origin.file_number, origin.txn_position
+            o_gtid, o_lc, o_seq, o_ts = origin.gtid, origin.last_committed, origin.sequence_number, origin.commit_time_us
+            last_origin = origin
+        source.add(o_source)
+        file.add(<object>PyTuple_GET_ITEM(c, 9))
+        file_number.add(o_fno)
+        position.add(<object>PyTuple_GET_ITEM(c, 10))
+        txn_position.add(o_txn)
+        order_key(okey, <object>PyTuple_GET_ITEM(c, 12))
+        gtid.add(o_gtid)
+        last_committed.add(o_lc)
+        sequence_number.add(o_seq)
+        commit_ts.add(o_ts)
+        server_id.add(<object>PyTuple_GET_ITEM(c, 11))
+        db.add(<object>PyTuple_GET_ITEM(c, 1))
+        table.add(<object>PyTuple_GET_ITEM(c, 2))
+        op.add(<object>PyTuple_GET_ITEM(c, 0))
+        layout = <object>PyTuple_GET_ITEM(c, 7)
+        if layout is None:  # a rename or drop: names, no layout, no key
+            docs = name_images(c)
+            for col, doc in ((before, docs[0]), (after, docs[1])):
+                if doc is None:
+                    (<VariantColumn>col).add_null()
+                else:
+                    (<VariantColumn>col).add_bytes(doc[0], doc[1])
+            pk.add_null()
+            pk_before.add_null()
+            which.append(None)
+            continue
+        if layout is not last_layout:
+            enc = images(layout)
+            img, key = enc.image, enc.key
+            last_layout = layout
+            last_index = index.get(id(layout))
+            if last_index is None:
+                last_index = index[id(layout)] = len(distinct)
+                distinct.append(layout)
+        before.add(img, <object>PyTuple_GET_ITEM(c, 3))
+        after.add(img, <object>PyTuple_GET_ITEM(c, 4))
+        pk.add(key, <object>PyTuple_GET_ITEM(c, 5))
+        pk_before.add(key, <object>PyTuple_GET_ITEM(c, 6))
+        which.append(last_index)
+    built = {
+        "source": source, "file": file, "file_number": file_number, "position": position,
+        "txn_position": txn_position, "order_key": okey, "gtid": gtid, "last_committed": last_committed,
+        "sequence_number": sequence_number, "commit_ts": commit_ts, "server_id": server_id, "db": db,
+        "table": table, "op": op, "before": before, "after": after, "pk": pk, "pk_before": pk_before,
+    }
+    arrays = []
+    for name, type in fields:
+        if name == "columns":
+            continue
+        b = built[name]
+        if isinstance(b, VariantColumn):
+            arrays.append(b.array(type))
+        elif isinstance(b, _Strings):
+            arrays.append((<_Strings>b).array(type))
+        else:
+            arrays.append((<_Int64s>b).array(type))
+    return arrays, distinct, which

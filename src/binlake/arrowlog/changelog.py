@@ -122,37 +122,68 @@ class _Variants:
 def changelog_batches(
     changes: Iterable[RowChange], size: int = 4096, compiled: bool | None = None
 ) -> Iterator[pa.RecordBatch]:
-    """Row changes as change-log record batches of up to ``size`` rows (``compiled``: images by
-    the compiled encoder, default when built and chosen; the pure one is the reference)."""
+    """Row changes as change-log record batches of up to ``size`` rows (``compiled``: built by the
+    compiled encoder, default when built and chosen; the pure one is the reference)."""
     on = use_compiled_images(compiled)
     images = image_cache(on)
-    column = _fastvariant.VariantColumn if on else _Variants
+    batch = _fast_batch if on else _batch
     buf: list[RowChange] = []
     for c in changes:
         buf.append(c)
         if len(buf) >= size:
-            yield _batch(buf, images, column)
+            yield batch(buf, images)
             buf = []
     if buf:
-        yield _batch(buf, images, column)
+        yield batch(buf, images)
+
+
+def _name_images(c: RowChange) -> tuple[tuple[bytes, bytes] | None, tuple[bytes, bytes] | None]:
+    """A rename's or drop's ``before`` and ``after``: its names as a variant object each."""
+    fields = _NAME_FIELDS[c.op]
+    return tuple(  # type: ignore[return-value]
+        None if names is None else variant.encode_document(dict(zip(fields, names, strict=True)))
+        for names in (c.before, c.after)
+    )
+
+
+def _columns(distinct: list[Layout], which: list[int | None], n: int) -> pa.Array:
+    """The ``columns`` field: each distinct layout once, taken per change."""
+    if not distinct:
+        return pa.nulls(n, pa.list_(COLUMN))
+    return pa.array([columns_value(lay) for lay in distinct], pa.list_(COLUMN)).take(
+        pa.array(which, pa.int32())
+    )
+
+
+def _fast_batch(changes: list[RowChange], images: Callable[[Layout], LayoutImages]) -> pa.RecordBatch:
+    """``_batch`` by the compiled builder (``_fastvariant.batch_arrays``); what it does not take
+    (``Misfit``) is built by ``_batch``."""
+    assert _fastvariant is not None
+    try:
+        arrays, distinct, which = _fastvariant.batch_arrays(changes, images, _name_images, CHANGELOG_FIELDS)
+    except _fastvariant.Misfit:
+        return _batch(changes, images, _fastvariant.VariantColumn)
+    return pa.RecordBatch.from_arrays(
+        [*arrays, _columns(distinct, which, len(changes))], schema=CHANGELOG_SCHEMA
+    )
 
 
 def _batch(
-    changes: list[RowChange], images: Callable[[Layout], LayoutImages], column: Callable[[], Any]
+    changes: list[RowChange], images: Callable[[Layout], LayoutImages], column: Callable[[], Any] = _Variants
 ) -> pa.RecordBatch:
+    """The reference: one record batch of ``changes``, each field from a Python list."""
     before, after, pk, pk_before = column(), column(), column(), column()
     layouts: dict[int, int] = {}  # id(layout) -> index into distinct
-    distinct: list[Any] = []
+    distinct: list[Layout] = []
     which: list[int | None] = []
     for c in changes:
         layout = c.layout
         if layout is None:  # a rename or drop: names, no layout, no key
-            fields = _NAME_FIELDS[c.op]
-            for col, names in ((before, c.before), (after, c.after)):
-                if names is None:
+            for col, doc in zip((before, after), _name_images(c), strict=True):
+                if doc is None:
                     col.add_null()
                 else:
-                    col.add_bytes(*variant.encode_document(dict(zip(fields, names, strict=True))))
+                    col.add_bytes(*doc)
             pk.add_null()
             pk_before.add_null()
             which.append(None)
@@ -166,14 +197,10 @@ def _batch(
         i = layouts.get(id(layout))
         if i is None:
             i = layouts[id(layout)] = len(distinct)
-            distinct.append(columns_value(layout))
+            distinct.append(layout)
         which.append(i)
     origins = [c.origin for c in changes]
-    cols = (
-        pa.array(distinct, pa.list_(COLUMN)).take(pa.array(which, pa.int32()))
-        if distinct
-        else pa.nulls(len(changes), pa.list_(COLUMN))
-    )
+    cols = _columns(distinct, which, len(changes))
     arrays = [
         pa.array([o.source for o in origins], pa.string()),
         pa.array([c.file for c in changes], pa.string()),
