@@ -93,6 +93,7 @@ DELTAS += [
     dt.timedelta(days=-1, seconds=5, microseconds=7),
 ]
 DELTAS += [dt.timedelta(hours=5, microseconds=123456), dt.timedelta(days=400), "10:00:00"]
+DELTAS += [dt.timedelta.max, dt.timedelta.min, dt.timedelta(days=999_999), dt.timedelta(days=-1_000_000)]
 FLOATS = [
     0.0,
     -0.0,
@@ -288,7 +289,7 @@ def test_the_build_is_current() -> None:
 def test_name_changes_and_odd_fields_build_alike(tmp_path: Path) -> None:
     """Renames, drops and added columns among row changes; a field the compiled builder does not
     take (a position past int64, a gtid that is not text, a malformed order key) is built the
-    pure way: the same batch or the same error."""
+    pure way: the same rows or the same error."""
     result = generate(tmp_path / "bin", seed=3, target_bytes=600_000, ddl_every=20)
     changes = [c for f in result.files for c in file_changes(f)]
     assert {c.op.value for c in changes} >= {"rename_table", "rename_column", "insert", "update", "delete"}
@@ -312,5 +313,5 @@ def test_name_changes_and_odd_fields_build_alike(tmp_path: Path) -> None:
         fast = outcome(lambda cs: list(changelog_batches(cs, compiled=True)), [row, c])
         if isinstance(pure, tuple):
             assert fast == pure, c
-        else:
-            assert [b.equals(a) for a, b in zip(pure, fast, strict=True)] == [True], c
+        else:  # the same rows; the change the compiled builder left is a batch of its own
+            assert pa.Table.from_batches(fast).equals(pa.Table.from_batches(pure)), c

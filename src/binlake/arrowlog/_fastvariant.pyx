@@ -399,8 +399,8 @@ cdef int put_value(Buf *b, object v, int kind, int arg) except -1:
             return 1
         return put_le(b, H_TS, <uint64_t>epoch_us(v), 8)
     if kind == K_TIME:
-        if not PyDelta_CheckExact(v):
-            return 1
+        if not PyDelta_CheckExact(v) or not -1000000 < timedelta_days(v) < 1000000:
+            return 1  # (days beyond those would overflow the microseconds; TIME holds 35)
         return put_time(b, v, arg)
     if kind == K_TEXT or kind == K_ENUM:
         if PyUnicode_CheckExact(v):
@@ -594,6 +594,18 @@ cdef class VariantColumn:
     cdef Buf valid  # one byte per row
     cdef Py_ssize_t rows
     cdef Py_ssize_t nulls
+    cdef Py_ssize_t saved[7]
+
+    cdef void save(self) noexcept:
+        """Remember the column's end (``restore`` takes a half-added change back)."""
+        self.saved[0], self.saved[1], self.saved[2] = self.values.size, self.metas.size, self.voffsets.size
+        self.saved[3], self.saved[4], self.saved[5] = self.moffsets.size, self.valid.size, self.rows
+        self.saved[6] = self.nulls
+
+    cdef void restore(self) noexcept:
+        self.values.size, self.metas.size, self.voffsets.size = self.saved[0], self.saved[1], self.saved[2]
+        self.moffsets.size, self.valid.size, self.rows = self.saved[3], self.saved[4], self.saved[5]
+        self.nulls = self.saved[6]
 
     def __cinit__(self):
         memset(&self.values, 0, sizeof(Buf))
@@ -697,6 +709,13 @@ cdef class _Int64s:
     cdef Buf data
     cdef Buf valid
     cdef Py_ssize_t rows, nulls
+    cdef Py_ssize_t saved[4]
+
+    cdef void save(self) noexcept:
+        self.saved[0], self.saved[1], self.saved[2], self.saved[3] = self.data.size, self.valid.size, self.rows, self.nulls
+
+    cdef void restore(self) noexcept:
+        self.data.size, self.valid.size, self.rows, self.nulls = self.saved[0], self.saved[1], self.saved[2], self.saved[3]
 
     def __dealloc__(self):
         free(self.data.data)
@@ -732,7 +751,15 @@ cdef class _Strings:
     cdef Buf offsets
     cdef Buf valid
     cdef Py_ssize_t rows, nulls
-    cdef bint binary
+    cdef Py_ssize_t saved[5]
+
+    cdef void save(self) noexcept:
+        self.saved[0], self.saved[1], self.saved[2] = self.data.size, self.offsets.size, self.valid.size
+        self.saved[3], self.saved[4] = self.rows, self.nulls
+
+    cdef void restore(self) noexcept:
+        self.data.size, self.offsets.size, self.valid.size = self.saved[0], self.saved[1], self.saved[2]
+        self.rows, self.nulls = self.saved[3], self.saved[4]
 
     def __cinit__(self):
         cdef int32_t zero = 0
@@ -818,87 +845,135 @@ cdef int order_key(_Strings out, object k) except -1:
     return out.add_raw(b, 35, 1)
 
 
-def batch_arrays(list changes, images, name_images, fields):
-    """The change-log arrays of ``changes`` but ``columns``, in ``fields`` order (the schema's
-    (name, type) pairs), and per change the index of its layout among the distinct layouts (None for
-    a name change), with those layouts. ``images``: layout -> ``LayoutImages`` (compiled);
-    ``name_images``: a name change -> its before and after ``(value, metadata)`` or None. Raises
-    ``Misfit`` for what the pure builder must do."""
-    cdef _Strings source = _Strings(), file = _Strings(), gtid = _Strings(), db = _Strings()
-    cdef _Strings table = _Strings(), op = _Strings(), okey = _Strings()
-    cdef _Int64s file_number = _Int64s(), position = _Int64s(), txn_position = _Int64s()
-    cdef _Int64s last_committed = _Int64s(), sequence_number = _Int64s(), commit_ts = _Int64s()
-    cdef _Int64s server_id = _Int64s()
-    cdef VariantColumn before = VariantColumn(), after = VariantColumn(), pk = VariantColumn()
-    cdef VariantColumn pk_before = VariantColumn()
-    cdef ObjectPlan img = None, key = None
-    cdef object c, layout, last_layout = None, origin, last_origin = None, docs
-    cdef object o_source = None, o_fno = None, o_txn = None, o_gtid = None, o_lc = None, o_seq = None, o_ts = None
-    cdef dict index = {}
-    cdef list distinct = [], which = []
-    cdef object last_index = None
-    for c in changes:
-        if not PyTuple_CheckExact(c) and not isinstance(c, tuple) or PyTuple_GET_SIZE(c) != 13:
+cdef class BatchBuilder:
+    """A change-log batch being filled change by change (``changelog._batch`` is the reference):
+    every field but ``columns`` into buffers, and per change the index of its layout among the
+    distinct layouts (None for a name change). Changes are not held: they die young, which spares
+    the cycle collector a batch of live tuples. ``images``: layout -> ``LayoutImages`` (compiled);
+    ``name_images``: a name change -> its before and after ``(value, metadata)`` or None."""
+
+    cdef _Strings source, file, gtid, db, table, op, okey
+    cdef _Int64s file_number, position, txn_position, last_committed, sequence_number, commit_ts, server_id
+    cdef VariantColumn before, after, pk, pk_before
+    cdef list strings, ints, variants
+    cdef object images, name_images
+    cdef ObjectPlan img, key
+    cdef object last_layout, last_origin, last_index
+    cdef object o_source, o_fno, o_txn, o_gtid, o_lc, o_seq, o_ts
+    cdef dict index
+    cdef readonly list distinct, which
+    cdef readonly Py_ssize_t rows
+
+    def __init__(self, images, name_images):
+        self.images, self.name_images = images, name_images
+        self.source, self.file, self.gtid, self.db = _Strings(), _Strings(), _Strings(), _Strings()
+        self.table, self.op, self.okey = _Strings(), _Strings(), _Strings()
+        self.file_number, self.position, self.txn_position = _Int64s(), _Int64s(), _Int64s()
+        self.last_committed, self.sequence_number, self.commit_ts = _Int64s(), _Int64s(), _Int64s()
+        self.server_id = _Int64s()
+        self.before, self.after, self.pk, self.pk_before = VariantColumn(), VariantColumn(), VariantColumn(), VariantColumn()
+        self.strings = [self.source, self.file, self.gtid, self.db, self.table, self.op, self.okey]
+        self.ints = [
+            self.file_number, self.position, self.txn_position, self.last_committed, self.sequence_number,
+            self.commit_ts, self.server_id,
+        ]
+        self.variants = [self.before, self.after, self.pk, self.pk_before]
+        self.index, self.distinct, self.which = {}, [], []
+        self.rows = 0
+
+    def add(self, c):
+        """One change; on any error (``Misfit`` included) nothing of it is kept, and the error is
+        raised for the caller to build that change the pure way."""
+        cdef object col
+        for col in self.strings:
+            (<_Strings>col).save()
+        for col in self.ints:
+            (<_Int64s>col).save()
+        for col in self.variants:
+            (<VariantColumn>col).save()
+        try:
+            self._add(c)
+        except BaseException:
+            for col in self.strings:
+                (<_Strings>col).restore()
+            for col in self.ints:
+                (<_Int64s>col).restore()
+            for col in self.variants:
+                (<VariantColumn>col).restore()
+            raise
+        self.rows += 1
+
+    cdef int _add(self, object c) except -1:
+        cdef object origin, layout, docs, enc, index
+        if not isinstance(c, tuple) or PyTuple_GET_SIZE(c) != 13:
             raise Misfit()
         origin = <object>PyTuple_GET_ITEM(c, 8)
-        if origin is not last_origin:
-            o_source, o_fno, o_txn = origin.source, origin.file_number, origin.txn_position
-            o_gtid, o_lc, o_seq, o_ts = origin.gtid, origin.last_committed, origin.sequence_number, origin.commit_time_us
-            last_origin = origin
-        source.add(o_source)
-        file.add(<object>PyTuple_GET_ITEM(c, 9))
-        file_number.add(o_fno)
-        position.add(<object>PyTuple_GET_ITEM(c, 10))
-        txn_position.add(o_txn)
-        order_key(okey, <object>PyTuple_GET_ITEM(c, 12))
-        gtid.add(o_gtid)
-        last_committed.add(o_lc)
-        sequence_number.add(o_seq)
-        commit_ts.add(o_ts)
-        server_id.add(<object>PyTuple_GET_ITEM(c, 11))
-        db.add(<object>PyTuple_GET_ITEM(c, 1))
-        table.add(<object>PyTuple_GET_ITEM(c, 2))
-        op.add(<object>PyTuple_GET_ITEM(c, 0))
+        if origin is not self.last_origin:
+            self.o_source, self.o_fno, self.o_txn = origin.source, origin.file_number, origin.txn_position
+            self.o_gtid, self.o_lc = origin.gtid, origin.last_committed
+            self.o_seq, self.o_ts = origin.sequence_number, origin.commit_time_us
+            self.last_origin = origin
+        self.source.add(self.o_source)
+        self.file.add(<object>PyTuple_GET_ITEM(c, 9))
+        self.file_number.add(self.o_fno)
+        self.position.add(<object>PyTuple_GET_ITEM(c, 10))
+        self.txn_position.add(self.o_txn)
+        order_key(self.okey, <object>PyTuple_GET_ITEM(c, 12))
+        self.gtid.add(self.o_gtid)
+        self.last_committed.add(self.o_lc)
+        self.sequence_number.add(self.o_seq)
+        self.commit_ts.add(self.o_ts)
+        self.server_id.add(<object>PyTuple_GET_ITEM(c, 11))
+        self.db.add(<object>PyTuple_GET_ITEM(c, 1))
+        self.table.add(<object>PyTuple_GET_ITEM(c, 2))
+        self.op.add(<object>PyTuple_GET_ITEM(c, 0))
         layout = <object>PyTuple_GET_ITEM(c, 7)
         if layout is None:  # a rename or drop: names, no layout, no key
-            docs = name_images(c)
-            for col, doc in ((before, docs[0]), (after, docs[1])):
-                if doc is None:
-                    (<VariantColumn>col).add_null()
+            docs = self.name_images(c)
+            for i in range(2):
+                col = self.before if i == 0 else self.after
+                if docs[i] is None:
+                    col.add_null()
                 else:
-                    (<VariantColumn>col).add_bytes(doc[0], doc[1])
-            pk.add_null()
-            pk_before.add_null()
-            which.append(None)
-            continue
-        if layout is not last_layout:
-            enc = images(layout)
-            img, key = enc.image, enc.key
-            last_layout = layout
-            last_index = index.get(id(layout))
-            if last_index is None:
-                last_index = index[id(layout)] = len(distinct)
-                distinct.append(layout)
-        before.add(img, <object>PyTuple_GET_ITEM(c, 3))
-        after.add(img, <object>PyTuple_GET_ITEM(c, 4))
-        pk.add(key, <object>PyTuple_GET_ITEM(c, 5))
-        pk_before.add(key, <object>PyTuple_GET_ITEM(c, 6))
-        which.append(last_index)
-    built = {
-        "source": source, "file": file, "file_number": file_number, "position": position,
-        "txn_position": txn_position, "order_key": okey, "gtid": gtid, "last_committed": last_committed,
-        "sequence_number": sequence_number, "commit_ts": commit_ts, "server_id": server_id, "db": db,
-        "table": table, "op": op, "before": before, "after": after, "pk": pk, "pk_before": pk_before,
-    }
-    arrays = []
-    for name, type in fields:
-        if name == "columns":
-            continue
-        b = built[name]
-        if isinstance(b, VariantColumn):
-            arrays.append(b.array(type))
-        elif isinstance(b, _Strings):
-            arrays.append((<_Strings>b).array(type))
-        else:
-            arrays.append((<_Int64s>b).array(type))
-    return arrays, distinct, which
+                    col.add_bytes(docs[i][0], docs[i][1])
+            self.pk.add_null()
+            self.pk_before.add_null()
+            self.which.append(None)
+            return 0
+        if layout is not self.last_layout:
+            enc = self.images(layout)
+            self.img, self.key = enc.image, enc.key
+            self.last_layout = layout
+            index = self.index.get(id(layout))
+            if index is None:
+                index = self.index[id(layout)] = len(self.distinct)
+                self.distinct.append(layout)
+            self.last_index = index
+        self.before.add(self.img, <object>PyTuple_GET_ITEM(c, 3))
+        self.after.add(self.img, <object>PyTuple_GET_ITEM(c, 4))
+        self.pk.add(self.key, <object>PyTuple_GET_ITEM(c, 5))
+        self.pk_before.add(self.key, <object>PyTuple_GET_ITEM(c, 6))
+        self.which.append(self.last_index)
+        return 0
+
+    def arrays(self, fields):
+        """The arrays of every field but ``columns``, in ``fields`` order (the schema's (name, type))."""
+        built = {
+            "source": self.source, "file": self.file, "file_number": self.file_number, "position": self.position,
+            "txn_position": self.txn_position, "order_key": self.okey, "gtid": self.gtid,
+            "last_committed": self.last_committed, "sequence_number": self.sequence_number,
+            "commit_ts": self.commit_ts, "server_id": self.server_id, "db": self.db, "table": self.table,
+            "op": self.op, "before": self.before, "after": self.after, "pk": self.pk, "pk_before": self.pk_before,
+        }
+        arrays = []
+        for name, type in fields:
+            if name == "columns":
+                continue
+            b = built[name]
+            if isinstance(b, VariantColumn):
+                arrays.append(b.array(type))
+            elif isinstance(b, _Strings):
+                arrays.append((<_Strings>b).array(type))
+            else:
+                arrays.append((<_Int64s>b).array(type))
+        return arrays

@@ -126,15 +126,48 @@ def changelog_batches(
     compiled encoder, default when built and chosen; the pure one is the reference)."""
     on = use_compiled_images(compiled)
     images = image_cache(on)
-    batch = _fast_batch if on else _batch
+    if on:
+        yield from _fast_batches(changes, size, images)
+        return
     buf: list[RowChange] = []
     for c in changes:
         buf.append(c)
         if len(buf) >= size:
-            yield batch(buf, images)
+            yield _batch(buf, images)
             buf = []
     if buf:
-        yield batch(buf, images)
+        yield _batch(buf, images)
+
+
+def _fast_batches(
+    changes: Iterable[RowChange], size: int, images: Callable[[Layout], LayoutImages]
+) -> Iterator[pa.RecordBatch]:
+    """``changelog_batches`` by the compiled builder, change by change. A change it does not take
+    (``_fastvariant.Misfit``, or an encoder's error) ends the batch before it and is built alone
+    the pure way, which gives its row or raises the reference's error: the same rows, in the same
+    order, a batch boundary earlier."""
+    assert _fastvariant is not None
+    builder = _fastvariant.BatchBuilder(images, _name_images)
+    for c in changes:
+        try:
+            builder.add(c)
+        except Exception:
+            if builder.rows:
+                yield _built(builder)
+                builder = _fastvariant.BatchBuilder(images, _name_images)
+            yield _batch([c], images, _fastvariant.VariantColumn)
+            continue
+        if builder.rows >= size:
+            yield _built(builder)
+            builder = _fastvariant.BatchBuilder(images, _name_images)
+    if builder.rows:
+        yield _built(builder)
+
+
+def _built(builder: Any) -> pa.RecordBatch:
+    arrays = builder.arrays(CHANGELOG_FIELDS)
+    cols = _columns(builder.distinct, builder.which, builder.rows)
+    return pa.RecordBatch.from_arrays([*arrays, cols], schema=CHANGELOG_SCHEMA)
 
 
 def _name_images(c: RowChange) -> tuple[tuple[bytes, bytes] | None, tuple[bytes, bytes] | None]:
@@ -152,19 +185,6 @@ def _columns(distinct: list[Layout], which: list[int | None], n: int) -> pa.Arra
         return pa.nulls(n, pa.list_(COLUMN))
     return pa.array([columns_value(lay) for lay in distinct], pa.list_(COLUMN)).take(
         pa.array(which, pa.int32())
-    )
-
-
-def _fast_batch(changes: list[RowChange], images: Callable[[Layout], LayoutImages]) -> pa.RecordBatch:
-    """``_batch`` by the compiled builder (``_fastvariant.batch_arrays``); what it does not take
-    (``Misfit``) is built by ``_batch``."""
-    assert _fastvariant is not None
-    try:
-        arrays, distinct, which = _fastvariant.batch_arrays(changes, images, _name_images, CHANGELOG_FIELDS)
-    except _fastvariant.Misfit:
-        return _batch(changes, images, _fastvariant.VariantColumn)
-    return pa.RecordBatch.from_arrays(
-        [*arrays, _columns(distinct, which, len(changes))], schema=CHANGELOG_SCHEMA
     )
 
 
