@@ -27,7 +27,7 @@ from binlake.changes import Column
 from binlake.events.rows import ABSENT, JsonDiff, PartialJson
 from binlake.generate import generate
 from binlake.spark.changelog import file_changes
-from binlake.values.json_binary import Json
+from binlake.values.json_binary import Json, JsonUInt
 from binlake.values.temporal import MysqlDate, MysqlDateTime
 from binlake.values.types import ColumnType as T
 from tests.conftest import corpus_index
@@ -315,3 +315,31 @@ def test_name_changes_and_odd_fields_build_alike(tmp_path: Path) -> None:
             assert fast == pure, c
         else:  # the same rows; the change the compiled builder left is a batch of its own
             assert pa.Table.from_batches(fast).equals(pa.Table.from_batches(pure)), c
+
+
+JSON_SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.integers(0, 2**64 - 1).map(JsonUInt)
+    | st.floats()
+    | st.sampled_from([1e20, 1e-7, 1.5e300, -0.0, 1e16, 123456789012345678.0])
+    | st.text(
+        alphabet=st.characters(codec="utf-8") | st.sampled_from('"\\\x00\x01\x08\x0c\n\r\t\x1f\x7f\u2028é😀')
+    )
+)
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    st.recursive(
+        JSON_SCALARS,
+        lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=6), kids, max_size=4),
+        max_leaves=16,
+    ),
+    st.booleans(),
+)
+def test_json_documents_encode_alike(doc: Any, plain: bool) -> None:
+    """The compiled text of a plain document is ``Json.text()``'s and the reference's
+    ``to_mysql_text``: quoting, control characters, floats (``1e20``), unsigned and big integers."""
+    both((col("j", T.JSON),), (Json(doc, plain=plain),))

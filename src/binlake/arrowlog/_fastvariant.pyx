@@ -18,14 +18,18 @@ from cpython.datetime cimport (
     timedelta_days, timedelta_microseconds, timedelta_seconds,
 )
 from cpython.float cimport PyFloat_AS_DOUBLE, PyFloat_CheckExact
-from cpython.long cimport PyLong_AsLongLong, PyLong_AsLongLongAndOverflow, PyLong_AsUnsignedLongLong, PyLong_CheckExact
+from cpython.long cimport PyLong_Check, PyLong_AsLongLong, PyLong_AsLongLongAndOverflow, PyLong_AsUnsignedLongLong, PyLong_CheckExact
 from cpython.object cimport PyObject
 from cpython.sequence cimport PySequence_GetItem
 from cpython.tuple cimport PyTuple_CheckExact, PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from cpython.unicode cimport PyUnicode_CheckExact, PyUnicode_Join
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
-from libc.string cimport memcpy, memset
+from libc.math cimport isfinite
+from libc.stdio cimport snprintf
+from libc.string cimport memcpy, memset, strlen, strstr
+from cpython.dict cimport PyDict_CheckExact
+from cpython.list cimport PyList_CheckExact
 
 import datetime as _dt
 from decimal import Decimal as _Decimal
@@ -33,6 +37,9 @@ from decimal import Decimal as _Decimal
 import pyarrow as pa
 
 cdef extern from "Python.h":
+    char *PyOS_double_to_string(double val, char format_code, int precision, int flags, int *ptype) except NULL
+    int Py_DTSF_ADD_DOT_0
+    void PyMem_Free(void *p)
     const char *PyUnicode_AsUTF8AndSize(object s, Py_ssize_t *size) except? NULL
     int PyFloat_Pack4(double x, char *p, int le) except? -1
     int PyFloat_Pack8(double x, char *p, int le) except? -1
@@ -421,7 +428,116 @@ cdef int put_value(Buf *b, object v, int kind, int arg) except -1:
     if kind == K_JSON:
         if type(v) is not _JSON:
             return 1
+        if v.plain:  # ``Json.text()`` of a plain document, written here
+            _text.size = 0
+            if json_text(&_text, v.value, 0) == 0:
+                return put_string(b, _text.data, _text.size)
         return put_str(b, v.text())
+    return 1
+
+
+cdef Buf _text  # a JSON document's text being written (one at a time)
+cdef const char *_HEX = "0123456789abcdef"
+
+
+cdef int json_string(Buf *b, object s) except -1:
+    """A str as ``json.encoder.encode_basestring`` quotes it; 1 when it is not UTF-8 encodable."""
+    cdef Py_ssize_t n, i, start = 0
+    cdef const unsigned char *p
+    cdef unsigned char c
+    cdef char esc[6]
+    try:
+        p = <const unsigned char *>PyUnicode_AsUTF8AndSize(s, &n)
+    except UnicodeError:
+        return 1
+    buf_put(b, "\"", 1)
+    for i in range(n):
+        c = p[i]
+        if c >= 0x20 and c != 34 and c != 92:
+            continue
+        buf_put(b, <const char *>p + start, i - start)
+        start = i + 1
+        if c == 34:
+            buf_put(b, "\\\"", 2)
+        elif c == 92:
+            buf_put(b, "\\\\", 2)
+        elif c == 10:
+            buf_put(b, "\\n", 2)
+        elif c == 13:
+            buf_put(b, "\\r", 2)
+        elif c == 9:
+            buf_put(b, "\\t", 2)
+        elif c == 8:
+            buf_put(b, "\\b", 2)
+        elif c == 12:
+            buf_put(b, "\\f", 2)
+        else:
+            esc[0], esc[1], esc[2], esc[3] = c'\\', c'u', c'0', c'0'
+            esc[4], esc[5] = _HEX[c >> 4], _HEX[c & 15]
+            buf_put(b, esc, 6)
+    buf_put(b, <const char *>p + start, n - start)
+    buf_put(b, "\"", 1)
+    return 0
+
+
+cdef int json_text(Buf *b, object v, int depth) except -1:
+    """A plain JSON value as ``json.dumps(v, ensure_ascii=False)`` writes it (``Json.text``); 1
+    for anything else (a float MySQL writes otherwise, a key that is not text, deep nesting)."""
+    cdef long long x
+    cdef int overflow
+    cdef char *r
+    cdef Py_ssize_t i, n
+    cdef bint first
+    cdef object key, item
+    if depth > 200:
+        return 1
+    if v is None:
+        return buf_put(b, "null", 4)
+    if v is True:
+        return buf_put(b, "true", 4)
+    if v is False:
+        return buf_put(b, "false", 5)
+    if PyUnicode_CheckExact(v):
+        return json_string(b, v)
+    if PyLong_Check(v):  # JsonUInt too: json writes any int by int.__repr__
+        x = PyLong_AsLongLongAndOverflow(v, &overflow)
+        if overflow:
+            return 1
+        buf_reserve(b, 24)
+        b.size += snprintf(b.data + b.size, 24, "%lld", x)
+        return 0
+    if PyFloat_CheckExact(v):
+        if not isfinite(PyFloat_AS_DOUBLE(v)):
+            return 1
+        r = PyOS_double_to_string(PyFloat_AS_DOUBLE(v), c'r', 0, Py_DTSF_ADD_DOT_0, NULL)
+        try:
+            if strstr(r, "e+") != NULL:
+                return 1  # MySQL writes 1e20: ``to_mysql_text``'s
+            buf_put(b, r, strlen(r))
+        finally:
+            PyMem_Free(r)
+        return 0
+    if PyDict_CheckExact(v):
+        buf_put(b, "{", 1)
+        first = True
+        for key, item in (<dict>v).items():
+            if not PyUnicode_CheckExact(key):
+                return 1
+            if not first:
+                buf_put(b, ", ", 2)
+            first = False
+            if json_string(b, key) or (buf_put(b, ": ", 2) or json_text(b, item, depth + 1)):
+                return 1
+        return buf_put(b, "}", 1)
+    if PyList_CheckExact(v):
+        buf_put(b, "[", 1)
+        n = len(<list>v)
+        for i in range(n):
+            if i:
+                buf_put(b, ", ", 2)
+            if json_text(b, (<list>v)[i], depth + 1):
+                return 1
+        return buf_put(b, "]", 1)
     return 1
 
 
