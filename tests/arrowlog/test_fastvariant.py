@@ -343,3 +343,15 @@ def test_json_documents_encode_alike(doc: Any, plain: bool) -> None:
     """The compiled text of a plain document is ``Json.text()``'s and the reference's
     ``to_mysql_text``: quoting, control characters, floats (``1e20``), unsigned and big integers."""
     both((col("j", T.JSON),), (Json(doc, plain=plain),))
+
+
+def test_changes_the_compiled_builder_leaves_keep_their_batches_whole(tmp_path: Path) -> None:
+    """Where every change is one the compiled builder does not take (a float position, which Arrow
+    takes as an integer), batches are still built whole, the pure way, with the same rows."""
+    result = generate(tmp_path / "bin", seed=9, target_bytes=200_000)
+    changes = [c for f in result.files for c in file_changes(f)]
+    odd = [c._replace(position=float(c.position)) if i % 3 else c for i, c in enumerate(changes)]
+    pure = list(changelog_batches(odd, size=300, compiled=False))
+    fast = list(changelog_batches(odd, size=300, compiled=True))
+    assert pa.Table.from_batches(fast).equals(pa.Table.from_batches(pure))
+    assert len(fast) <= 2 * len(pure) + 1

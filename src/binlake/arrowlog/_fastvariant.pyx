@@ -1,14 +1,17 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
-"""Row images as VARIANT objects in C: one call per image, written straight into a column's buffers.
+"""The change log's record batches in C: row images as VARIANT objects, one call per image, and
+every other field, written straight into Arrow buffers (``binlake.arrowlog.changelog``).
 
 The pure ``binlake.arrowlog.variant.ObjectEncoder`` is the reference. An ``ObjectPlan`` is made from
 one (its field order, ids, metadata and skip marker) plus, per field, a kind from
 ``binlake.arrowlog.images.column_encoding``: the common value types (integers by declared width,
-decimals, floats, dates and timestamps, TIME, text, binary, ENUM/SET names, JSON documents) are
-written here; anything else — a value of a type the kind does not expect, out of its range, a kind
-``PY`` — goes to the field's pure encoder, so bytes and errors are the reference's by construction.
-``VariantColumn`` fills one VARIANT column of a change-log batch (values, metadata, validity) and
-hands it to Arrow as buffers, without a Python object per row.
+decimals, floats, dates and timestamps, TIME, text, binary, ENUM/SET names, JSON documents — a plain
+one's text written here too) are written here; anything else — a value of a type the kind does not
+expect, out of its range, a kind ``PY`` — goes to the field's pure encoder, so bytes and errors are
+the reference's by construction. ``VariantColumn`` fills one VARIANT column (values, metadata,
+validity); ``BatchBuilder`` fills a whole batch change by change (``changelog._batch`` is its
+reference), without a Python object per row, and gives up on a change it does not take
+(``Misfit``), which the caller then builds the pure way.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_FromStringAndSize, PyBytes_GET_SIZE

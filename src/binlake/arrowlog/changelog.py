@@ -143,23 +143,32 @@ def _fast_batches(
     changes: Iterable[RowChange], size: int, images: Callable[[Layout], LayoutImages]
 ) -> Iterator[pa.RecordBatch]:
     """``changelog_batches`` by the compiled builder, change by change. A change it does not take
-    (``_fastvariant.Misfit``, or an encoder's error) ends the batch before it and is built alone
-    the pure way, which gives its row or raises the reference's error: the same rows, in the same
-    order, a batch boundary earlier."""
+    (``_fastvariant.Misfit``, or an encoder's error) ends the batch before it and starts one built
+    the pure way, which gives its rows or raises the reference's error: the same rows in the same
+    order, batch boundaries moved."""
     assert _fastvariant is not None
     builder = _fastvariant.BatchBuilder(images, _name_images)
+    pure: list[RowChange] | None = None  # a batch being gathered for the pure builder
     for c in changes:
+        if pure is not None:
+            pure.append(c)
+            if len(pure) >= size:
+                yield _batch(pure, images, _fastvariant.VariantColumn)
+                pure = None
+            continue
         try:
             builder.add(c)
         except Exception:
             if builder.rows:
                 yield _built(builder)
                 builder = _fastvariant.BatchBuilder(images, _name_images)
-            yield _batch([c], images, _fastvariant.VariantColumn)
+            pure = [c]
             continue
         if builder.rows >= size:
             yield _built(builder)
             builder = _fastvariant.BatchBuilder(images, _name_images)
+    if pure:
+        yield _batch(pure, images, _fastvariant.VariantColumn)
     if builder.rows:
         yield _built(builder)
 
