@@ -22,7 +22,9 @@ else:
             Extension(
                 "binlake.events._fastenv", ["src/binlake/events/_fastenv.pyx"], libraries=["z"], optional=True
             ),
-            Extension("binlake.arrowlog._fastvariant", ["src/binlake/arrowlog/_fastvariant.pyx"], optional=True),
+            Extension(
+                "binlake.arrowlog._fastvariant", ["src/binlake/arrowlog/_fastvariant.pyx"], optional=True
+            ),
         ],
         compiler_directives={"language_level": "3"},
         include_path=["src"],  # the shared .pxd (binlake.values._bytes)
