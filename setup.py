@@ -1,7 +1,8 @@
 """The optional compiled hot path (Cython): the row decoder (``binlake.values._fastrows`` and
 ``_fastjson``), the per-event envelope (``binlake.events._fastenv``, linked with zlib for CRC32), the
 merge's node reader loop (``binlake.globalbinlog._fastnodes``), the row text formatter
-(``binlake.render._fastrender``) and the JSON and SQL row formatters (``binlake.render._fastjoin``).
+(``binlake.render._fastrender``), the JSON and SQL row formatters (``binlake.render._fastjoin``) and the
+change log's VARIANT images (``binlake.arrowlog._fastvariant``).
 
 Everything else is in pyproject.toml. Without Cython or a C compiler the package installs and runs
 pure Python (the reference path): the extension is optional and a failed build is only a warning.
@@ -32,6 +33,9 @@ else:
                 ["src/binlake/globalbinlog/_fastnodes.pyx"],
                 libraries=["z"],
                 optional=True,
+            ),
+            Extension(
+                "binlake.arrowlog._fastvariant", ["src/binlake/arrowlog/_fastvariant.pyx"], optional=True
             ),
         ],
         compiler_directives={"language_level": "3"},

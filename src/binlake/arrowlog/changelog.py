@@ -16,7 +16,7 @@ from typing import Any
 import pyarrow as pa
 
 from binlake.arrowlog import variant
-from binlake.arrowlog.images import LayoutImages, image_cache
+from binlake.arrowlog.images import LayoutImages, _fastvariant, image_cache, use_compiled_images
 from binlake.changes import Layout, Op, RowChange
 
 # a VARIANT column as Spark's Python data source takes it from Arrow
@@ -86,34 +86,49 @@ def columns_value(layout: Layout) -> list[dict[str, Any]]:
 
 
 class _Variants:
-    """One VARIANT column being filled."""
+    """One VARIANT column being filled (the pure path; ``_fastvariant.VariantColumn`` is the
+    compiled one, with the same methods, writing into buffers)."""
 
     def __init__(self) -> None:
         self.values: list[bytes] = []
         self.metas: list[bytes] = []
         self.nulls: list[bool] = []
 
-    def add(self, value: bytes | None, metadata: bytes) -> None:
-        if value is None:
-            self.values.append(b"")
-            self.metas.append(b"")
-            self.nulls.append(True)
+    def add(self, encoder: Any, row: Any) -> None:
+        """``row`` encoded by ``encoder`` (an ``ObjectEncoder``); None: a NULL variant."""
+        if row is None:
+            self.add_null()
         else:
-            self.values.append(value)
-            self.metas.append(metadata)
-            self.nulls.append(False)
+            self.add_bytes(encoder(row), encoder.metadata)
 
-    def array(self) -> pa.StructArray:
+    def add_bytes(self, value: bytes, metadata: bytes) -> None:
+        self.values.append(value)
+        self.metas.append(metadata)
+        self.nulls.append(False)
+
+    def add_null(self) -> None:
+        self.values.append(b"")
+        self.metas.append(b"")
+        self.nulls.append(True)
+
+    def array(self, type: pa.DataType) -> pa.StructArray:
         return pa.StructArray.from_arrays(
             [pa.array(self.values, pa.binary()), pa.array(self.metas, pa.binary())],
-            fields=list(VARIANT),
+            fields=list(type),
             mask=pa.array(self.nulls, pa.bool_()),
         )
 
 
-def changelog_batches(changes: Iterable[RowChange], size: int = 4096) -> Iterator[pa.RecordBatch]:
-    """Row changes as change-log record batches of up to ``size`` rows."""
-    images = image_cache()
+def changelog_batches(
+    changes: Iterable[RowChange], size: int = 4096, compiled: bool | None = None
+) -> Iterator[pa.RecordBatch]:
+    """Row changes as change-log record batches of up to ``size`` rows (``compiled``: built by the
+    compiled encoder, default when built and chosen; the pure one is the reference)."""
+    on = use_compiled_images(compiled)
+    images = image_cache(on)
+    if on:
+        yield from _fast_batches(changes, size, images)
+        return
     buf: list[RowChange] = []
     for c in changes:
         buf.append(c)
@@ -124,41 +139,97 @@ def changelog_batches(changes: Iterable[RowChange], size: int = 4096) -> Iterato
         yield _batch(buf, images)
 
 
-def _batch(changes: list[RowChange], images: Callable[[Layout], LayoutImages]) -> pa.RecordBatch:
-    before, after, pk, pk_before = _Variants(), _Variants(), _Variants(), _Variants()
+def _fast_batches(
+    changes: Iterable[RowChange], size: int, images: Callable[[Layout], LayoutImages]
+) -> Iterator[pa.RecordBatch]:
+    """``changelog_batches`` by the compiled builder, change by change. A change it does not take
+    (``_fastvariant.Misfit``, or an encoder's error) ends the batch before it and starts one built
+    the pure way, which gives its rows or raises the reference's error: the same rows in the same
+    order, batch boundaries moved."""
+    assert _fastvariant is not None
+    builder = _fastvariant.BatchBuilder(images, _name_images)
+    pure: list[RowChange] | None = None  # a batch being gathered for the pure builder
+    for c in changes:
+        if pure is not None:
+            pure.append(c)
+            if len(pure) >= size:
+                yield _batch(pure, images, _fastvariant.VariantColumn)
+                pure = None
+            continue
+        try:
+            builder.add(c)
+        except Exception:
+            if builder.rows:
+                yield _built(builder)
+                builder = _fastvariant.BatchBuilder(images, _name_images)
+            pure = [c]
+            continue
+        if builder.rows >= size:
+            yield _built(builder)
+            builder = _fastvariant.BatchBuilder(images, _name_images)
+    if pure:
+        yield _batch(pure, images, _fastvariant.VariantColumn)
+    if builder.rows:
+        yield _built(builder)
+
+
+def _built(builder: Any) -> pa.RecordBatch:
+    arrays = builder.arrays(CHANGELOG_FIELDS)
+    cols = _columns(builder.distinct, builder.which, builder.rows)
+    return pa.RecordBatch.from_arrays([*arrays, cols], schema=CHANGELOG_SCHEMA)
+
+
+def _name_images(c: RowChange) -> tuple[tuple[bytes, bytes] | None, tuple[bytes, bytes] | None]:
+    """A rename's or drop's ``before`` and ``after``: its names as a variant object each."""
+    fields = _NAME_FIELDS[c.op]
+    return tuple(  # type: ignore[return-value]
+        None if names is None else variant.encode_document(dict(zip(fields, names, strict=True)))
+        for names in (c.before, c.after)
+    )
+
+
+def _columns(distinct: list[Layout], which: list[int | None], n: int) -> pa.Array:
+    """The ``columns`` field: each distinct layout once, taken per change."""
+    if not distinct:
+        return pa.nulls(n, pa.list_(COLUMN))
+    return pa.array([columns_value(lay) for lay in distinct], pa.list_(COLUMN)).take(
+        pa.array(which, pa.int32())
+    )
+
+
+def _batch(
+    changes: list[RowChange], images: Callable[[Layout], LayoutImages], column: Callable[[], Any] = _Variants
+) -> pa.RecordBatch:
+    """The reference: one record batch of ``changes``, each field from a Python list."""
+    before, after, pk, pk_before = column(), column(), column(), column()
     layouts: dict[int, int] = {}  # id(layout) -> index into distinct
-    distinct: list[Any] = []
+    distinct: list[Layout] = []
     which: list[int | None] = []
     for c in changes:
         layout = c.layout
         if layout is None:  # a rename or drop: names, no layout, no key
-            fields = _NAME_FIELDS[c.op]
-            for col, names in ((before, c.before), (after, c.after)):
-                if names is None:
-                    col.add(None, b"")
+            for col, doc in zip((before, after), _name_images(c), strict=True):
+                if doc is None:
+                    col.add_null()
                 else:
-                    col.add(*variant.encode_document(dict(zip(fields, names, strict=True))))
-            pk.add(None, b"")
-            pk_before.add(None, b"")
+                    col.add_bytes(*doc)
+            pk.add_null()
+            pk_before.add_null()
             which.append(None)
             continue
         enc = images(layout)
         img, key = enc.image, enc.key
-        before.add(img(c.before) if c.before is not None else None, img.metadata)
-        after.add(img(c.after) if c.after is not None else None, img.metadata)
-        pk.add(key(c.key) if c.key is not None else None, key.metadata)
-        pk_before.add(key(c.key_before) if c.key_before is not None else None, key.metadata)
+        before.add(img, c.before)
+        after.add(img, c.after)
+        pk.add(key, c.key)
+        pk_before.add(key, c.key_before)
         i = layouts.get(id(layout))
         if i is None:
             i = layouts[id(layout)] = len(distinct)
-            distinct.append(columns_value(layout))
+            distinct.append(layout)
         which.append(i)
     origins = [c.origin for c in changes]
-    cols = (
-        pa.array(distinct, pa.list_(COLUMN)).take(pa.array(which, pa.int32()))
-        if distinct
-        else pa.nulls(len(changes), pa.list_(COLUMN))
-    )
+    cols = _columns(distinct, which, len(changes))
     arrays = [
         pa.array([o.source for o in origins], pa.string()),
         pa.array([c.file for c in changes], pa.string()),
@@ -174,10 +245,10 @@ def _batch(changes: list[RowChange], images: Callable[[Layout], LayoutImages]) -
         pa.array([c.db for c in changes], pa.string()),
         pa.array([c.table for c in changes], pa.string()),
         pa.array([c.op.value for c in changes], pa.string()),
-        before.array(),
-        after.array(),
-        pk.array(),
-        pk_before.array(),
+        before.array(VARIANT),
+        after.array(VARIANT),
+        pk.array(VARIANT),
+        pk_before.array(VARIANT),
         cols,
     ]
     return pa.RecordBatch.from_arrays(arrays, schema=CHANGELOG_SCHEMA)

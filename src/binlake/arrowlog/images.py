@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import datetime as dt
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from binlake.arrowlog import variant as v
@@ -25,6 +25,7 @@ from binlake.events.rows import ABSENT, PartialJson
 from binlake.identitycache import IdentityCache
 from binlake.layout import Column, Layout
 from binlake.render.values import PARTIAL_JSON_KEY  # the one name, as JSON output writes it too
+from binlake.values import plan
 from binlake.values.json_binary import Json, to_mysql_text
 from binlake.values.numeric import bit_length
 from binlake.values.temporal import format_date, format_datetime, format_time
@@ -100,67 +101,130 @@ def _json(keys: v.Keys) -> v.Encode:
     return f
 
 
+# how the compiled encoder (``binlake.arrowlog._fastvariant``) writes a column's values: a kind it
+# takes values of the expected type in (the rest go to the column's pure encoder) and its argument
+Kind = tuple[str, int]
+PY: Kind = ("PY", 0)  # every value through the pure encoder
+_INT_KINDS: dict[v.Encode, str] = {
+    v.enc_int8: "INT8",
+    v.enc_int16: "INT16",
+    v.enc_int32: "INT32",
+    v.enc_int64: "INT64",
+    v.enc_uint64: "UINT64",
+}
+_DECIMAL_KINDS = ((9, "DEC4"), (18, "DEC8"), (38, "DEC16"))  # largest precision, kind
+
+
 def column_encoder(c: Column, keys: v.Keys) -> v.Encode:
     """The encoder of one column's non-NULL values (see the module docstring)."""
+    return column_encoding(c, keys)[0]
+
+
+def column_encoding(c: Column, keys: v.Keys) -> tuple[v.Encode, Kind]:
+    """A column's pure encoder and the kind the compiled encoder writes it as."""
     t, meta = c.type, c.meta
     if t in _INTS:
-        return _int(_INTS[t][1 if c.unsigned else 0])
+        enc = _INTS[t][1 if c.unsigned else 0]
+        return _int(enc), (_INT_KINDS[enc], 0)
     if t == ColumnType.NEWDECIMAL:
         p, s = meta >> 8, meta & 0xFF
-        return v.decimal_encoder(p, s) if p <= 38 else (lambda x: v.enc_string(format(x, "f")))
+        if p > 38:
+            return (lambda x: v.enc_string(format(x, "f"))), PY
+        return v.decimal_encoder(p, s), (next(k for top, k in _DECIMAL_KINDS if p <= top), s)
     if t == ColumnType.FLOAT:
-        return v.enc_float
+        return v.enc_float, ("FLOAT", 0)
     if t == ColumnType.DOUBLE:
-        return v.enc_double
+        return v.enc_double, ("DOUBLE", 0)
     if t in (ColumnType.DATE, ColumnType.NEWDATE):
-        return _temporal(v.enc_date, 0, lambda x, _: format_date(x), dt.date)
+        return _temporal(v.enc_date, 0, lambda x, _: format_date(x), dt.date), ("DATE", 0)
     if t in (ColumnType.DATETIME, ColumnType.DATETIME2):
-        return _temporal(
-            v.enc_timestamp_ntz, meta if t == ColumnType.DATETIME2 else 0, format_datetime, dt.datetime
-        )
+        fsp = meta if t == ColumnType.DATETIME2 else 0
+        return _temporal(v.enc_timestamp_ntz, fsp, format_datetime, dt.datetime), ("TS_NTZ", 0)
     if t in (ColumnType.TIMESTAMP, ColumnType.TIMESTAMP2):
-        return _temporal(
-            v.enc_timestamp, meta if t == ColumnType.TIMESTAMP2 else 0, format_datetime, dt.datetime
-        )
+        fsp = meta if t == ColumnType.TIMESTAMP2 else 0
+        return _temporal(v.enc_timestamp, fsp, format_datetime, dt.datetime), ("TS", 0)
     if t in (ColumnType.TIME, ColumnType.TIME2):
         fsp = meta if t == ColumnType.TIME2 else 0
-        return lambda x: v.enc_string(format_time(x, fsp))
+        return (lambda x: v.enc_string(format_time(x, fsp))), ("TIME", fsp)
     if t == ColumnType.YEAR:
-        return _int(v.enc_int16)
+        return _int(v.enc_int16), ("INT16", 0)
     if t == ColumnType.BIT:
-        return v.enc_uint64 if bit_length(meta) > 63 else v.enc_int64
+        enc = v.enc_uint64 if bit_length(meta) > 63 else v.enc_int64
+        return enc, (_INT_KINDS[enc], 0)
     if t == ColumnType.ENUM:
-        return _enum
+        return _enum, ("ENUM", 0)
     if t == ColumnType.SET:
-        return _set
+        return _set, ("SET", 0)
     if t == ColumnType.JSON:
-        return _json(keys)
+        return _json(keys), ("JSON", 0)
     if t == ColumnType.VECTOR:
-        return _vector
+        return _vector, PY
     if t == ColumnType.GEOMETRY or (t in _TEXT and c.collation == BINARY_COLLATION):
-        return _bytes
+        return _bytes, ("BYTES", 0)
     if t in _TEXT:
-        return _text
-    return lambda x: v.encode_any(x, keys)
+        return _text, ("TEXT", 0)
+    return (lambda x: v.encode_any(x, keys)), PY
 
 
 class LayoutImages:
-    """One layout's encoders: images (every column) and keys (the primary key's columns)."""
+    """One layout's encoders: images (every column) and keys (the primary key's columns); with
+    ``compiled``, the compiled plans of the same encoders (``_fastvariant.ObjectPlan``)."""
 
-    def __init__(self, layout: Layout) -> None:
+    def __init__(self, layout: Layout, compiled: bool = False) -> None:
         names = [c.name for c in layout]
         keys = v.Keys(names)
         if any(c.type == ColumnType.JSON for c in layout):
             for k in _PARTIAL_KEYS:
                 keys.id(k)
-        self.image = v.ObjectEncoder(names, [column_encoder(c, keys) for c in layout], ABSENT, keys)
+        self.compiled = compiled
+        self.image = _object(layout, ABSENT, keys, compiled)
         pk = [c for c in layout if c.pk]
-        pk_keys = v.Keys([c.name for c in pk])
-        self.key = v.ObjectEncoder(
-            [c.name for c in pk], [column_encoder(c, pk_keys) for c in pk], None, pk_keys
-        )
+        self.key = _object(pk, None, v.Keys([c.name for c in pk]), compiled)
 
 
-def image_cache() -> IdentityCache[Layout, LayoutImages]:
+def _object(columns: Sequence[Column], skip: object, keys: v.Keys, compiled: bool) -> Any:
+    codes = [column_encoding(c, keys) for c in columns]
+    pure = v.ObjectEncoder([c.name for c in columns], [enc for enc, _ in codes], skip, keys)
+    if not compiled:
+        return pure
+    assert _fastvariant is not None
+    return _fastvariant.ObjectPlan(pure, [(_fastvariant.KINDS[k], arg) for _, (k, arg) in codes])
+
+
+def image_cache(compiled: bool = False) -> IdentityCache[Layout, LayoutImages]:
     """``LayoutImages`` by layout (the core reuses a layout object per table map), bounded."""
-    return IdentityCache(LayoutImages)
+    return IdentityCache(lambda layout: LayoutImages(layout, compiled))
+
+
+def use_compiled_images(compiled: bool | None = None) -> bool:
+    """Whether to write images with the compiled encoder: ``compiled`` if built, else whether it
+    is built and chosen (``compiled_images``)."""
+    return compiled_images() if compiled is None else compiled and _fastvariant is not None
+
+
+# the compiled encoder's interface this source expects: a stale build (a .pyx changed, the install
+# not rerun) is not used
+FAST_INTERFACE = 1
+
+try:
+    from binlake.arrowlog import _fastvariant  # type: ignore[attr-defined]
+except ImportError:  # not built: the pure encoders
+    _fastvariant = None
+if getattr(_fastvariant, "INTERFACE", None) != FAST_INTERFACE:
+    _fastvariant = None
+else:
+    _fastvariant.set_json_type(Json)
+_compiled = _fastvariant is not None and not plan.PURE_FORCED
+
+
+def _choose(on: bool) -> None:
+    global _compiled
+    _compiled = on and _fastvariant is not None
+
+
+plan.SWITCHES.append(_choose)  # ``plan.use_compiled`` / ``BINLAKE_PURE`` choose for this part too
+
+
+def compiled_images() -> bool:
+    """Whether change-log images are written by the compiled encoder (built, current and chosen)."""
+    return _compiled
