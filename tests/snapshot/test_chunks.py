@@ -260,10 +260,15 @@ def _replay(changes: list[RowChange]) -> dict[Any, tuple[Any, ...]]:
     return state
 
 
-def test_chunks_read_during_writes_plus_the_binlog_after_them_equal_the_table(mariadb: Any) -> None:
+@pytest.mark.parametrize("locked", [False, True], ids=["snapshot-status", "read-lock"])
+def test_chunks_read_during_writes_plus_the_binlog_after_them_equal_the_table(
+    mariadb: Any, locked: bool
+) -> None:
     """Chunks read at different moments while a workload runs (updates of rows copied and not yet
     copied, deletes, inserts, primary-key changes); with the binlog from the first chunk on, the
-    replay by order key equals the table — no binlog before the snapshot is needed."""
+    replay by order key equals the table — no binlog before the snapshot is needed. Both ways of
+    finding a chunk's position: MariaDB's snapshot status, and the brief global read lock MySQL
+    needs (run here on MariaDB)."""
     import random
     import threading
     import time
@@ -314,13 +319,14 @@ def test_chunks_read_during_writes_plus_the_binlog_after_them_equal_the_table(ma
         chunks = []
         for r in plan_chunks(conn, table, 25):
             after_some_writes()
-            chunks.append(read_chunk(conn, table, r))
+            chunks.append(read_chunk(conn, table, r, locked=locked))
     finally:
         stop.set()
         writer.join()
         conn.close()
     points = {ch.point for ch in chunks}
     assert len(points) > 3, "the workload did not run between the chunks"
+    assert {p.file for p in points} <= {f.name for f in mariadb.binlog_files()}  # names, not b'…'
     first = min(ch.point.order_key() for ch in chunks)
     binlog = [c for c in server_changes(mariadb, "snaplive") if c.order_key > first]
     snapshot = [c for ch in chunks for c in chunk_changes(ch)]

@@ -258,7 +258,8 @@ def current_position(conn: Any) -> FilePosition:
             continue
         if not row:
             raise ReplicationError("binary logging is off on this server (no binlog status)")
-        return FilePosition(str(row[0]), int(row[1]))
+        name = row[0].decode() if isinstance(row[0], (bytes, bytearray)) else str(row[0])  # a raw conn
+        return FilePosition(name, int(row[1]))
     raise ReplicationError(f"cannot read the binlog status: {last}")
 
 

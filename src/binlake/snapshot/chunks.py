@@ -119,9 +119,15 @@ TABLE_DEF_CHANGED = 1412  # ER_TABLE_DEF_CHANGED: the table was rebuilt after th
 READ_ATTEMPTS = 5
 
 
-def read_chunk(conn: Any, t: CatalogTable, r: KeyRange) -> Chunk:
+def read_chunk(conn: Any, t: CatalogTable, r: KeyRange, *, locked: bool = False) -> Chunk:
     """One chunk in one consistent snapshot, with the binlog position of that snapshot. ``conn``:
     a PyMySQL connection opened with ``conv={}`` (values as the server's bytes).
+
+    The position: MariaDB (and Percona Server) tell it with the snapshot (``binlog_snapshot_file``
+    and ``_position``), lock-free. MySQL does not: there the snapshot begins under a global read
+    lock held only while the snapshot starts and the binlog position is read (as ``mysqldump
+    --single-transaction --source-data`` does; it needs the RELOAD privilege), so writes pause for
+    milliseconds once per chunk. ``locked``: take that way on any server (tests run it on MariaDB).
 
     The columns are the table's as the catalog says inside that transaction, not as ``t`` (planned
     earlier) says: an ALTER may land between the plan and the read. The catalog is read before the
@@ -131,7 +137,7 @@ def read_chunk(conn: Any, t: CatalogTable, r: KeyRange) -> Chunk:
 
     for _ in range(READ_ATTEMPTS):
         try:
-            chunk = _read_once(conn, t, r)
+            chunk = _read_once(conn, t, r, locked)
         except pymysql.err.OperationalError as e:
             if e.args[0] != TABLE_DEF_CHANGED:
                 raise
@@ -143,7 +149,7 @@ def read_chunk(conn: Any, t: CatalogTable, r: KeyRange) -> Chunk:
     )
 
 
-def _read_once(conn: Any, planned: CatalogTable, r: KeyRange) -> Chunk | None:
+def _read_once(conn: Any, planned: CatalogTable, r: KeyRange, locked: bool) -> Chunk | None:
     """``read_chunk``'s one attempt; None when the table's definition changed during it."""
     where, params = _where(planned, r)
     order = f" ORDER BY {', '.join(_key_columns(planned))}" if planned.key else ""
@@ -151,17 +157,8 @@ def _read_once(conn: Any, planned: CatalogTable, r: KeyRange) -> Chunk | None:
         # strings in their column's charset as the binlog holds them; TIMESTAMP in UTC
         cur.execute("SET SESSION character_set_results = NULL, time_zone = '+00:00'")
         cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-        cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
         try:
-            cur.execute("SHOW STATUS LIKE 'binlog_snapshot_%'")
-            status = {_s(k).lower(): _s(v) for k, v in cur.fetchall()}
-            file, pos = status.get("binlog_snapshot_file"), status.get("binlog_snapshot_position")
-            if not file or not pos:
-                raise SnapshotError(
-                    f"table {planned.db}.{planned.table}: the server gives no binlog position for a "
-                    "consistent snapshot (binlog_snapshot_file is empty: is log_bin on? MySQL has no such "
-                    "status; MariaDB does)"
-                )
+            file, pos = _begin_snapshot(conn, cur, planned, locked)
             cur.execute("SELECT @@server_id")
             server_id = int(_s(cur.fetchone()[0]))
             t = table_layout(conn, planned.db, planned.table)
@@ -182,6 +179,41 @@ def _read_once(conn: Any, planned: CatalogTable, r: KeyRange) -> Chunk | None:
 
 def _s(v: Any) -> str:
     return v.decode("utf-8") if isinstance(v, (bytes, bytearray)) else str(v)
+
+
+def _begin_snapshot(conn: Any, cur: Any, t: CatalogTable, locked: bool) -> tuple[str, int]:
+    """Start the chunk's consistent snapshot; the binlog position it sits at (``read_chunk``)."""
+    if not locked:
+        cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+        cur.execute("SHOW STATUS LIKE 'binlog_snapshot_%'")
+        status = {_s(k).lower(): _s(v) for k, v in cur.fetchall()}
+        if "binlog_snapshot_file" in status:  # MariaDB, Percona Server
+            file, pos = status["binlog_snapshot_file"], status.get("binlog_snapshot_position")
+            if not file or not pos:
+                raise SnapshotError(
+                    f"table {t.db}.{t.table}: the server gives no binlog position for a consistent "
+                    "snapshot (binlog_snapshot_file is empty: is log_bin on?)"
+                )
+            return file, int(pos)
+        cur.execute("COMMIT")  # MySQL: no such status
+    from binlake.replication.client import current_position
+
+    try:
+        cur.execute("FLUSH TABLES WITH READ LOCK")
+    except Exception as e:
+        raise SnapshotError(
+            f"table {t.db}.{t.table}: this server tells no binlog position with a snapshot, and the "
+            f"brief global read lock that finds it was refused (the RELOAD privilege?): {e}"
+        ) from None
+    try:
+        cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+        try:
+            p = current_position(conn)
+        except BinlogError as e:
+            raise SnapshotError(f"table {t.db}.{t.table}: the server gives no binlog position: {e}") from None
+    finally:
+        cur.execute("UNLOCK TABLES")  # (not LOCK TABLES': the snapshot transaction goes on)
+    return p.file, p.position
 
 
 def chunk_changes(chunk: Chunk, source: str = "") -> Iterator[RowChange]:
