@@ -10,10 +10,46 @@ concatenation to C as data (``Slot``s), with each column's generated expression 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from decimal import Decimal
 from typing import Any, NamedTuple
 
 from binlake.events.rows import ABSENT
 from binlake.values import plan
+from binlake.values.json_binary import Json
+from binlake.values.types import BLOB_TYPES, ColumnType
+
+STRINGS = frozenset({ColumnType.VARCHAR, ColumnType.STRING, ColumnType.VAR_STRING, *BLOB_TYPES})
+_FIXED: dict[int, tuple[str, int, Any]] = {
+    **dict.fromkeys(STRINGS, ("str", 1, None)),  # bytes too: base64 (JSON), X'hex' (SQL)
+    ColumnType.ENUM: ("str", 0, None),
+    ColumnType.JSON: ("json", 0, Json),
+    ColumnType.DATE: ("date", 0, None),
+    ColumnType.NEWDATE: ("date", 0, None),
+}
+_DATETIMES = {ColumnType.DATETIME, ColumnType.TIMESTAMP, ColumnType.DATETIME2, ColumnType.TIMESTAMP2}
+_TIMES = {ColumnType.TIME, ColumnType.TIME2}
+_NO_FSP = {ColumnType.DATETIME, ColumnType.TIMESTAMP, ColumnType.TIME}  # the old types: meta is no fsp
+
+
+def column_op(t: int, m: int, integers: frozenset[int], quoted: int) -> tuple[str, int, Any]:
+    """How ``render._fastjoin`` writes a value of real type ``t`` (meta ``m``): the operation
+    name, its integer, its object, as the generated formatters' inline expressions do for the
+    classes C takes; ``slow`` for the rest. ``integers``: the types written as integers;
+    ``quoted``: DOUBLE and DECIMAL are quoted (JSON) or not (SQL)."""
+    if t in integers:
+        return ("int", 0, None)
+    if t == ColumnType.DOUBLE:
+        return ("float", quoted, None)  # finite ones
+    if t == ColumnType.NEWDECIMAL:
+        return ("decimal", quoted, Decimal)
+    if t in _FIXED:
+        return _FIXED[t]
+    fsp = 0 if t in _NO_FSP else m
+    if t in _DATETIMES and fsp <= 6:
+        return ("datetime", fsp, None)
+    if t in _TIMES and fsp <= 6:
+        return ("time", fsp, None)
+    return ("slow", 0, None)
 
 
 class Slot(NamedTuple):

@@ -16,15 +16,13 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Callable, Sequence
-from decimal import Decimal as DEC
 from typing import Any
 
 from binlake.events.rows import ABSENT
 from binlake.render import joined
 from binlake.render.joined import Slot
 from binlake.render.values import FORMAT_ENV, TypedColumn, float32_text, json_value
-from binlake.values.json_binary import Json
-from binlake.values.types import BLOB_TYPES, INTEGER_TYPES, ColumnType
+from binlake.values.types import INTEGER_TYPES, ColumnType
 
 ImageJson = Callable[[Sequence[Any]], str]
 """The JSON object of one row image (list or tuple, one slot per column)."""
@@ -33,7 +31,7 @@ ENCODER = json.JSONEncoder(ensure_ascii=False)  # json.dumps(…, ensure_ascii=F
 encode = ENCODER.encode
 quote = json.encoder.encode_basestring  # type: ignore[attr-defined]  # what the encoder quotes str with
 
-_STRINGS = frozenset({ColumnType.VARCHAR, ColumnType.STRING, ColumnType.VAR_STRING, *BLOB_TYPES})
+_STRINGS = joined.STRINGS
 _INTEGERS = INTEGER_TYPES | {ColumnType.BIT}
 
 # inline expressions of a non-NULL value ``v`` by column type (``r`` names the reference for the
@@ -134,32 +132,8 @@ def value_expr(i: int, col: TypedColumn) -> str:
 
 
 def _op(col: TypedColumn) -> tuple[str, int, Any]:
-    """How the compiled formatter (``render._fastjoin``) writes a value of this column, as the
-    inline expression of ``_INLINE`` does for the classes it takes; ``slow`` for the rest."""
-    t, m = col.real_type, col.meta
-    if t in _INTEGERS:
-        return ("int", 0, None)
-    if t in _STRINGS:
-        return ("str", 1, None)  # bytes too: base64
-    if t == ColumnType.ENUM:
-        return ("str", 0, None)
-    if t == ColumnType.DOUBLE:
-        return ("float", 1, None)  # finite ones
-    if t == ColumnType.NEWDECIMAL:
-        return ("decimal", 1, DEC)  # quoted
-    if t == ColumnType.JSON:
-        return ("json", 0, Json)
-    if t in (ColumnType.DATE, ColumnType.NEWDATE):
-        return ("date", 0, None)
-    fsp = 0 if t in (ColumnType.DATETIME, ColumnType.TIMESTAMP, ColumnType.TIME) else m
-    if (
-        t in (ColumnType.DATETIME, ColumnType.TIMESTAMP, ColumnType.DATETIME2, ColumnType.TIMESTAMP2)
-        and fsp <= 6
-    ):
-        return ("datetime", fsp, None)
-    if t in (ColumnType.TIME, ColumnType.TIME2) and fsp <= 6:
-        return ("time", fsp, None)
-    return ("slow", 0, None)
+    """How the compiled formatter (``render._fastjoin``) writes a value of this column."""
+    return joined.column_op(col.real_type, col.meta, _INTEGERS, 1)
 
 
 def compile_image_json(

@@ -16,7 +16,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from decimal import Decimal as DEC
 from typing import Any
 
 from binlake.dialects.mysql import quote_ident, quote_str
@@ -26,10 +25,9 @@ from binlake.render import joined
 from binlake.render.joined import Slot
 from binlake.render.values import FORMAT_ENV, float32_text
 from binlake.values.columns import ColumnDef
-from binlake.values.json_binary import Json
 from binlake.values.numeric import bit_length
 from binlake.values.plan import layout_signature
-from binlake.values.types import BLOB_TYPES, INTEGER_TYPES, ColumnType
+from binlake.values.types import INTEGER_TYPES, ColumnType
 
 Image = list[Any]
 Literal = Callable[[Any, ColumnDef], str]
@@ -38,7 +36,7 @@ Literal = Callable[[Any, ColumnDef], str]
 _NEEDS_ESCAPE = re.compile("[\\\\'\x00\n\r\x1a]").search
 
 _INTEGERS = INTEGER_TYPES
-_STRINGS = frozenset({ColumnType.VARCHAR, ColumnType.STRING, ColumnType.VAR_STRING, *BLOB_TYPES})
+_STRINGS = joined.STRINGS
 # Values that never compare equal to their own literal (as ``render.sql``): float32, JSON, geometry.
 NOT_COMPARABLE = frozenset({ColumnType.FLOAT, ColumnType.JSON, ColumnType.GEOMETRY})
 
@@ -129,32 +127,8 @@ def where_columns(tm: TableMap) -> list[int]:
 
 
 def _op(col: ColumnDef) -> tuple[str, int, Any]:
-    """How the compiled formatter (``render._fastjoin``) writes a value of this column, as the
-    inline expression of ``_INLINE`` does for the classes it takes; ``slow`` for the rest."""
-    t, m = col.real_type, col.meta
-    if t in _INTEGERS:
-        return ("int", 0, None)
-    if t in _STRINGS:
-        return ("str", 1, None)  # bytes too: X'hex'
-    if t == ColumnType.ENUM:
-        return ("str", 0, None)
-    if t == ColumnType.DOUBLE:
-        return ("float", 0, None)
-    if t == ColumnType.NEWDECIMAL:
-        return ("decimal", 0, DEC)  # unquoted
-    if t == ColumnType.JSON:
-        return ("json", 0, Json)
-    if t in (ColumnType.DATE, ColumnType.NEWDATE):
-        return ("date", 0, None)
-    fsp = 0 if t in (ColumnType.DATETIME, ColumnType.TIMESTAMP, ColumnType.TIME) else m
-    if (
-        t in (ColumnType.DATETIME, ColumnType.TIMESTAMP, ColumnType.DATETIME2, ColumnType.TIMESTAMP2)
-        and fsp <= 6
-    ):
-        return ("datetime", fsp, None)
-    if t in (ColumnType.TIME, ColumnType.TIME2) and fsp <= 6:
-        return ("time", fsp, None)
-    return ("slow", 0, None)
+    """How the compiled formatter (``render._fastjoin``) writes a value of this column."""
+    return joined.column_op(col.real_type, col.meta, _INTEGERS, 0)
 
 
 def compile_row_sql(
