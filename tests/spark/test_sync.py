@@ -214,10 +214,10 @@ def test_streaming_follows_a_growing_directory(spark: Any, tmp_path: Path, reads
     """Files arrive one by one, the last one cut inside a transaction: the stream waits for the tail
     and, once everything is there and it has caught up, the tables equal the truth — with DDL on, so
     tables and columns renamed between micro-batches are followed. Decoded by Spark tasks, or on the
-    driver in micro-batches of at most 20 kB of binlog (cut inside files)."""
+    driver in micro-batches of at most 40 kB of binlog (cut inside files)."""
     from binlake.spark.apply import stream_to
 
-    options = {"reads": reads, "maxBatchBytes": "20KB"}
+    options = {"reads": reads, "maxBatchBytes": "40KB"}
 
     result, _ = ddl_series(tmp_path, "mysql80")
     live = tmp_path / "live"
@@ -232,7 +232,7 @@ def test_streaming_follows_a_growing_directory(spark: Any, tmp_path: Path, reads
         if i == len(files) - 1:
             batches += len(stream_to(spark, str(live), target, ckpt, options=options).reports)
     if reads == "driver":  # bounded batches: the driver's reader read them
-        assert batches >= sum(f.stat().st_size for f in files) // 20_000
+        assert batches >= sum(f.stat().st_size for f in files) // 40_000
     else:
         assert batches <= 2 * len(files)
     got, want = final_tables(result, target)
