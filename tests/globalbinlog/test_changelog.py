@@ -57,3 +57,22 @@ def test_the_merged_stream_carries_ddl_name_changes_once_per_logical_change(tmp_
     assert add.layout is not None and [col.name for col in add.layout] == ["note"] and add.after == ("x",)
     # the rows after the rename carry the new name (the schema followed the logical DDL)
     assert [col.name for col in changes[3].layout or ()] == ["id", "balance"]
+
+
+def test_without_logical_names_a_ddl_on_every_node_is_passed_over(tmp_path: Path) -> None:
+    """Nodes whose tables have one name (no logical names to collapse their copies): each node's
+    copy of an ALTER is in the merged stream, so replaying them would add the column once per node;
+    with ``ddl=False`` (what a merged read without logical names passes) none is applied."""
+    c = ScriptedCluster(tmp_path / "nodes", nodes=2)
+    c.two_phase_commit(c.txn("GLOBAL_TSO", [(0, "G0", {1: -5}), (1, "G1", {2: 5})]))
+    c.ddl("ALTER TABLE {table} ADD COLUMN note VARCHAR(8) NOT NULL DEFAULT 'x'")
+    res = c.finish()
+    merged, _ = merge_nodes(res.node_files)
+    ddl = "CREATE TABLE db.acct (id BIGINT PRIMARY KEY, bal BIGINT)"
+    copies = list(global_row_changes(merged, schema=SchemaHistory.from_ddl_script(ddl)))
+    assert [c.op for c in copies].count(Op.ADD_COLUMN) == 2  # the reason for the flag
+    schema = SchemaHistory.from_ddl_script(ddl)
+    changes = list(global_row_changes(merged, schema=schema, ddl=False))
+    assert {c.op for c in changes} == {Op.UPDATE}
+    table = schema.table("db", "acct")
+    assert table is not None and [col.name for col in table.columns] == ["id", "bal"]

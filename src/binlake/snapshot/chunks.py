@@ -126,8 +126,10 @@ def read_chunk(conn: Any, t: CatalogTable, r: KeyRange, *, locked: bool = False)
     The position: MariaDB (and Percona Server) tell it with the snapshot (``binlog_snapshot_file``
     and ``_position``), lock-free. MySQL does not: there the snapshot begins under a global read
     lock held only while the snapshot starts and the binlog position is read (as ``mysqldump
-    --single-transaction --source-data`` does; it needs the RELOAD privilege), so writes pause for
-    milliseconds once per chunk. ``locked``: take that way on any server (tests run it on MariaDB).
+    --single-transaction --source-data`` does; it needs the RELOAD privilege): writes pause once per
+    chunk while the lock waits for running statements (other chunks' SELECTs too; at most
+    ``LOCK_WAIT_SECONDS``; then the read fails, and a rerun continues from the snapshot journal).
+    ``locked``: take that way on any server (tests run it on MariaDB).
 
     The columns are the table's as the catalog says inside that transaction, not as ``t`` (planned
     earlier) says: an ALTER may land between the plan and the read. The catalog is read before the
@@ -181,6 +183,9 @@ def _s(v: Any) -> str:
     return v.decode("utf-8") if isinstance(v, (bytes, bytearray)) else str(v)
 
 
+LOCK_WAIT_SECONDS = 10  # the global read lock of a MySQL chunk waits no longer for running statements
+
+
 def _begin_snapshot(conn: Any, cur: Any, t: CatalogTable, locked: bool) -> tuple[str, int]:
     """Start the chunk's consistent snapshot; the binlog position it sits at (``read_chunk``)."""
     if not locked:
@@ -198,13 +203,19 @@ def _begin_snapshot(conn: Any, cur: Any, t: CatalogTable, locked: bool) -> tuple
         cur.execute("COMMIT")  # MySQL: no such status
     from binlake.replication.client import current_position
 
+    # the lock waits for running statements while it blocks writes: never for long
+    cur.execute("SELECT @@SESSION.lock_wait_timeout")
+    timeout = int(_s(cur.fetchone()[0]))
+    cur.execute(f"SET SESSION lock_wait_timeout = {LOCK_WAIT_SECONDS}")
     try:
         cur.execute("FLUSH TABLES WITH READ LOCK")
     except Exception as e:
         raise SnapshotError(
             f"table {t.db}.{t.table}: this server tells no binlog position with a snapshot, and the "
-            f"brief global read lock that finds it was refused (the RELOAD privilege?): {e}"
-        ) from None
+            f"brief global read lock that finds it failed (it needs the RELOAD privilege): {e}"
+        ) from e
+    finally:
+        cur.execute(f"SET SESSION lock_wait_timeout = {timeout}")
     try:
         cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
         try:
@@ -212,7 +223,7 @@ def _begin_snapshot(conn: Any, cur: Any, t: CatalogTable, locked: bool) -> tuple
         except BinlogError as e:
             raise SnapshotError(f"table {t.db}.{t.table}: the server gives no binlog position: {e}") from None
     finally:
-        cur.execute("UNLOCK TABLES")  # (not LOCK TABLES': the snapshot transaction goes on)
+        cur.execute("UNLOCK TABLES")  # (FTWRL's, not LOCK TABLES: the snapshot transaction goes on)
     return p.file, p.position
 
 

@@ -22,8 +22,10 @@ from typing import Any
 
 from pyspark.sql.datasource import SimpleDataSourceStreamReader
 
+from binlake.errors import BinlogError
 from binlake.sizes import parse_size
-from binlake.spark.source import RangePartition
+from binlake.spark.changelog import file_number
+from binlake.spark.source import RangePartition, resolve_files
 from binlake.spark.stream import BinlogStreamReader
 
 try:  # Spark 4.3: lets ``trigger(availableNow=True)`` stop at the offset it began with
@@ -56,26 +58,61 @@ class DriverStreamReader(SimpleDataSourceStreamReader, SupportsTriggerAvailableN
         return iter([b for p in parts for b in self.ranges.read(p)]), end
 
     def readBetweenOffsets(self, start: Offset, end: Offset) -> Iterator[Any]:  # noqa: N802
+        """A batch again (Spark replays it after a restart, in a task): its files must be there, or
+        the replay would be empty and committed as done."""
+        files = resolve_files(self.ranges.path)  # raises where the path names no binlogs
+        names = {os.path.basename(f) for f in files}
+        missing = [o["file"] for o in (start, end) if o["file"] and o["file"] not in names]
+        if missing:
+            raise BinlogError(
+                f"replaying a micro-batch: {', '.join(missing)} not found under {self.ranges.path} "
+                "(purged, or not visible where Spark ran the replay)"
+            )
         return (b for p in self.ranges.partitions(start, end) for b in self.ranges.read(p))
 
     def _bounded(self, start: Offset, latest: Offset) -> tuple[list[RangePartition], Offset]:
         """The ranges from ``start`` on that hold at most ``max_bytes`` (at least one range),
-        with the schemas as of each, and the offset after the last."""
+        with the schemas as of each, and the offset after the last. Only the files up to the
+        bound are scanned, and the DDL pass is moved no further than what is returned."""
         if not latest["file"] or latest == start:
             return [], start
+        files = self.ranges._files()
+        if start["file"] and _key(latest) < _key(start):
+            raise BinlogError(
+                f"the binlogs under {self.ranges.path} end before this stream's offset "
+                f"{start['file']}:{start['pos']} (reset or replaced?): start a new checkpoint"
+            )
+        bound, total = latest, 0
+        for path in files:
+            name = os.path.basename(path)
+            if start["file"] and _key({"file": name}) < _key(start):
+                continue
+            if _key({"file": name}) >= _key(latest):
+                break
+            first = start["pos"] if name == start["file"] else 4
+            total += os.path.getsize(path) - first
+            if total > self.max_bytes:
+                bound = {"file": name, "pos": os.path.getsize(path)}  # a rotated file: it ends whole
+                break
         parts: list[RangePartition] = []
         total = 0
-        for p in self.ranges.partitions(start, latest):
+        for p in self.ranges._ranges(files, start, bound):
             if parts and total + end_of(p) - p.start > self.max_bytes:
                 break
             parts.append(p)
             total += end_of(p) - p.start
         if not parts:
             return [], start
+        parts = self.ranges.with_schemas(parts, files)
         return parts, {"file": os.path.basename(parts[-1].path), "pos": end_of(parts[-1])}
 
     def commit(self, end: Offset) -> None:
         pass  # nothing held: correctness never depends on this being called
+
+
+def _key(offset: Offset) -> tuple[int, str]:
+    """An offset's file in series order."""
+    return (file_number(offset["file"]), offset["file"])
 
 
 def end_of(p: RangePartition) -> int:

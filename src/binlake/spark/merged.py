@@ -73,16 +73,21 @@ def read_merged(options: dict[str, str], part: MergedPartition) -> Iterator[Any]
 
     schema = SchemaHistory.open(options["schema"]) if options.get("schema") else None
     source = options.get("source", options["path"])
-    yield from to_batches(global_row_changes(merged(options, part), source=source, schema=schema))
+    view = _logical_view(options)
+    # DDL only where logical names collapse each shard's copy into one (else N copies of an ALTER)
+    changes = global_row_changes(
+        merged(options, part, view), source=source, schema=schema, ddl=view is not None
+    )
+    yield from to_batches(changes)
 
 
-def merged(options: dict[str, str], part: MergedPartition) -> Iterator[Any]:
+def merged(options: dict[str, str], part: MergedPartition, view: Any = None) -> Iterator[Any]:
     """The merged transactions, a step at a time (memory: what the merge holds back, not the whole)."""
     from binlake.globalbinlog.merge import IncrementalMerge
 
     final = options.get("final", "false").lower() == "true"
     nodes = [[Path(f) for f in files] for files in part.nodes]
-    run = IncrementalMerge.start(nodes, part.names, view=_logical_view(options))
+    run = IncrementalMerge.start(nodes, part.names, view=view)
     while True:
         yield from run.step(STEP, final=final)
         if all(run.ended):

@@ -76,7 +76,11 @@ class BinlogStreamReader(DataSourceStreamReader):
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[RangePartition]:
         files = self._files()
-        parts = self._ranges(files, start, end)
+        return self.with_schemas(self._ranges(files, start, end), files)
+
+    def with_schemas(self, parts: list[RangePartition], files: list[str]) -> list[RangePartition]:
+        """``parts`` (in series order) with the tables as of each one's start (the DDL pass moves
+        forward to the last of them only)."""
         if parts and self.ddl is None:
             self.ddl = DdlPass(schema_seed(self.options, files), warn=warn)
         return list(attach_schemas(parts, files, self.ddl)) if self.ddl else []
