@@ -152,7 +152,7 @@ def test_sync_to_postgres_killed_again_and_again_then_finished(
         "from binlake.spark.session import spark_session; from binlake.spark.apply import sync; "
         f"sync(spark_session('local[1]'), {str(tmp_path / 'bin')!r}, {postgres.url!r})"
     )
-    kills = kill_then_finish([sys.executable, "-c", code], seed=11, runs=3, window=(9, 22))
+    kills = kill_then_finish([sys.executable, "-c", code], seed=11, runs=3, window=(4, 12))  # a run takes ~13 s
     assert kills >= 1
     expected = expected_tables(spark, workload)
     assert pg_tables(spark, postgres.url, sorted(expected)) == expected
