@@ -26,6 +26,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_binlog import ensure_binlog  # noqa: E402
+from binlake import native  # noqa: E402
 from binlake.events.rows import Rows  # noqa: E402
 from binlake.generate import generate  # noqa: E402
 from binlake.reader import BinlogReader  # noqa: E402
@@ -76,7 +77,7 @@ def paths() -> list[tuple[str, bool]]:
 
 def on_path(compiled: bool, run: Callable[[], tuple[float, int]]) -> Callable[[], tuple[float, int]]:
     def chosen() -> tuple[float, int]:
-        plan.use_compiled(compiled)
+        native.use_compiled(compiled)
         return run()
 
     return chosen

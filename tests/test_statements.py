@@ -435,7 +435,7 @@ def test_xa_canonical_reads_exactly_the_form(text: str) -> None:
     the same result; the compiled reader (from the statement's bytes) too, or leaves it to it."""
     expected = _xa_reference(text)
     assert xa_canonical(text) == expected
-    fastenv = decoder_module._fastenv
+    fastenv = decoder_module.ENVELOPE.built
     if fastenv is not None:
         raw = b"\x00\x01" + text.encode("utf-8", "surrogateescape") + b"\x02"
         assert fastenv.xa_statement(raw, 2, len(raw) - 1) == expected
@@ -446,7 +446,7 @@ def test_xa_canonical_reads_exactly_the_form(text: str) -> None:
 
 
 def test_the_compiled_xa_reader_checks_its_range() -> None:
-    fastenv = decoder_module._fastenv
+    fastenv = decoder_module.ENVELOPE.built
     if fastenv is None:
         pytest.skip("the compiled envelope is not built")
     raw = b"XA END X'61',X'',1"

@@ -14,8 +14,9 @@ import dataclasses
 import struct
 import zlib
 from collections.abc import Callable, Iterator
+from types import ModuleType
 
-from binlake import sizes
+from binlake import native, sizes
 from binlake.errors import BinlogError, ChecksumMismatchError, EncryptedBinlogError, MalformedEventError
 from binlake.events import BODY_DECODERS, ENCRYPTION_STARTS
 from binlake.events.base import (
@@ -34,17 +35,7 @@ from binlake.events.control import StartV3
 from binlake.events.payload import TransactionPayload
 from binlake.events.table_map import TableMap
 from binlake.events.types import FLAG_BINLOG_IN_USE, V3_POST_HEADER_LEN, EventType, type_name
-from binlake.values import plan
 from binlake.wire import ShortRead, crc32
-
-try:  # the envelope in C (optional: without a compiler at install time, this module is the path)
-    from binlake.events import _fastenv  # type: ignore[attr-defined]
-except ImportError:
-    _fastenv = None
-# the compiled envelope's interface this source expects (a build older than its .pyx is not used)
-FAST_ENVELOPE_INTERFACE = 5
-if getattr(_fastenv, "INTERFACE", None) != FAST_ENVELOPE_INTERFACE:
-    _fastenv = None
 
 # What a body decoder may raise on bytes that do not follow the layout.
 DECODE_FAILURES = (ShortRead, ValueError, IndexError, KeyError, struct.error, OverflowError, UnicodeError)
@@ -59,22 +50,17 @@ def v3_format(binlog_version: int, server_version: str, created: int) -> FormatD
 
 PROVISIONAL_FORMAT = FormatDescription(4, "", 0, HEADER_V4_LEN, b"", None)
 
-# ``_fastenv.decode_event`` when the compiled path is chosen (``plan.use_compiled``, ``BINLAKE_PURE``)
+# ``_fastenv.decode_event`` while the compiled envelope is chosen (``native.use_compiled``)
 _FAST: Callable[[EventDecoder, bytes, int], Event | None] | None = None
 
 
-def _choose(compiled: bool) -> None:
+def _choose(module: ModuleType | None) -> None:
     global _FAST
-    _FAST = _fastenv.decode_event if compiled and _fastenv is not None else None
+    _FAST = None if module is None else module.decode_event
 
 
-def compiled_envelope() -> bool:
-    """Whether events are read by the compiled envelope (built, current, and chosen)."""
-    return _FAST is not None
-
-
-_choose(not plan.PURE_FORCED)
-plan.SWITCHES.append(_choose)
+# the envelope in C (optional: without a compiler at install time, this module is the path)
+ENVELOPE = native.OptionalModule("binlake.events._fastenv", 5, _choose)
 
 
 class EventDecoder:

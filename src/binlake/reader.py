@@ -158,7 +158,8 @@ class BinlogReader:
         stop = self.stop_position
         # the compiled envelope reads events from a buffer of the file (``buf``, from offset
         # ``base``); what it leaves (None) goes through ``_read_event`` and the reference decoder
-        fast = decoder_module._fastenv.next_event if decoder_module._FAST and not self.skip else None
+        envelope = decoder_module.ENVELOPE.module
+        fast = envelope.next_event if envelope is not None and not self.skip else None
         buf, base = b"", pos
         while True:
             if stop is not None and pos >= stop:

@@ -272,7 +272,7 @@ def test_an_empty_batch_list_and_names_only() -> None:
 
 
 def test_binlake_pure_selects_the_pure_encoder() -> None:
-    code = "from binlake.arrowlog import images; print(images.compiled_images())"
+    code = "from binlake.arrowlog import images; print(images.ENCODER.chosen)"
     for env, want in (({"BINLAKE_PURE": "1"}, "False"), ({"BINLAKE_PURE": "0"}, "True")):
         out = subprocess.run(
             [sys.executable, "-c", code], capture_output=True, text=True, env={**env, "PATH": ""}, check=True
@@ -282,8 +282,8 @@ def test_binlake_pure_selects_the_pure_encoder() -> None:
 
 def test_the_build_is_current() -> None:
     """A build left from older sources is not used (pure instead): here it fails, to be rebuilt."""
-    assert _fastvariant.INTERFACE == images_module.FAST_INTERFACE, "stale build: ./dev setup"
-    assert images_module.compiled_images()
+    assert _fastvariant.INTERFACE == images_module.ENCODER.interface, "stale build: ./dev setup"
+    assert images_module.ENCODER.chosen
     assert isinstance(_fastvariant.VariantColumn().array(VARIANT), pa.StructArray)
 
 

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from binlake import decoder as decoder_module
+from binlake import native
 from binlake.decoder import EventDecoder
 from binlake.errors import BinlogError
 from binlake.events.types import EventType
@@ -26,7 +27,6 @@ from binlake.generate import generate
 from binlake.globalbinlog.nodes import node_transactions
 from binlake.reader import BinlogReader
 from binlake.shardsim import CARRIERS, simulate
-from binlake.values import plan
 from tests.conftest import corpus_index
 from tests.values.test_plan import exact
 
@@ -40,8 +40,8 @@ RECORDS = corpus_index()["records"]
 
 def test_the_build_is_current() -> None:
     """A build left from older sources is not used (pure instead): here it fails, to be rebuilt."""
-    assert _fastenv.INTERFACE == decoder_module.FAST_ENVELOPE_INTERFACE, "stale build: ./dev setup"
-    assert decoder_module.compiled_envelope()
+    assert _fastenv.INTERFACE == decoder_module.ENVELOPE.interface, "stale build: ./dev setup"
+    assert decoder_module.ENVELOPE.chosen
 
 
 def deep(v: Any) -> Any:
@@ -73,12 +73,12 @@ def both_ways(events: Callable[[], Iterator[Any]]) -> tuple[list[Any], Any]:
     """The outcome with everything pure, then everything compiled: they must be equal."""
     got = []
     for on in (False, True):
-        plan.use_compiled(on)
-        assert decoder_module.compiled_envelope() == on
+        native.use_compiled(on)
+        assert decoder_module.ENVELOPE.chosen == on
         try:
             got.append(outcome(events))
         finally:
-            plan.use_compiled(True)
+            native.use_compiled(True)
     assert got[0][1] == got[1][1]
     assert len(got[0][0]) == len(got[1][0])
     for i, (a, b) in enumerate(zip(*[g[0] for g in got], strict=True)):
@@ -213,16 +213,16 @@ def test_damaged_events_fail_alike(tmp_path: Path, flavor: str) -> None:
                 for bad in _damaged(raw, rng):
                     got = []
                     for dec, on in zip(decoders, (False, True), strict=True):
-                        decoder_module._choose(on)
+                        decoder_module.ENVELOPE.choose(on)
                         got.append(_decode_outcome(dec, bad, pos))
                     assert got[0] == got[1], (EventType(code).name, bad.hex())
                     compared += 1
                     failures += isinstance(got[0], tuple)
             for dec, on in zip(decoders, (False, True), strict=True):
-                decoder_module._choose(on)
+                decoder_module.ENVELOPE.choose(on)
                 list(dec.decode(raw, pos))
     finally:
-        decoder_module._choose(decoder_module._fastenv is not None)
+        decoder_module.ENVELOPE.choose(decoder_module.ENVELOPE.built is not None)
     assert compared > 1000 and failures > 100, (compared, failures)
 
 
@@ -245,7 +245,7 @@ def test_binlake_pure_forces_the_pure_envelope(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    code = "from binlake import decoder; print(decoder.compiled_envelope())"
+    code = "from binlake import decoder; print(decoder.ENVELOPE.chosen)"
     for env, want in (({"BINLAKE_PURE": "1"}, "False"), ({"BINLAKE_PURE": "0"}, "True")):
         out = subprocess.run(
             [sys.executable, "-c", code], capture_output=True, text=True, env={**env, "PATH": ""}, check=True
@@ -316,7 +316,7 @@ def test_random_bodies_decode_alike(tmp_path: Path, flavor: str) -> None:
     try:
         for pos, size in _frames(data):
             for dec, on in zip(decoders, (False, True), strict=True):
-                decoder_module._choose(on)
+                decoder_module.ENVELOPE.choose(on)
                 list(dec.decode(data[pos : pos + size], pos))
         rng = random.Random(23)
         kinds = sorted(
@@ -335,10 +335,10 @@ def test_random_bodies_decode_alike(tmp_path: Path, flavor: str) -> None:
             raw = _with_crc(event)
             got = []
             for dec, on in zip(decoders, (False, True), strict=True):
-                decoder_module._choose(on)
+                decoder_module.ENVELOPE.choose(on)
                 got.append(_decode_outcome(dec, raw, 1000 + i))
             assert got[0] == got[1], (EventType(code).name, raw.hex())
             errors += isinstance(got[0], tuple)
     finally:
-        decoder_module._choose(decoder_module._fastenv is not None)
+        decoder_module.ENVELOPE.choose(decoder_module.ENVELOPE.built is not None)
     assert errors > 300

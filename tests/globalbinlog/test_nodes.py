@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from binlake import decoder as decoder_module
+from binlake import native
 from binlake.errors import BinlogError
 from binlake.events.control import XaPrepare
 from binlake.events.query import Query
@@ -25,7 +26,6 @@ from binlake.globalbinlog.spill import is_body
 from binlake.series import BinlogSeries
 from binlake.shardsim import CARRIERS, simulate
 from binlake.txn import DDL, Transaction
-from binlake.values import plan
 from tests.conftest import corpus_index
 
 FIELDS = (
@@ -64,20 +64,20 @@ def _outcome(read: Any) -> tuple[list[Any], str | None]:
 def path(request: pytest.FixtureRequest) -> Any:
     """Each test with the compiled node loop and envelope, then with the pure path."""
     on = request.param == "compiled"
-    if on and (decoder_module._fastenv is None or nodes_module._fastnodes is None):
+    if on and (decoder_module.ENVELOPE.built is None or nodes_module.NODE_LOOP.built is None):
         pytest.skip("the compiled node loop is not built (./dev setup)")
-    plan.use_compiled(on)
+    native.use_compiled(on)
     try:
         yield request.param
     finally:
-        plan.use_compiled(True)
+        native.use_compiled(True)
 
 
 def test_the_compiled_loop_is_current() -> None:
     """A build older than its .pyx is not used: the tests would then check the pure path twice."""
-    if nodes_module._fastnodes is None:
+    if nodes_module.NODE_LOOP.built is None:
         pytest.skip("not built")
-    assert nodes_module._fastnodes.INTERFACE == nodes_module.FAST_NODES_INTERFACE
+    assert nodes_module.NODE_LOOP.built.INTERFACE == nodes_module.NODE_LOOP.interface
 
 
 def _same(files: list[Path], start: tuple[int, int] | None = None, require_fde: bool = True) -> int:

@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
+from binlake import native
 from binlake.events.rows import ABSENT, JsonDiff, PartialJson, Rows
 from binlake.events.table_map import TableMap
 from binlake.generate import generate
 from binlake.render import joined, jsonrow, sql, sqlrow
 from binlake.render.sqlrow import RowSql
-from binlake.values import plan
 from binlake.values.columns import ColumnDef
 from binlake.values.types import ColumnType
 from tests.conftest import CORPUS, corpus_index
@@ -39,8 +39,8 @@ pytestmark = pytest.mark.skipif(
 
 def test_the_build_is_current() -> None:
     """A build left from older sources is not used (pure instead): here it fails, to be rebuilt."""
-    assert _fastjoin.INTERFACE == joined.FAST_JOIN_INTERFACE, "stale build: ./dev setup"
-    assert joined.compiled_joiner() == (not plan.PURE_FORCED)
+    assert _fastjoin.INTERFACE == joined.FORMATTER.interface, "stale build: ./dev setup"
+    assert joined.FORMATTER.chosen == (not native.PURE_FORCED)
 
 
 def test_which_types_take_the_generated_expression() -> None:

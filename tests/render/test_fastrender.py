@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 
+from binlake import native
 from binlake.errors import BinlogError
 from binlake.events.base import Event
 from binlake.events.rows import ABSENT, JsonDiff, PartialJson, Rows
 from binlake.generate import generate
 from binlake.reader import BinlogReader
 from binlake.render import rowtext, text
-from binlake.values import plan
 from binlake.values.json_binary import Json, JsonUInt
 from binlake.values.temporal import MysqlDate, MysqlDateTime
 from binlake.values.types import ColumnType
@@ -43,8 +43,8 @@ OPTIONS = [(2, False), (2, True), (1, False)]  # (verbosity, positional)
 
 def test_the_build_is_current() -> None:
     """A build left from older sources is not used (pure instead): here it fails, to be rebuilt."""
-    assert _fastrender.INTERFACE == rowtext.FAST_RENDER_INTERFACE, "stale build: ./dev setup"
-    assert rowtext.compiled_formatter() == (not plan.PURE_FORCED)
+    assert _fastrender.INTERFACE == rowtext.FORMATTER.interface, "stale build: ./dev setup"
+    assert rowtext.FORMATTER.chosen == (not native.PURE_FORCED)
 
 
 def test_only_geometry_and_vector_take_the_generated_expression() -> None:
@@ -68,7 +68,7 @@ def lines_both_ways(events: list[Event]) -> tuple[list[Any], list[Any]]:
     out: dict[bool, list[Any]] = {}
     try:
         for compiled in (False, True):
-            rowtext._choose(compiled)
+            rowtext.FORMATTER.choose(compiled)
             out[compiled] = [
                 list(text.rows_lines(ev.body, verbosity, positional))  # type: ignore[arg-type]
                 for ev in events
@@ -78,7 +78,7 @@ def lines_both_ways(events: list[Event]) -> tuple[list[Any], list[Any]]:
                 for verbosity, positional in OPTIONS
             ]
     finally:
-        rowtext._choose(not plan.PURE_FORCED)
+        rowtext.FORMATTER.choose(not native.PURE_FORCED)
     return out[False], out[True]
 
 
@@ -86,12 +86,12 @@ def test_the_bytes_are_the_encoded_text_blocks() -> None:
     """The pure path's bytes are ``render_text_blocks`` encoded, as the line writer wrote them."""
     path = CORPUS / "mysql-server-8.0.39/std_data/replicated-bin.000001"
     events = list(BinlogReader(path))
-    rowtext._choose(False)
+    rowtext.FORMATTER.choose(False)
     try:
         blocks = "".join(b + "\n" for b in text.render_text_blocks(events)).encode("utf-8", "surrogateescape")
         assert b"".join(text.render_text_bytes(events)) == blocks
     finally:
-        rowtext._choose(not plan.PURE_FORCED)
+        rowtext.FORMATTER.choose(not native.PURE_FORCED)
 
 
 def test_corpus_rows_format_alike() -> None:

@@ -17,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from binlake import native
 from binlake.decoder import DECODE_FAILURES
 from binlake.errors import BinlogError
 from binlake.events.rows import ABSENT, Rows
@@ -41,7 +42,7 @@ pytestmark = pytest.mark.skipif(
 
 def test_the_build_is_current() -> None:
     """A build left from older sources is not used (pure instead): here it fails, to be rebuilt."""
-    assert _fastrows.INTERFACE == plan.FAST_INTERFACE, "stale build: ./dev setup (pip install -e .)"
+    assert _fastrows.INTERFACE == plan.ROWS.interface, "stale build: ./dev setup (pip install -e .)"
     assert plan.compiled_available()
 
 
@@ -247,11 +248,11 @@ def test_damaged_rows_fail_alike_through_the_reader(tmp_path: Path) -> None:
         path.write_bytes(bytes(damaged))
         got = []
         for on in (False, True):
-            plan.use_compiled(on)
+            native.use_compiled(on)
             try:
                 got.append(_read_outcome(path, ev.offset))
             finally:
-                plan.use_compiled(True)
+                native.use_compiled(True)
         assert got[0] == got[1], ev.offset
         errors += got[0] == ("MalformedEventError", ev.offset)
     assert errors >= 10
@@ -315,7 +316,7 @@ def test_rows_headers_read_the_same_both_ways(corpus: Path, monkeypatch: pytest.
         return pure_header(*args)
 
     monkeypatch.setattr(rows, "_header", record)
-    plan.use_compiled(False)
+    native.use_compiled(False)
     try:
         for rec in RECORDS:
             try:
@@ -324,7 +325,7 @@ def test_rows_headers_read_the_same_both_ways(corpus: Path, monkeypatch: pytest.
             except BinlogError:
                 pass
     finally:
-        plan.use_compiled(True)
+        native.use_compiled(True)
     monkeypatch.undo()
     assert len(calls) > 1000
     _compare_headers(calls)

@@ -20,12 +20,12 @@ import struct
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from binlake import native
 from binlake.arrowlog import variant as v
 from binlake.events.rows import ABSENT, PartialJson
 from binlake.identitycache import IdentityCache
 from binlake.layout import Column, Layout
 from binlake.render.values import PARTIAL_JSON_KEY  # the one name, as JSON output writes it too
-from binlake.values import plan
 from binlake.values.json_binary import Json, to_mysql_text
 from binlake.values.numeric import bit_length
 from binlake.values.temporal import format_date, format_datetime, format_time
@@ -198,33 +198,12 @@ def image_cache(compiled: bool = False) -> IdentityCache[Layout, LayoutImages]:
 
 def use_compiled_images(compiled: bool | None = None) -> bool:
     """Whether to write images with the compiled encoder: ``compiled`` if built, else whether it
-    is built and chosen (``compiled_images``)."""
-    return compiled_images() if compiled is None else compiled and _fastvariant is not None
+    is built and chosen (``native.use_compiled``, ``BINLAKE_PURE``)."""
+    return ENCODER.chosen if compiled is None else compiled and _fastvariant is not None
 
 
-# the compiled encoder's interface this source expects: a stale build (a .pyx changed, the install
-# not rerun) is not used
-FAST_INTERFACE = 1
-
-try:
-    from binlake.arrowlog import _fastvariant  # type: ignore[attr-defined]
-except ImportError:  # not built: the pure encoders
-    _fastvariant = None
-if getattr(_fastvariant, "INTERFACE", None) != FAST_INTERFACE:
-    _fastvariant = None
-else:
+# the compiled encoder (optional; the pure encoders above are the reference)
+ENCODER = native.OptionalModule("binlake.arrowlog._fastvariant", 1)
+_fastvariant = ENCODER.built  # the built module, whether chosen or not (None: not built, or stale)
+if _fastvariant is not None:
     _fastvariant.set_json_type(Json)
-_compiled = _fastvariant is not None and not plan.PURE_FORCED
-
-
-def _choose(on: bool) -> None:
-    global _compiled
-    _compiled = on and _fastvariant is not None
-
-
-plan.SWITCHES.append(_choose)  # ``plan.use_compiled`` / ``BINLAKE_PURE`` choose for this part too
-
-
-def compiled_images() -> bool:
-    """Whether change-log images are written by the compiled encoder (built, current and chosen)."""
-    return _compiled

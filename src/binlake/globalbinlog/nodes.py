@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from binlake import decoder as decoder_module
+from binlake import native
 from binlake.decoder import DECODE_FAILURES, EventDecoder
 from binlake.errors import BinlogError, IncompleteTailError
 from binlake.events import BODY_DECODERS
@@ -53,13 +54,8 @@ from binlake.txn import (
     statement_ends,
 )
 
-try:  # the loop below in C for the events every node transaction repeats (optional: the reference is here)
-    from binlake.globalbinlog import _fastnodes  # type: ignore[attr-defined]
-except ImportError:
-    _fastnodes = None
-FAST_NODES_INTERFACE = 3  # what this source expects of it (an older build is not used)
-if getattr(_fastnodes, "INTERFACE", None) != FAST_NODES_INTERFACE:
-    _fastnodes = None
+# the loop below in C for the events every node transaction repeats (optional: the reference is here)
+NODE_LOOP = native.OptionalModule("binlake.globalbinlog._fastnodes", 3)
 
 
 def _keep_in(*objects: object) -> None:
@@ -67,7 +63,7 @@ def _keep_in(*objects: object) -> None:
 
 
 # objects that cannot be part of a reference cycle, left out of the cycle collector (see ``sorter``)
-leave_out: Callable[..., None] = _keep_in if _fastnodes is None else _fastnodes.leave_out
+leave_out: Callable[..., None] = _keep_in if NODE_LOOP.built is None else NODE_LOOP.built.leave_out
 
 HEADER = struct.Struct("<IBIIIH")  # timestamp, type, server_id, event_size, log_pos, flags
 _QUERY_HEADER = struct.Struct("<I1xII")  # timestamp, server_id, event_size
@@ -198,13 +194,15 @@ class Scan:
         dec = EventDecoder(source, decode_rows=False)
         state = dec.state
         # the compiled envelope (None: pure): an event's header, CRC, body and ``Event`` in one call
+        envelope = decoder_module.ENVELOPE.module
         fast = decoder_module._FAST
         unpack = HEADER.unpack_from
-        crc_matches = _pure_crc_matches if fast is None else decoder_module._fastenv.crc_matches
+        crc_matches = _pure_crc_matches if envelope is None else envelope.crc_matches
         # canonical XA statements read from their bytes (None: the text goes through ``statement_ends``)
-        xa_statement = None if fast is None else decoder_module._fastenv.xa_statement
+        xa_statement = None if envelope is None else envelope.xa_statement
         # the compiled loop (``_fastnodes.run``): it reads what it can and returns here for the rest
-        run = None if fast is None or _fastnodes is None else _fastnodes.run
+        loop = NODE_LOOP.module
+        run = None if envelope is None or loop is None else loop.run
         in_c = frozenset(DIRECT)
         with open(path, "rb") as f:
             if f.read(4) != BINLOG_MAGIC:

@@ -3,7 +3,7 @@ slot of one value in their plan.
 
 ``jsonrow`` and ``sqlrow`` generate one Python function per layout writing a concatenation of
 constants and value expressions; with the compiled module built, current and chosen
-(``plan.use_compiled``; ``BINLAKE_PURE=1`` chooses the generated functions), they hand the same
+(``native.use_compiled``; ``BINLAKE_PURE=1`` chooses the generated functions), they hand the same
 concatenation to C as data (``Slot``s), with each column's generated expression as its ``slow``.
 """
 
@@ -13,8 +13,8 @@ from collections.abc import Callable, Sequence
 from decimal import Decimal
 from typing import Any, NamedTuple
 
+from binlake import native
 from binlake.events.rows import ABSENT
-from binlake.values import plan
 from binlake.values.json_binary import Json
 from binlake.values.types import BLOB_TYPES, ColumnType
 
@@ -77,11 +77,11 @@ def joined(
 ) -> Callable[..., str]:
     """The compiled formatter of this plan, which calls ``fallback`` (the generated function, same
     arguments) for the images it does not take; ``fallback`` itself when not compiled."""
-    if not _COMPILED:
+    fast = FORMATTER.module
+    if fast is None:
         return fallback
-    assert _fastjoin is not None
-    ops = _fastjoin.OPS
-    return _fastjoin.Joined(  # type: ignore[no-any-return]
+    ops = fast.OPS
+    return fast.Joined(  # type: ignore[no-any-return]
         [(s.before, s.image, s.column, ops[s.op], s.arg, s.aux, s.slow) for s in slots],
         tail,
         width,
@@ -94,26 +94,5 @@ def joined(
     )
 
 
-try:  # optional: without a compiler at install time, the generated functions are the path
-    from binlake.render import _fastjoin  # type: ignore[attr-defined]
-except ImportError:
-    _fastjoin = None
-FAST_JOIN_INTERFACE = 2  # the compiled module's interface this source expects
-if getattr(_fastjoin, "INTERFACE", None) != FAST_JOIN_INTERFACE:
-    _fastjoin = None
-
-_COMPILED = False
-
-
-def _choose(compiled: bool) -> None:
-    global _COMPILED
-    _COMPILED = compiled and _fastjoin is not None
-
-
-def compiled_joiner() -> bool:
-    """Whether JSON and SQL row text made from now on is written by the compiled formatter."""
-    return _COMPILED
-
-
-_choose(not plan.PURE_FORCED)
-plan.SWITCHES.append(_choose)
+# optional: without a compiler at install time, the generated functions are the path
+FORMATTER = native.OptionalModule("binlake.render._fastjoin", 2)

@@ -196,7 +196,7 @@ class ImageJsonCache:
         self, owner: Any, labels: Callable[[], Sequence[str]], columns: Sequence[TypedColumn]
     ) -> ImageJson:
         """The formatter of ``owner`` (kept alive with it, so its id is not reused meanwhile)."""
-        compiled = joined.compiled_joiner()
+        compiled = joined.FORMATTER.chosen
         hit = self._by_object.get((id(owner), compiled))
         if hit is not None and hit[0] is owner:
             return hit[1]

@@ -13,9 +13,9 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from binlake import native
 from binlake.events.rows import ABSENT
 from binlake.render.values import text_value, type_comment
-from binlake.values import plan
 from binlake.values.charsets import codec_for
 from binlake.values.columns import ColumnDef
 from binlake.values.json_binary import Json
@@ -245,13 +245,14 @@ def compile_image_text(
         lines[4:4] = whole
     exec(compile("\n".join(lines + slow), f"<row text of {len(columns)} columns>", "exec"), env)  # noqa: S102
     fn: ImageText = env["image_text"]
-    if not compiled or _fastrender is None:
+    fast = FORMATTER.built
+    if not compiled or fast is None:
         return fn
     ops = []
     for i, col in enumerate(columns):
         op, arg, aux = _text_op(col)
-        ops.append((_fastrender.OPS[op], arg, aux, env[f"slow{i}"]))
-    return _fastrender.ImageText(  # type: ignore[no-any-return]
+        ops.append((fast.OPS[op], arg, aux, env[f"slow{i}"]))
+    return fast.ImageText(  # type: ignore[no-any-return]
         ops,
         [env[f"P{i}"] for i in range(n)],
         [env[f"T{i}"] for i in range(n)],
@@ -276,43 +277,22 @@ class ImageTextCache:
         self._by_layout: dict[tuple[Any, ...], ImageText] = {}
 
     def get(self, table: Any, verbosity: int, positional: bool) -> ImageText:
-        key = (id(table), verbosity >= 2, positional, _COMPILED)
+        compiled = FORMATTER.chosen
+        key = (id(table), verbosity >= 2, positional, compiled)
         hit = self._by_map.get(key)
         if hit is not None and hit[0] is table:
             return hit[1]
-        layout = (_layout_key(table.columns), verbosity >= 2, positional, _COMPILED)
+        layout = (_layout_key(table.columns), verbosity >= 2, positional, compiled)
         fn = self._by_layout.get(layout)
         if fn is None:
             if len(self._by_layout) >= self.limit:
                 self._by_layout.clear()
-            fn = self._by_layout[layout] = compile_image_text(table.columns, verbosity, positional, _COMPILED)
+            fn = self._by_layout[layout] = compile_image_text(table.columns, verbosity, positional, compiled)
         if len(self._by_map) >= self.limit:
             self._by_map.clear()
         self._by_map[key] = (table, fn)
         return fn
 
 
-try:  # the formatter in C (optional: without a compiler at install time, the generated one is the path)
-    from binlake.render import _fastrender  # type: ignore[attr-defined]
-except ImportError:
-    _fastrender = None
-# the compiled formatter's interface this source expects (a build older than its .pyx is not used)
-FAST_RENDER_INTERFACE = 2
-if getattr(_fastrender, "INTERFACE", None) != FAST_RENDER_INTERFACE:
-    _fastrender = None
-
-_COMPILED = False  # whether formatters made from now on are the compiled ones (``plan.use_compiled``)
-
-
-def _choose(compiled: bool) -> None:
-    global _COMPILED
-    _COMPILED = compiled and _fastrender is not None
-
-
-def compiled_formatter() -> bool:
-    """Whether row text is formatted by the compiled formatter (built, current, and chosen)."""
-    return _COMPILED
-
-
-_choose(not plan.PURE_FORCED)
-plan.SWITCHES.append(_choose)
+# the formatter in C (optional: without a compiler at install time, the generated one is the path)
+FORMATTER = native.OptionalModule("binlake.render._fastrender", 2)

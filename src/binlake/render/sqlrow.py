@@ -247,7 +247,7 @@ class RowSqlCache:
         self._by_layout: dict[tuple[Any, ...], RowSql] = {}
 
     def get(self, tm: TableMap) -> RowSql:
-        compiled = joined.compiled_joiner()
+        compiled = joined.FORMATTER.chosen
         hit = self._by_map.get((id(tm), compiled))
         if hit is not None and hit[0] is tm:
             return hit[1]

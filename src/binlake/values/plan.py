@@ -8,18 +8,19 @@ value is the same as the closures produce (tests run both paths on the real corp
 
 When the optional compiled decoder is built (``_fastrows``, from the operations ``rowops`` derives
 from the same layout), it is used instead; the generated Python stays the reference it is tested
-against, and ``BINLAKE_PURE=1`` (or ``use_compiled(False)``) chooses it.
+against, and ``BINLAKE_PURE=1`` (or ``use_compiled(False)``, ``binlake.native``) chooses it.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import os
 import struct
 from collections.abc import Callable
 from decimal import Decimal
+from types import ModuleType
 from typing import Any
 
+from binlake import native
 from binlake.values.charsets import codec_for
 from binlake.values.columns import ColumnDef, column_decoder
 from binlake.values.json_binary import decode_json_column
@@ -412,26 +413,15 @@ def compile_c_rows_counter(
 def _c_decoder(
     columns: list[ColumnDef], before: tuple[int, ...] | None, after: tuple[int, ...] | None, absent: Any
 ) -> Any:
-    if _fastrows is None:
+    if ROWS.built is None:
         raise RuntimeError("the compiled row decoder is not built (binlake.values._fastrows)")
     program = (image_program(columns, before), image_program(columns, after))
-    return _fastrows.RowsDecoder(*program, len(columns), absent)
+    return ROWS.built.RowsDecoder(*program, len(columns), absent)
 
 
 def compiled_available() -> bool:
     """Whether the compiled row decoder was built (the pure path is used either way when not)."""
-    return _fastrows is not None
-
-
-def use_compiled(on: bool) -> None:
-    """Choose the path of decoders made from now on (``BINLAKE_PURE=1`` chooses pure at start-up):
-    for benchmarks and tests that hold the two equal. Clears the plan cache."""
-    global compile_rows_decoder, rows_header
-    compile_rows_decoder = compile_c_rows_decoder if on and _fastrows else compile_pure_rows_decoder
-    rows_header = _fastrows.rows_header if on and _fastrows else None
-    PLANS.clear()
-    for switch in SWITCHES:
-        switch(on)
+    return ROWS.built is not None
 
 
 def layout_signature(columns: list[ColumnDef]) -> tuple[Any, ...]:
@@ -449,26 +439,21 @@ def layout_signature(columns: list[ColumnDef]) -> tuple[Any, ...]:
     )
 
 
-# the compiled module's interface this source expects: a build left from older sources (a .pyx
-# changed, the install not rerun; ``./dev setup`` reruns it) is not used
-FAST_INTERFACE = 3
-
-try:
-    from binlake.values import _fastrows  # type: ignore[attr-defined]
-except ImportError:  # not built (no compiler at install time): the pure path
-    _fastrows = None
-if getattr(_fastrows, "INTERFACE", None) != FAST_INTERFACE:
-    _fastrows = None
-
-PURE_FORCED = os.environ.get("BINLAKE_PURE", "") not in ("", "0")
-_COMPILED = _fastrows is not None and not PURE_FORCED
-# the other compiled parts (the event envelope, ``binlake.decoder``) follow ``use_compiled`` too
-SWITCHES: list[Callable[[bool], None]] = []
-compile_rows_decoder = compile_c_rows_decoder if _COMPILED else compile_pure_rows_decoder
+# the generated decoders and, when built and chosen, their compiled twin (``use_compiled``)
+compile_rows_decoder: Callable[..., RowsDecoder] = compile_pure_rows_decoder
 # a rows event's header read in C (``events.rows`` falls back to its own reader when None)
-rows_header: Callable[..., tuple[int, int, bytes, int, int, int, int]] | None = (
-    _fastrows.rows_header if _COMPILED else None
-)
+rows_header: Callable[..., tuple[int, int, bytes, int, int, int, int]] | None = None
+
+
+def _choose(module: ModuleType | None) -> None:
+    global compile_rows_decoder, rows_header
+    compile_rows_decoder = compile_pure_rows_decoder if module is None else compile_c_rows_decoder
+    rows_header = None if module is None else module.rows_header
+    if "PLANS" in globals():
+        PLANS.clear()
+
+
+ROWS = native.OptionalModule("binlake.values._fastrows", 3, _choose)
 
 
 class PlanCache:
