@@ -247,3 +247,25 @@ def test_table_map_cache_stays_on_with_a_history(tmp_path: Path, monkeypatch: py
     assert any(n.endswith("_r") for _, names, *_ in got for n in names)  # a renamed column named anew
     assert cached_tracker.completed == fresh_tracker.completed > 0
     assert maps_decoded * 20 < cached_tracker.completed  # maps decoded once per layout, not per transaction
+
+
+def test_a_ddl_logged_with_an_error_code_is_replayed_as_the_change_log_reads_it(corpus: Path) -> None:
+    """MySQL 5.7 logs ``DROP TABLE t1, t2`` with error 1051 when t2 is missing: t1 was dropped on
+    the source and a replica runs it expecting 1051. The schema history drops t1 (it kept it before)
+    and the change log drops it too: the two agree."""
+    from binlake.changes import Op, row_changes
+    from binlake.txn import iter_transactions
+
+    f = corpus / "mysql-server-8.0.39/std_data/rpl_atomic_ddl_rollback_table.000001"
+    history = SchemaHistory()
+    tracker = SchemaTracker(history)
+    failed_ddl = []
+    drops = []
+    for t in iter_transactions((1, ev) for ev in BinlogReader(f, observers=[tracker])):
+        failed_ddl += [e.body.error_code for e in t.events if getattr(e.body, "error_code", 0)]
+        drops += [(c.db, c.table) for c in row_changes(t) if c.op is Op.DROP_TABLE]
+        if t.end == 316:  # after CREATE TABLE t1: the history has it
+            assert history.table("test", "t1") is not None
+    assert failed_ddl == [1051]
+    assert ("test", "t1") in drops
+    assert history.table("test", "t1") is None and not history.not_understood

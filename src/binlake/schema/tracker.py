@@ -55,7 +55,10 @@ class SchemaTracker:
 
     def __call__(self, ev: Event) -> None:
         body = ev.body
-        if isinstance(body, Query) and ev.inner_index is None and is_ddl(body.query) and not body.error_code:
+        # A DDL logged with an error code (5.7's ``DROP TABLE t1, missing``: 1051) took its effect on
+        # the source, and a replica runs it expecting that error: its effect is replayed here too,
+        # as the change log does (the history skips what does not exist).
+        if isinstance(body, Query) and ev.inner_index is None and is_ddl(body.query):
             self.history.apply(
                 body.query,
                 body.database,
