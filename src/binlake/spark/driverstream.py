@@ -76,7 +76,7 @@ class DriverStreamReader(SimpleDataSourceStreamReader, SupportsTriggerAvailableN
         bound are scanned, and the DDL pass is moved no further than what is returned."""
         if not latest["file"] or latest == start:
             return [], start
-        files = self.ranges._files()
+        files = self.ranges.files_now()
         if start["file"] and _key(latest) < _key(start):
             raise BinlogError(
                 f"the binlogs under {self.ranges.path} end before this stream's offset "
@@ -96,7 +96,7 @@ class DriverStreamReader(SimpleDataSourceStreamReader, SupportsTriggerAvailableN
                 break
         parts: list[RangePartition] = []
         total = 0
-        for p in self.ranges._ranges(files, start, bound):
+        for p in self.ranges.ranges_between(files, start, bound):
             if parts and total + end_of(p) - p.start > self.max_bytes:
                 break
             parts.append(p)

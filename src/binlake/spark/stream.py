@@ -44,14 +44,15 @@ class BinlogStreamReader(DataSourceStreamReader):
     def initialOffset(self) -> dict[str, Any]:  # noqa: N802 - Spark's name
         return {"file": "", "pos": 0}
 
-    def _files(self) -> list[str]:
+    def files_now(self) -> list[str]:
+        """The series' files as the path names them now (none yet: an empty list, not an error)."""
         try:
             return resolve_files(self.path)
         except BinlogError:
             return []
 
     def latestOffset(self) -> dict[str, Any]:  # type: ignore[override]  # noqa: N802 - Spark's name
-        files = self._files()
+        files = self.files_now()
         if not files:
             return {"file": "", "pos": 0}
         # the newest file with a complete transaction decides; older files are complete once rotated
@@ -75,8 +76,8 @@ class BinlogStreamReader(DataSourceStreamReader):
         return end
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[RangePartition]:
-        files = self._files()
-        return self.with_schemas(self._ranges(files, start, end), files)
+        files = self.files_now()
+        return self.with_schemas(self.ranges_between(files, start, end), files)
 
     def with_schemas(self, parts: list[RangePartition], files: list[str]) -> list[RangePartition]:
         """``parts`` (in series order) with the tables as of each one's start (the DDL pass moves
@@ -85,7 +86,9 @@ class BinlogStreamReader(DataSourceStreamReader):
             self.ddl = DdlPass(schema_seed(self.options, files), warn=warn)
         return list(attach_schemas(parts, files, self.ddl)) if self.ddl else []
 
-    def _ranges(self, files: list[str], start: dict[str, Any], end: dict[str, Any]) -> list[RangePartition]:
+    def ranges_between(
+        self, files: list[str], start: dict[str, Any], end: dict[str, Any]
+    ) -> list[RangePartition]:
         """The ranges between two offsets, in series order (big ones split at transactions)."""
         parts: list[RangePartition] = []
         for path in files:
