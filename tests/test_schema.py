@@ -14,6 +14,8 @@ from binlake.sandbox import PrivateMariaDB, mariadb_available
 from binlake.schema import SchemaHistory, SchemaMismatchError, SchemaTracker
 from binlake.schema.defaults import ColumnDefault, DefaultKind
 from binlake.schema.model import ColumnSpec
+from binlake.snapshot.catalog import server_tables
+from binlake.snapshot.schema import seed_at_position
 from tests.conftest import corpus_index
 
 SETUP = [
@@ -79,7 +81,9 @@ def test_minimal_metadata_with_history_equals_full(tmp_path: Path) -> None:
             run(db, SETUP)
         first_full = len(full.flush_binlogs()) - 1
         first_min = len(minimal.flush_binlogs()) - 1
-        seeded = SchemaHistory.from_server(minimal.connect(), ["app"], ("mariadb-bin.000002", 4))
+        conn = minimal.connect()
+        seeded = seed_at_position(conn, server_tables(conn, lambda db, _: db == "app"))
+        assert seeded.seeded_at is not None and seeded.seeded_at[0] == "mariadb-bin.000002"
         for db in (full, minimal):
             run(db, WORKLOAD)
         want = changes(full.flush_binlogs()[first_full:-1])

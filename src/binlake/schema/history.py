@@ -105,23 +105,6 @@ class SchemaHistory:
         h.seed = copy.deepcopy(h.catalog)
         return h
 
-    @classmethod
-    def from_server(cls, conn: Any, databases: list[str], position: Position = ("", 0)) -> SchemaHistory:
-        """From a live server's tables (SHOW CREATE TABLE of each) at a known binlog position."""
-        script = []
-        with conn.cursor() as cur:
-            for db in databases:
-                cur.execute(
-                    "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s AND TABLE_TYPE = 'BASE TABLE'",
-                    (db,),
-                )
-                for (name,) in cur.fetchall():
-                    cur.execute(f"SHOW CREATE TABLE `{db}`.`{name}`")
-                    script.append(f"USE `{db}`;\n{cur.fetchone()[1]};")
-        h = cls.from_ddl_script("\n".join(script))
-        h.position = position
-        return h
-
     # ---- updates ----------------------------------------------------------------------------------
 
     def apply(
