@@ -46,6 +46,19 @@ def mariadb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
 
 @pytest.fixture(scope="session")
+def mysql(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """One private MySQL server (9.x) for the whole session: GTIDs on, binlog_row_metadata=FULL."""
+    from binlake.sandbox import PrivateMySQL, mysql_available, mysql_home
+
+    if not mysql_available():
+        pytest.skip(f"MySQL is not at {mysql_home()} (scripts/fetch-mysql; ./dev setup runs it)")
+    db = PrivateMySQL(tmp_path_factory.mktemp("mysql"))
+    db.start()
+    yield db
+    db.stop()
+
+
+@pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
     """One local SparkSession for the whole run (start-up costs seconds)."""
     if shutil.which("java") is None and not Path("/usr/lib/jvm/java-17-openjdk-amd64").exists():

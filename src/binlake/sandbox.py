@@ -1,6 +1,7 @@
-"""A private MariaDB server in a directory of its own, for tests, the demo and benchmarks.
+"""Private MariaDB and MySQL servers in a directory of their own, for tests, the demo and benchmarks.
 
-Never touches the system server: its own datadir, socket, pid file and a free loopback port.
+Never touches the system server: its own datadir, socket, pid file and a free loopback port. MariaDB
+comes from Debian; MySQL from ``scripts/fetch-mysql`` (Debian sid's packages unpacked privately).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import socket
 import subprocess
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 DEFAULT_SETTINGS: dict[str, str] = {
     "binlog_format": "ROW",
@@ -39,12 +40,17 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-class PrivateMariaDB:
-    """Start with ``start()`` (or as a context manager); ``connect()`` gives a PyMySQL connection."""
+class PrivateServer:
+    """Start with ``start()`` (or as a context manager); ``connect()`` gives a PyMySQL connection.
+    A subclass says how its server is initialized and run, and what its config section is named."""
+
+    SECTION = ""
+    BINLOG_BASE = ""
+    DEFAULTS: dict[str, str] = {}
 
     def __init__(self, root: str | os.PathLike[str], **settings: str) -> None:
         self.root = Path(root).resolve()
-        self.settings = {**DEFAULT_SETTINGS, **settings}
+        self.settings = {**self.DEFAULTS, **settings}
         self.port = _free_port()
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -59,52 +65,57 @@ class PrivateMariaDB:
     def _write_config(self) -> Path:
         self.binlog_dir.mkdir(parents=True, exist_ok=True)
         lines = [
-            "[mariadbd]",
+            f"[{self.SECTION}]",
             f"datadir={self.root / 'data'}",
             f"socket={self.socket}",
             f"pid-file={self.root / 'mysqld.pid'}",
             f"port={self.port}",
             "bind-address=127.0.0.1",
             f"user={getpass.getuser()}",
-            f"log_bin={self.binlog_dir / 'mariadb-bin'}",
+            f"log_bin={self.binlog_dir / self.BINLOG_BASE}",
             f"log_error={self.root / 'error.log'}",
         ] + [f"{k}={v}" for k, v in self.settings.items()]
         cnf = self.root / "my.cnf"
         cnf.write_text("\n".join(lines) + "\n")
         return cnf
 
-    def start(self, timeout: float = 60.0) -> PrivateMariaDB:
+    def _initialize(self, cnf: Path) -> None:
+        raise NotImplementedError
+
+    def _server_command(self, cnf: Path) -> list[str]:
+        raise NotImplementedError
+
+    def start(self, timeout: float = 60.0) -> Self:
         self.root.mkdir(parents=True, exist_ok=True)
         cnf = self._write_config()
         if not (self.root / "data" / "mysql").exists():
-            subprocess.run(
-                [
-                    "mariadb-install-db",
-                    f"--defaults-file={cnf}",
-                    "--auth-root-authentication-method=normal",
-                    "--skip-test-db",
-                ],
-                check=True,
-                capture_output=True,
-            )
+            self._initialize(cnf)
         self.proc = subprocess.Popen(
-            ["mariadbd", f"--defaults-file={cnf}"],
+            self._server_command(cnf),
             start_new_session=True,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
+        fresh = not (self.root / "initialized").exists()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"mariadbd exited: {(self.root / 'error.log').read_text()[-2000:]}")
+                raise RuntimeError(f"the server exited: {(self.root / 'error.log').read_text()[-2000:]}")
             try:
                 self.connect().close()
-                return self
             except Exception:
                 time.sleep(0.2)
-        raise RuntimeError("mariadbd did not accept connections in time")
+                continue
+            if fresh:
+                self._first_start()
+                (self.root / "initialized").touch()
+            return self
+        raise RuntimeError("the server did not accept connections in time")
 
-    def restart(self, **changes: str | None) -> PrivateMariaDB:
+    def _first_start(self) -> None:
+        """What a new server needs once it runs (nothing here)."""
+
+    def restart(self, **changes: str | None) -> Self:
         """Stop, change settings (None removes one) and start again: same datadir, same port."""
         self.stop()
         for key, value in changes.items():
@@ -136,7 +147,7 @@ class PrivateMariaDB:
         return self.binlog_files()
 
     def binlog_files(self) -> list[Path]:
-        index = self.binlog_dir / "mariadb-bin.index"
+        index = self.binlog_dir / f"{self.BINLOG_BASE}.index"
         names = [line.strip() for line in index.read_text().splitlines() if line.strip()]
         return [Path(n) if os.path.isabs(n) else self.binlog_dir / Path(n).name for n in names]
 
@@ -149,11 +160,91 @@ class PrivateMariaDB:
                 self.proc.kill()
         self.proc = None
 
-    def __enter__(self) -> PrivateMariaDB:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+class PrivateMariaDB(PrivateServer):
+    SECTION = "mariadbd"
+    BINLOG_BASE = "mariadb-bin"
+    DEFAULTS = DEFAULT_SETTINGS
+
+    def _initialize(self, cnf: Path) -> None:
+        subprocess.run(
+            [
+                "mariadb-install-db",
+                f"--defaults-file={cnf}",
+                "--auth-root-authentication-method=normal",
+                "--skip-test-db",
+            ],
+            check=True,
+            capture_output=True,
+        )
+
+    def _server_command(self, cnf: Path) -> list[str]:
+        return ["mariadbd", f"--defaults-file={cnf}"]
+
+
+def mysql_home() -> Path:
+    """Where ``scripts/fetch-mysql`` put MySQL (``$BINLAKE_MYSQL``, else ~/.cache/binlake/mysql)."""
+    default = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "binlake" / "mysql"
+    return Path(os.environ.get("BINLAKE_MYSQL") or default)
+
+
+def mysql_available() -> bool:
+    home = mysql_home()
+    return (home / "ready").exists() and (home / "bin" / "mysqld").exists()
+
+
+MYSQL_SETTINGS: dict[str, str] = {
+    "binlog_row_metadata": "FULL",
+    "server_id": "1",
+    "gtid_mode": "ON",
+    "enforce_gtid_consistency": "ON",
+    "character_set_server": "utf8mb4",
+    "max_binlog_size": "1073741824",
+    "innodb_buffer_pool_size": "64M",
+    "innodb_redo_log_capacity": "64M",
+    "skip_name_resolve": "ON",
+    "mysqlx": "OFF",
+}
+
+
+class PrivateMySQL(PrivateServer):
+    """A MySQL server (9.x, Debian sid's) run from ``mysql_home()``, GTIDs on, full row metadata."""
+
+    SECTION = "mysqld"
+    BINLOG_BASE = "binlog"
+    DEFAULTS = MYSQL_SETTINGS
+
+    def _write_config(self) -> Path:
+        root = mysql_home() / "root" / "usr"
+        self.settings.setdefault("basedir", str(root))
+        self.settings.setdefault("lc_messages_dir", str(root / "share" / "mysql"))
+        self.settings.setdefault("plugin_dir", str(root / "lib" / "mysql" / "plugin"))
+        self.settings.setdefault("secure_file_priv", str(self.root))
+        return super()._write_config()
+
+    def _initialize(self, cnf: Path) -> None:
+        subprocess.run(
+            [str(mysql_home() / "bin" / "mysqld"), f"--defaults-file={cnf}", "--initialize-insecure"],
+            check=True,
+            capture_output=True,
+        )
+
+    def _server_command(self, cnf: Path) -> list[str]:
+        return [str(mysql_home() / "bin" / "mysqld"), f"--defaults-file={cnf}"]
+
+    def _first_start(self) -> None:
+        # --initialize makes root@localhost only: with skip_name_resolve, TCP clients come from
+        # 127.0.0.1 (MariaDB's install makes that account itself)
+        self.execute(
+            "CREATE USER IF NOT EXISTS 'root'@'127.0.0.1' IDENTIFIED BY ''",
+            "GRANT ALL ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION",
+        )
 
 
 def postgres_bin() -> Path | None:

@@ -1,6 +1,7 @@
 """``binlake changes``: row changes as JSON lines, one object per inserted, updated or deleted row
 (the envelope is ``binlake.render.changes``'s, documented in the README), from binlog files or a
-directory, and with ``--follow`` from a directory the server is still writing."""
+directory, with ``--follow`` from a directory the server is still writing, and from a server itself
+(``mysql://USER@HOST:PORT[/DB,…]``) read as a replica."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from binlake.cli.common import Command, Options, SchemaOptions, UsageError, add_schema_history, add_selection
+from binlake.cli.serverurl import is_server_url
 from binlake.events.rows import Rows
 from binlake.filters import Selection
 from binlake.txn import UNFINISHED, Transaction
@@ -27,6 +29,10 @@ class ChangesOptions(Options):
     verify_checksum: bool = True
     selection: Selection = field(default_factory=Selection)
     schema: SchemaOptions = SchemaOptions()
+    # where a server is read from (default: its oldest binlog; with --follow, its current end)
+    start_file: str | None = None
+    start_position: int = 4
+    gtid: str | None = None
 
 
 def expand(sources: Iterable[str]) -> tuple[str, ...]:
@@ -67,6 +73,14 @@ def cmd_changes(o: ChangesOptions) -> int:
     from binlake.render.changes import ChangeLines
 
     lines = ChangeLines()
+    if any(is_server_url(s) for s in o.sources):
+        if len(o.sources) != 1:
+            raise UsageError("a server URL is the only source of a run (not mixed with files)")
+        from binlake.cli.serverchanges import server_changes
+
+        return server_changes(o, lines)
+    if o.start_file or o.gtid:
+        raise UsageError("--start-file and --gtid choose where a server is read from: give a mysql:// URL")
     if o.follow:
         return follow(o, lines)
     from binlake.cli.reading import ReadOptions, selected_transactions
@@ -111,13 +125,25 @@ def add_changes(sub: Any) -> None:
         help="row changes as JSON lines (op, before, after, source, transaction, key), one per row",
     )
     c.add_argument(
-        "sources", nargs="+", metavar="FILES|DIR", help="binlog files in order, or a directory / index / glob"
+        "sources",
+        nargs="+",
+        metavar="FILES|DIR|URL",
+        help="binlog files in order, or a directory / index / glob; or a server, "
+        "mysql://USER@HOST:PORT[/DB,...] (also mariadb://; password from $MYSQL_PWD or ~/.my.cnf), "
+        "read as a replica",
     )
     c.add_argument(
         "--follow",
         action="store_true",
-        help="keep reading the directory as the server writes it (Ctrl-C or SIGTERM stops)",
+        help="keep reading the directory as the server writes it, or the server's binlog as it "
+        "commits (Ctrl-C or SIGTERM stops)",
     )
+    s = c.add_argument_group("start (a server)")
+    s.add_argument(
+        "--start-file", help="binlog file to start from (default: the oldest; with --follow, the current end)"
+    )
+    s.add_argument("--start-position", type=int, default=4, help="offset in --start-file (an event start)")
+    s.add_argument("--gtid", help="start after these GTIDs (MySQL GTID set or MariaDB GTID position)")
     c.add_argument("--poll", type=float, default=0.5, help="seconds between looks at a followed directory")
     c.add_argument("--no-verify-checksum", dest="verify_checksum", action="store_false", default=True)
     add_selection(c)

@@ -1,9 +1,8 @@
 """``binlake sync mysql://USER@HOST:PORT[/DB,…] --to SINK``: a live server into a sink in one command
 (``binlake.spark.live``): the snapshot of its tables, then its binlog, resumable at every step.
 
-The URL carries no password (``ps`` would show it): it comes from ``$MYSQL_PWD`` or the client
-option files, as for ``binlake mirror``. Query parameters: ``socket``, ``ssl-mode``, ``ssl-ca``,
-``ssl-cert``, ``ssl-key``, ``chunk-rows`` (rows per snapshot chunk).
+The URL is read by ``binlake.cli.serverurl``; this command's own parameter: ``chunk-rows`` (rows per
+snapshot chunk).
 """
 
 from __future__ import annotations
@@ -12,13 +11,11 @@ import threading
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
-from urllib.parse import parse_qs, unquote, urlsplit
 
 from binlake.cli.common import UsageError
+from binlake.cli.serverurl import server_from_url
 from binlake.cli.sync import SyncOptions, batch_apply, cmd_sync, sink_from
 from binlake.console import output_console
-from binlake.credentials import CredentialsError, client_options, resolve_password
-from binlake.replication.client import ServerAddress
 
 if TYPE_CHECKING:
     from binlake.spark.sinks import Sink
@@ -26,38 +23,14 @@ if TYPE_CHECKING:
 DEFAULT_CHUNK_ROWS = 50_000
 
 
-def server_from_url(url: str) -> tuple[ServerAddress, list[str], int]:
-    """The server, the databases the URL's path names (none: every user database), rows per chunk."""
-    u = urlsplit(url)
-    if u.password is not None:
-        raise UsageError(
-            "the server URL holds a password (visible in ps): give it with $MYSQL_PWD or an option file"
-        )
-    query = {k: v[-1] for k, v in parse_qs(u.query).items()}
-    known = {"socket", "ssl-mode", "ssl-ca", "ssl-cert", "ssl-key", "chunk-rows"}
-    if set(query) - known:
-        raise UsageError(
-            f"unknown URL parameter(s) {', '.join(sorted(set(query) - known))}: {', '.join(sorted(known))}"
-        )
+def chunk_rows_of(parameters: dict[str, str]) -> int:
     try:
-        opts = client_options(None)
-        password = resolve_password(None, options=opts)
-        server = ServerAddress(
-            host=u.hostname or "127.0.0.1",
-            port=u.port or 3306,
-            user=unquote(u.username) if u.username else opts.get("user") or "root",
-            password=password,
-            unix_socket=query.get("socket"),
-            ssl_ca=query.get("ssl-ca"),
-            ssl_cert=query.get("ssl-cert"),
-            ssl_key=query.get("ssl-key"),
-            ssl_mode=query.get("ssl-mode"),
-        )
-        chunk_rows = int(query.get("chunk-rows", DEFAULT_CHUNK_ROWS))
-    except (CredentialsError, ValueError) as e:
-        raise UsageError(str(e)) from None
-    databases = [unquote(d) for d in u.path.lstrip("/").split(",") if d]
-    return server, databases, chunk_rows
+        rows = int(parameters.get("chunk-rows", DEFAULT_CHUNK_ROWS))
+    except ValueError as e:
+        raise UsageError(f"chunk-rows: {e}") from None
+    if rows < 1:
+        raise UsageError("chunk-rows must be at least 1")
+    return rows
 
 
 def state_dir(args: SyncOptions, sink: Sink) -> Path:
@@ -77,7 +50,8 @@ def cmd_live(args: SyncOptions) -> int:
     from binlake.spark.live import LiveSync
     from binlake.spark.session import spark_session
 
-    server, databases, chunk_rows = server_from_url(args.source)
+    server, databases, parameters = server_from_url(args.source, frozenset({"chunk-rows"}))
+    chunk_rows = chunk_rows_of(parameters)
     sink = sink_from(args.target)
     state = state_dir(args, sink)
     selection = args.selection
@@ -117,4 +91,4 @@ def cmd_live(args: SyncOptions) -> int:
         stop.set()
 
 
-__all__ = ["cmd_live", "server_from_url"]
+__all__ = ["cmd_live"]

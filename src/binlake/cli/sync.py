@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from rich.markup import escape
 
 from binlake.cli.common import Command, Options, UsageError, add_selection, open_seed
+from binlake.cli.serverurl import is_server_url
 from binlake.console import output_console
 from binlake.credentials import redacted_url
 from binlake.filters import Selection
@@ -112,17 +113,12 @@ def batch_apply(sink: Sink, source: str, positioned: bool = True) -> Any:
     return apply
 
 
-def is_live(source: str) -> bool:
-    """A server URL (``mysql://``, ``mariadb://``) rather than binlog files."""
-    return source.startswith(("mysql://", "mariadb://"))
-
-
 def cmd_sync(args: SyncOptions) -> int:
     from rich.table import Table
 
     from binlake.spark.session import spark_session
 
-    if is_live(args.source):
+    if is_server_url(args.source):
         from binlake.cli.live import cmd_live
 
         return cmd_live(args)

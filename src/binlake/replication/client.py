@@ -288,6 +288,9 @@ class ReplicaClient:
     give_up_after: float = 300.0  # seconds of failed reconnects before the error is raised
     keep_events: bool = False
     on_connect: Callable[[Any], None] | None = None  # called with each new PyMySQL connection (tests)
+    # called with every decoded event, as a file reader's observers are (the schema tracker), on
+    # every connection's stream
+    observers: list[Callable[[Any], None]] = field(default_factory=list)
     mariadb: bool = field(init=False, default=False)
     stream: ReplicationStream | None = field(init=False, default=None)
     _conn: Any = field(init=False, default=None)
@@ -374,6 +377,7 @@ class ReplicaClient:
             gtids=gtids if gtids is not None else (None if self.mariadb else GtidSet()),
             maria_gtids=maria if maria is not None else (MariaGtidPos() if self.mariadb else None),
         )
+        self.stream.decoder.state.observers.extend(self.observers)
         if self.blocking:
             conn._sock.settimeout(max(3 * self.heartbeat, 10.0))
 
