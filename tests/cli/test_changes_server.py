@@ -5,6 +5,8 @@ hostile name is no pattern), names from the server's catalog where the binlog ha
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import queue
@@ -147,3 +149,32 @@ def test_follow_prints_each_commit_until_sigterm(server: PrivateServer) -> None:
     ids = [c["after"]["id"] for c in seen]
     assert ids == [*range(first, probe + 1), *range(1000, 1020), 1020]  # each once, in commit order
     assert seen[-1]["type"] == "update" and seen[-1]["before"]["id"] == 1019
+
+
+def test_a_password_user_on_mysql_with_and_without_tls(
+    mysql: PrivateServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """MySQL's default authentication (caching_sha2_password) sends the password RSA-encrypted when
+    the connection is not TLS: the first, full authentication of a new user, both ways; a wrong
+    password is one line naming the server."""
+    mysql.execute(
+        "DROP USER IF EXISTS 'cdc'@'127.0.0.1'",
+        "CREATE USER 'cdc'@'127.0.0.1' IDENTIFIED BY 's3cret!'",
+        "GRANT REPLICATION SLAVE, REPLICATION CLIENT, SELECT ON *.* TO 'cdc'@'127.0.0.1'",
+    )
+    workload(mysql, "pw_db")
+    monkeypatch.setenv("HOME", "/nonexistent")  # no ~/.my.cnf
+    monkeypatch.setenv("MYSQL_PWD", "s3cret!")
+    base = f"mysql://cdc@127.0.0.1:{mysql.port}/pw_db"
+    plain = lines([base + "?ssl-mode=DISABLED"])  # first: full authentication without TLS
+    assert len(plain) == 5 and lines([base + "?ssl-mode=REQUIRED"]) == plain
+    monkeypatch.setenv("MYSQL_PWD", "wrong")
+    mysql.execute("FLUSH PRIVILEGES")  # forget the cached authentication
+    from binlake.cli import main
+
+    with contextlib.redirect_stderr(io.StringIO()) as err:
+        assert main(["changes", base + "?ssl-mode=DISABLED"]) == 2
+    assert err.getvalue() == (
+        f"binlake: error: 127.0.0.1:{mysql.port}: cannot connect: "
+        "Access denied for user 'cdc'@'127.0.0.1' (using password: YES)\n"
+    )

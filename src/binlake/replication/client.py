@@ -175,6 +175,8 @@ class ServerAddress:
             conn.connect()
         except pymysql.err.MySQLError as e:
             raise self._connect_error(e, mode) from None
+        except RuntimeError as e:  # PyMySQL's own: an auth method it cannot do here
+            raise ReplicationError(f"cannot connect: {e}", source=self.label) from None
         if mode.requires_tls and not isinstance(conn._sock, ssl.SSLSocket):
             conn.close()  # never reached while PyMySQL keeps its promise; the dump must not go plain
             raise ReplicationError(
