@@ -178,3 +178,17 @@ def test_a_password_user_on_mysql_with_and_without_tls(
         f"binlake: error: 127.0.0.1:{mysql.port}: cannot connect: "
         "Access denied for user 'cdc'@'127.0.0.1' (using password: YES)\n"
     )
+
+
+def test_start_after_a_gtid_set(server: PrivateServer) -> None:
+    """``--gtid``: the changes after the transactions the set holds (COM_BINLOG_DUMP_GTID on MySQL,
+    the GTID position on MariaDB)."""
+    workload(server, "by_gtid")
+    everything = lines([url(server, "by_gtid")])
+    cut = everything[2]["source"]["gtid"]  # the first UPDATE's transaction
+    if ":" in cut:  # MySQL uuid:n -> the set of every transaction up to it
+        uuid, n = cut.rsplit(":", 1)
+        executed = f"{uuid}:1-{n}"
+    else:  # MariaDB domain-server-seq: a position
+        executed = cut
+    assert lines([url(server, "by_gtid"), "--gtid", executed]) == everything[3:]
