@@ -273,3 +273,36 @@ def test_a_ddl_logged_with_an_error_code_is_replayed_as_the_change_log_reads_it(
     assert failed_ddl == [1051]
     assert ("test", "t1") in drops
     assert history.table("test", "t1") is None and not history.not_understood
+
+
+def test_a_ddl_logged_with_another_error_took_an_unknown_part_of_its_effect(
+    corpus: Path, tmp_path: Path
+) -> None:
+    """The same DROP logged with 1451 (a foreign key refused one of the tables): which tables went
+    is not known, so neither the history nor the change log drops any; the history reports it."""
+    import struct
+    import zlib
+
+    from binlake.changes import Op, row_changes
+    from binlake.txn import iter_transactions
+
+    data = bytearray(
+        (corpus / "mysql-server-8.0.39/std_data/rpl_atomic_ddl_rollback_table.000001").read_bytes()
+    )
+    at = 381  # the DROP TABLE `t1`,`t2` Query event
+    size = struct.unpack_from("<I", data, at + 9)[0]
+    assert struct.unpack_from("<H", data, at + 19 + 9)[0] == 1051
+    struct.pack_into("<H", data, at + 19 + 9, 1451)
+    struct.pack_into("<I", data, at + size - 4, zlib.crc32(data[at : at + size - 4]))
+    f = tmp_path / "fk.000001"
+    f.write_bytes(bytes(data))
+    history = SchemaHistory()
+    drops = [
+        c
+        for t in iter_transactions((1, ev) for ev in BinlogReader(f, observers=[SchemaTracker(history)]))
+        for c in row_changes(t)
+        if c.op is Op.DROP_TABLE
+    ]
+    assert drops == []
+    assert history.table("test", "t1") is not None
+    assert [(n.position, "1451" in n.reason) for n in history.not_understood] == [(("fk.000001", 381), True)]

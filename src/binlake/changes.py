@@ -46,6 +46,7 @@ from binlake.events.table_map import TableMap
 from binlake.identitycache import IdentityCache
 from binlake.layout import Column, Layout
 from binlake.schema.renames import ColumnAdd, TableDrop, TableRename, renames_in
+from binlake.statements import took_whole_effect
 from binlake.txn import DDL, Transaction
 from binlake.values.types import ColumnType
 
@@ -226,7 +227,9 @@ def event_changes(
     for ei, ev in enumerate(events):
         b = ev.body
         if ddl and isinstance(b, Query):
-            if keep is None or keep(ev):
+            # a statement that took part of its effect (the binlog does not say which) renames or
+            # drops nothing here; the schema history reports it (``SchemaTracker``)
+            if (keep is None or keep(ev)) and took_whole_effect(b.error_code):
                 where = (file or _file_name(ev.source), ev.offset, ev.header.server_id)
                 yield from _name_changes(b, origin, base, ei, where, keep_table, ev.header.timestamp)
             continue

@@ -4,13 +4,16 @@ Each hot path has a pure Python reference beside it and a compiled module ``./de
 compiler is present. A module is used only when it imports AND declares the interface version the
 source beside it expects (a build left from an older ``.pyx`` is ignored, not trusted), and only while
 chosen: ``BINLAKE_PURE=1`` chooses the pure path at start-up and ``use_compiled`` switches every module
-at once (tests and benchmarks hold the two paths equal with it).
+at once (tests and benchmarks hold the two paths equal with it). What a module does that changes no
+result may use the built module whatever the choice (``globalbinlog.nodes.leave_out``: objects kept
+out of the cycle collector; ``values.rowops``: the JSON reader the compiled row decoder calls).
 """
 
 from __future__ import annotations
 
 import importlib
 import os
+import warnings
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
@@ -25,6 +28,11 @@ def _load(name: str, interface: int) -> ModuleType | None:
     try:
         module = importlib.import_module(name)
     except ImportError:  # not built (no compiler at install time): the pure path
+        return None
+    except (ValueError, TypeError) as e:
+        # built against another build of a module it cimports (Cython checks the layouts it shares:
+        # "size changed", "wrong signature"): stale, as a wrong INTERFACE is
+        warnings.warn(f"{name} is a stale build ({e}): the pure path is used; ./dev setup rebuilds it", stacklevel=3)
         return None
     return module if getattr(module, "INTERFACE", None) == interface else None
 

@@ -65,6 +65,17 @@ class Ddl(Enum):
 
 DATABASE_DDL = frozenset({Ddl.CREATE_DATABASE, Ddl.ALTER_DATABASE, Ddl.DROP_DATABASE})
 
+# Error codes a DDL statement is logged with whose effect is nonetheless the whole statement's:
+# 1051 (ER_BAD_TABLE_ERROR) is MySQL 5.7's ``DROP TABLE t1, missing``: t1 was dropped, and what is
+# missing does not exist to drop. Any other code (a foreign key refusing one of the tables: 1451)
+# means a part took effect and the binlog does not say which.
+WHOLE_EFFECT_ERRORS = frozenset({0, 1051})
+
+
+def took_whole_effect(error_code: int) -> bool:
+    """Whether a statement logged with ``error_code`` did all it says (a replica repeating it does)."""
+    return error_code in WHOLE_EFFECT_ERRORS
+
 
 @dataclass(frozen=True, slots=True)
 class XaId:

@@ -58,21 +58,32 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         yield db
 
 
-def load(server: Any, db: str) -> None:
-    """``db``'s tables with ``ROWS`` rows in all, then every binlog that wrote them purged."""
+def load(server: Any, db: str, fill: dict[str, str] = FILL, prelude: str = "SELECT 1") -> None:
+    """``db``'s tables with ``ROWS`` rows in all, then every binlog that wrote them purged. ``fill``:
+    each table's rows as a SELECT of ``{n}`` rows, run after ``prelude`` (formatted alike)."""
+    from binlake.replication.client import current_position
+
     server.execute(f"CREATE DATABASE {db}")
     per = {"orders": ROWS * 4 // 10, "items": ROWS * 4 // 10, "people": ROWS // 5}
     for name, cols in TABLES.items():
         server.execute(
+            prelude.format(n=per[name]),
             f"CREATE TABLE {name} ({cols})",
-            f"INSERT INTO {name} " + FILL[name].format(n=per[name]),
+            f"INSERT INTO {name} " + fill[name].format(n=per[name]),
             database=db,
         )
     conn = server.connect()
     with conn.cursor() as cur:
         cur.execute("FLUSH BINARY LOGS")
-        cur.execute("SHOW MASTER STATUS")
-        cur.execute(f"PURGE BINARY LOGS TO '{cur.fetchone()[0]}'")
+        # MariaDB keeps a file until its binlog checkpoint passes it: purge until it is gone
+        for _ in range(100):
+            cur.execute(f"PURGE BINARY LOGS TO '{current_position(conn).file}'")
+            cur.execute("SHOW BINARY LOGS")
+            if len(cur.fetchall()) == 1:
+                break
+            time.sleep(0.1)
+        else:
+            raise AssertionError("the binlogs that wrote the rows were not purged in 10 s")
     conn.close()
 
 

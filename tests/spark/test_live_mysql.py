@@ -16,11 +16,10 @@ from typing import Any
 import pytest
 
 from tests.spark.test_live_matrix import (
-    ROWS,
-    TABLES,
     Run,
     Workload,
     assert_delta_equals,
+    load,
     snapshot_with_workload,
     url,
 )
@@ -28,11 +27,14 @@ from tests.spark.test_live_matrix import (
 pytestmark = pytest.mark.slow
 
 # MySQL has no sequence engine: the same rows from a recursive CTE
+_SEQ = "WITH RECURSIVE s (seq) AS (SELECT 1 UNION ALL SELECT seq + 1 FROM s WHERE seq < {n}) "
 FILL = {
-    "orders": "SELECT seq, seq / 4, CONCAT('o', seq) FROM s",
-    "items": "SELECT seq DIV 2 + 1, seq % 2, CONCAT('sku', seq % 97), seq % 9 FROM s",
-    "people": "SELECT seq, CONCAT('p', seq), TIMESTAMP('2020-01-01 00:00:00.125') + INTERVAL seq MINUTE FROM s",
+    "orders": _SEQ + "SELECT seq, seq / 4, CONCAT('o', seq) FROM s",
+    "items": _SEQ + "SELECT seq DIV 2 + 1, seq % 2, CONCAT('sku', seq % 97), seq % 9 FROM s",
+    "people": _SEQ
+    + "SELECT seq, CONCAT('p', seq), TIMESTAMP('2020-01-01 00:00:00.125') + INTERVAL seq MINUTE FROM s",
 }
+DEPTH = "SET SESSION cte_max_recursion_depth = {n}"
 
 
 @pytest.fixture(scope="module")
@@ -46,31 +48,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         yield db
 
 
-def load(server: Any, db: str) -> None:
-    """``db``'s tables with ``ROWS`` rows in all, then every binlog that wrote them purged."""
-    server.execute(f"CREATE DATABASE {db}")
-    per = {"orders": ROWS * 4 // 10, "items": ROWS * 4 // 10, "people": ROWS // 5}
-    for name, cols in TABLES.items():
-        n = per[name]
-        server.execute(
-            f"SET SESSION cte_max_recursion_depth = {n + 1}",
-            f"CREATE TABLE {name} ({cols})",
-            f"INSERT INTO {name} WITH RECURSIVE s (seq) AS (SELECT 1 UNION ALL SELECT seq + 1 FROM s "
-            f"WHERE seq < {n}) " + FILL[name],
-            database=db,
-        )
-    conn = server.connect()
-    with conn.cursor() as cur:
-        cur.execute("FLUSH BINARY LOGS")
-        cur.execute("SHOW BINARY LOG STATUS")
-        cur.execute(f"PURGE BINARY LOGS TO '{cur.fetchone()[0]}'")
-        cur.execute("SHOW BINARY LOGS")
-        assert len(cur.fetchall()) == 1
-    conn.close()
-
-
 def test_available_now_into_delta_during_a_workload_then_continued(server: Any, tmp_path: Path) -> None:
-    load(server, "m")
+    load(server, "m", FILL, DEPTH)
     work, lake = Workload(server, "m", 5), tmp_path / "lake"
     run = Run(url(server, "m"), f"delta:{lake}", "--available-now")
     snapshot_with_workload(run, work)

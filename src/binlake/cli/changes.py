@@ -25,13 +25,13 @@ GLOB = "*?["
 class ChangesOptions(Options):
     sources: tuple[str, ...]
     follow: bool = False
-    poll: float = 0.5
+    poll: float | None = None  # seconds between looks at a followed directory (default 0.5)
     verify_checksum: bool = True
     selection: Selection = field(default_factory=Selection)
     schema: SchemaOptions = SchemaOptions()
     # where a server is read from (default: its oldest binlog; with --follow, its current end)
     start_file: str | None = None
-    start_position: int = 4
+    start_position: int | None = None  # in --start-file (default 4: its first event)
     gtid: str | None = None
 
 
@@ -79,8 +79,10 @@ def cmd_changes(o: ChangesOptions) -> int:
         from binlake.cli.serverchanges import server_changes
 
         return server_changes(o, lines)
-    if o.start_file or o.gtid:
-        raise UsageError("--start-file and --gtid choose where a server is read from: give a mysql:// URL")
+    if o.start_file or o.gtid or o.start_position is not None:
+        raise UsageError(
+            "--start-file, --start-position and --gtid choose where a server is read from: give a mysql:// URL"
+        )
     if o.follow:
         return follow(o, lines)
     from binlake.cli.reading import ReadOptions, selected_transactions
@@ -105,7 +107,8 @@ def follow(o: ChangesOptions, lines: Any) -> int:
         raise UsageError("--follow takes one source: a binlog directory, an index file or a glob")
     sys.stdout.flush()
     out = sys.stdout.buffer
-    follower = DirectoryFollower(o.sources[0], o.schema.tracker(), o.poll, o.verify_checksum)
+    poll = 0.5 if o.poll is None else o.poll
+    follower = DirectoryFollower(o.sources[0], o.schema.tracker(), poll, o.verify_checksum)
     try:
         with interrupt_on(signal.SIGTERM):
             transactions = follower.transactions(idle=out.flush, stop=lambda: False)
@@ -142,9 +145,9 @@ def add_changes(sub: Any) -> None:
     s.add_argument(
         "--start-file", help="binlog file to start from (default: the oldest; with --follow, the current end)"
     )
-    s.add_argument("--start-position", type=int, default=4, help="offset in --start-file (an event start)")
+    s.add_argument("--start-position", type=int, help="offset in --start-file (an event start; default 4)")
     s.add_argument("--gtid", help="start after these GTIDs (MySQL GTID set or MariaDB GTID position)")
-    c.add_argument("--poll", type=float, default=0.5, help="seconds between looks at a followed directory")
+    c.add_argument("--poll", type=float, help="seconds between looks at a followed directory (default 0.5)")
     c.add_argument("--no-verify-checksum", dest="verify_checksum", action="store_false", default=True)
     add_selection(c)
     add_schema_history(c)

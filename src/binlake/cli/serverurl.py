@@ -8,7 +8,7 @@ files, as for ``binlake mirror``. Query parameters every command takes: ``socket
 
 from __future__ import annotations
 
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import unquote, urlsplit
 
 from binlake.cli.common import UsageError
 from binlake.credentials import CredentialsError, client_options, resolve_password
@@ -23,6 +23,21 @@ def is_server_url(source: str) -> bool:
     return source.startswith(SCHEMES)
 
 
+def _query(text: str) -> dict[str, str]:
+    """``k=v&…`` with percent-escapes decoded (a ``+`` stays a ``+``: it may be in a socket path);
+    a parameter given twice is refused (which one would win is a guess, e.g. two ssl-modes)."""
+    query: dict[str, str] = {}
+    for part in filter(None, text.split("&")):
+        key, eq, value = part.partition("=")
+        key = unquote(key)
+        if not eq:
+            raise UsageError(f"URL parameter {key!r} has no value (write {key}=VALUE)")
+        if key in query:
+            raise UsageError(f"URL parameter {key!r} is given twice")
+        query[key] = unquote(value)
+    return query
+
+
 def server_from_url(
     url: str, parameters: frozenset[str] = frozenset()
 ) -> tuple[ServerAddress, list[str], dict[str, str]]:
@@ -33,7 +48,9 @@ def server_from_url(
         raise UsageError(
             "the server URL holds a password (visible in ps): give it with $MYSQL_PWD or an option file"
         )
-    query = {k: v[-1] for k, v in parse_qs(u.query).items()}
+    if u.fragment or url.endswith("#"):
+        raise UsageError(f"{url!r}: '#' ends a URL's path: write a database name's # as %23")
+    query = _query(u.query)
     known = CONNECTION_PARAMETERS | parameters
     if set(query) - known:
         raise UsageError(

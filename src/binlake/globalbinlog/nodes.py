@@ -195,7 +195,7 @@ class Scan:
         state = dec.state
         # the compiled envelope (None: pure): an event's header, CRC, body and ``Event`` in one call
         envelope = decoder_module.ENVELOPE.module
-        fast = decoder_module._FAST
+        fast = None if envelope is None else envelope.decode_event
         unpack = HEADER.unpack_from
         crc_matches = _pure_crc_matches if envelope is None else envelope.crc_matches
         # canonical XA statements read from their bytes (None: the text goes through ``statement_ends``)

@@ -289,6 +289,7 @@ class ReplicaClient:
     reconnect: bool = True
     give_up_after: float = 300.0  # seconds of failed reconnects before the error is raised
     keep_events: bool = False
+    decode_rows: bool = True  # False: rows events keep their bytes (statements-only passes)
     on_connect: Callable[[Any], None] | None = None  # called with each new PyMySQL connection (tests)
     # called with every decoded event, as a file reader's observers are (the schema tracker), on
     # every connection's stream
@@ -375,6 +376,7 @@ class ReplicaClient:
             server=self.server.label,
             verify_checksum=self.verify_checksum,
             keep_events=self.keep_events,
+            decode_rows=self.decode_rows,
             exact=exact,
             gtids=gtids if gtids is not None else (None if self.mariadb else GtidSet()),
             maria_gtids=maria if maria is not None else (MariaGtidPos() if self.mariadb else None),

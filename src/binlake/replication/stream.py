@@ -85,6 +85,7 @@ class ReplicationStream:
     server: str = "<server>"
     verify_checksum: bool = True
     keep_events: bool = False
+    decode_rows: bool = True  # False: rows events keep their bytes (a pass that wants statements only)
     exact: bool = False  # a file/position dump: every event of the file follows the previous one
     gtids: GtidSet | None = None
     maria_gtids: MariaGtidPos | None = None
@@ -93,7 +94,9 @@ class ReplicationStream:
     finished: list[Transaction] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.decoder = EventDecoder(self.file or self.server, verify_checksum=self.verify_checksum)
+        self.decoder = EventDecoder(
+            self.file or self.server, verify_checksum=self.verify_checksum, decode_rows=self.decode_rows
+        )
         self._grouper = TransactionGrouper(keep_events=self.keep_events)
         self._acc = GtidAccumulator(self.gtids) if self.gtids is not None else None
         self.resume = ResumePoint(self.file, self.position, self.gtids, self.maria_gtids)

@@ -43,7 +43,7 @@ def charset_of(collation: int | None) -> str | None:
 Position = tuple[str, int]  # (file name, offset)
 
 
-def _ordered(p: Position) -> tuple[int, str, int]:
+def position_order(p: Position) -> tuple[int, str, int]:
     """A position as it sorts in a series (``mysql-bin.1000000`` after ``mysql-bin.999999``)."""
     from binlake.changes import file_number
 
@@ -78,6 +78,10 @@ class SchemaHistory:
     # before it is in the seed already, so it is not applied again (None: the seed is as of the
     # series' start)
     seeded_at: Position | None = None
+    # the positions of the statements applied in this run: a statement met again (a replica stream
+    # re-sends a transaction cut by a reconnect: MySQL's CREATE TABLE … SELECT is one) is not
+    # applied twice
+    _applied: set[Position] = field(default_factory=set, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.catalog:
@@ -112,7 +116,9 @@ class SchemaHistory:
     ) -> bool:
         """Apply a DDL statement met at ``position``; False (and a report) when it is not understood.
         A statement before ``seeded_at`` is in the seed already: nothing to do."""
-        if self.seeded_at is not None and _ordered(position) < _ordered(self.seeded_at):
+        if self.seeded_at is not None and position_order(position) < position_order(self.seeded_at):
+            return True
+        if position in self._applied:
             return True
         cs = charset_of(database_collation)
         if database and cs and database not in self.database_charsets:
@@ -125,6 +131,7 @@ class SchemaHistory:
         if applied.kind == "changed":
             self.changes.append(Change(position, database, sql, cs))
         self.position = position
+        self._applied.add(position)
         return True
 
     def table(self, database: str, name: str) -> TableDef | None:

@@ -17,8 +17,9 @@ from binlake.events.query import Query
 from binlake.events.rows import Rows
 from binlake.events.table_map import TableMap
 from binlake.schema.ddl import is_ddl
-from binlake.schema.history import SchemaHistory
+from binlake.schema.history import NotUnderstood, Position, SchemaHistory, position_order
 from binlake.schema.model import BINLOG_TYPES, TableDef
+from binlake.statements import took_whole_effect
 from binlake.values.types import ColumnType
 
 
@@ -52,19 +53,23 @@ class SchemaTracker:
         default_factory=dict, repr=False
     )
     _generation: int = field(default=0, repr=False)  # bumped by every DDL applied
+    # Tables whose layout the history does not know before a position: a live server's catalog
+    # seeds the history as of its binlog end, and these tables had DDL between where a read starts
+    # and there — (database, table) -> the position of the last of it. A map of one without names
+    # before that position keeps its @N names (and a Mismatch says so) rather than today's names.
+    unknown_before: dict[tuple[str, str], Position] = field(default_factory=dict)
 
     def __call__(self, ev: Event) -> None:
         body = ev.body
-        # A DDL logged with an error code (5.7's ``DROP TABLE t1, missing``: 1051) took its effect on
-        # the source, and a replica runs it expecting that error: its effect is replayed here too,
-        # as the change log does (the history skips what does not exist).
         if isinstance(body, Query) and ev.inner_index is None and is_ddl(body.query):
-            self.history.apply(
-                body.query,
-                body.database,
-                (os.path.basename(ev.source), ev.offset),
-                body.status.get("charset_database"),
-            )
+            position = (os.path.basename(ev.source), ev.offset)
+            # logged with 1051 (5.7's ``DROP TABLE t1, missing``) it did all it could, as the change
+            # log reads it too; with another error code a part of it took effect, unknown which
+            if not took_whole_effect(body.error_code):
+                reason = f"logged with error {body.error_code}: it took part of its effect, unknown which"
+                self.history.not_understood.append(NotUnderstood(position, body.query, reason))
+                return
+            self.history.apply(body.query, body.database, position, body.status.get("charset_database"))
             self._generation += 1
         elif isinstance(body, TableMap):
             ev.body = self._complete(ev, body)
@@ -116,6 +121,13 @@ class SchemaTracker:
         return t, outcome
 
     def _complete(self, ev: Event, tm: TableMap) -> TableMap:
+        until = self.unknown_before.get((tm.database, tm.table)) if self.unknown_before else None
+        if until is not None and all(c.name is None for c in tm.columns):
+            if position_order((os.path.basename(ev.source), ev.offset)) < position_order(until):
+                detail = f"its DDL at {until[0]}:{until[1]} is after this map; the layout before it is not known"
+                if not any(m.table == f"{tm.database}.{tm.table}" and m.detail == detail for m in self.mismatches):
+                    self.mismatches.append(Mismatch(ev.source, ev.offset, f"{tm.database}.{tm.table}", detail))
+                return tm
         t, outcome = self._view(tm)
         if t is None or outcome is None:
             return tm

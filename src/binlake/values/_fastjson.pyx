@@ -17,6 +17,8 @@ from binlake.values._bytes cimport le
 
 from binlake.values.json_binary import Json, JsonError, JsonUInt, _opaque
 
+INTERFACE = 1  # what ``binlake.values.rowops`` expects (``binlake.native``: a stale build is not used)
+
 cdef enum:  # the value types of json_binary.cc (json_binary.py names them alike)
     SMALL_OBJECT, LARGE_OBJECT, SMALL_ARRAY, LARGE_ARRAY, LITERAL, INT16, UINT16, INT32, UINT32,
     INT64, UINT64, DOUBLE, STRING

@@ -445,17 +445,6 @@ compile_rows_decoder: Callable[..., RowsDecoder] = compile_pure_rows_decoder
 rows_header: Callable[..., tuple[int, int, bytes, int, int, int, int]] | None = None
 
 
-def _choose(module: ModuleType | None) -> None:
-    global compile_rows_decoder, rows_header
-    compile_rows_decoder = compile_pure_rows_decoder if module is None else compile_c_rows_decoder
-    rows_header = None if module is None else module.rows_header
-    if "PLANS" in globals():
-        PLANS.clear()
-
-
-ROWS = native.OptionalModule("binlake.values._fastrows", 3, _choose)
-
-
 class PlanCache:
     """Generated rows decoders by (layout, present columns): table maps repeat in every transaction."""
 
@@ -484,3 +473,13 @@ class PlanCache:
 
 
 PLANS = PlanCache()
+
+
+def _choose(module: ModuleType | None) -> None:
+    global compile_rows_decoder, rows_header
+    compile_rows_decoder = compile_pure_rows_decoder if module is None else compile_c_rows_decoder
+    rows_header = None if module is None else module.rows_header
+    PLANS.clear()
+
+
+ROWS = native.OptionalModule("binlake.values._fastrows", 3, _choose)

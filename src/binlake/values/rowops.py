@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from binlake import native
 from binlake.values.charsets import codec_for
 from binlake.values.columns import ColumnDef, column_decoder
 from binlake.values.json_binary import decode_json_column
@@ -66,10 +67,10 @@ def _blob(col: ColumnDef) -> Spec | None:
     return _string(width, codec) if 1 <= width <= 4 else None
 
 
-try:  # the JSON documents in C too, when built (the same values as ``decode_json_column``)
-    from binlake.values._fastjson import decode_json_column as _json_column  # type: ignore[import-not-found]
-except ImportError:
-    _json_column = decode_json_column
+# the JSON documents in C too, when built (the same values as ``decode_json_column``): the compiled
+# row decoder calls it, so it is used exactly when that decoder is chosen
+JSON_READER = native.OptionalModule("binlake.values._fastjson", 1)
+_json_column = decode_json_column if JSON_READER.built is None else JSON_READER.built.decode_json_column
 
 
 def _json(col: ColumnDef) -> Spec | None:
