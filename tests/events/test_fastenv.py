@@ -32,7 +32,7 @@ from tests.values.test_plan import exact
 
 _fastenv = pytest.importorskip(
     "binlake.events._fastenv",
-    reason="the compiled envelope is not built (no C compiler, zlib headers or Cython at install: pure only)",
+    reason="the compiled envelope is not built (no C compiler or Cython at install: pure only)",
 )
 
 RECORDS = corpus_index()["records"]
