@@ -1,5 +1,5 @@
 """The optional compiled hot path (Cython): the row decoder (``binlake.values._fastrows`` and
-``_fastjson``), the per-event envelope (``binlake.events._fastenv``, linked with zlib for CRC32), the
+``_fastjson``), the per-event envelope (``binlake.events._fastenv``, with its own CRC32), the
 merge's node reader loop (``binlake.globalbinlog._fastnodes``), the row text formatter
 (``binlake.render._fastrender``), the JSON and SQL row formatters (``binlake.render._fastjoin``) and the
 change log's VARIANT images (``binlake.arrowlog._fastvariant``).
@@ -25,14 +25,9 @@ else:
                 Extension(f"binlake.render.{name}", [f"src/binlake/render/{name}.pyx"], optional=True)
                 for name in ("_fastrender", "_fastjoin")
             ),
+            Extension("binlake.events._fastenv", ["src/binlake/events/_fastenv.pyx"], optional=True),
             Extension(
-                "binlake.events._fastenv", ["src/binlake/events/_fastenv.pyx"], libraries=["z"], optional=True
-            ),
-            Extension(
-                "binlake.globalbinlog._fastnodes",
-                ["src/binlake/globalbinlog/_fastnodes.pyx"],
-                libraries=["z"],
-                optional=True,
+                "binlake.globalbinlog._fastnodes", ["src/binlake/globalbinlog/_fastnodes.pyx"], optional=True
             ),
             Extension(
                 "binlake.arrowlog._fastvariant", ["src/binlake/arrowlog/_fastvariant.pyx"], optional=True

@@ -15,24 +15,23 @@ on. The Python loop then reads that event (and says what is wrong with it) and c
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from libc.stdint cimport uint32_t
 
-from binlake.events._fastenv cimport Maker, decode_event
+from binlake.events._fastenv cimport (
+    Maker, XaParts, crc32_of, envelope_checksum_size, event_at, make_xa_id, xa_parse, xa_parts_id,
+)
 from binlake.values._bytes cimport le
 
 import dataclasses
 
-from binlake.events._fastenv import xa_id, xa_statement
+from binlake.events._fastenv import XA_KIND_VALUES
 from binlake.events.control import XaPrepare, Xid
 from binlake.events.rows import NOT_ASKED, Rows
 from binlake.events.table_map import TableMap
 from binlake.events.types import EventType
-from binlake.txn import COMMIT, DDL, XA_PREPARE, Transaction, apply_statement
+from binlake.txn import _ENDS, _GOES_ON, _OPENS, COMMIT, DDL, XA_PREPARE, Transaction
 
 cdef extern from "Python.h":
     int PyObject_GC_IsTracked(object o)
     void PyObject_GC_UnTrack(void *o)
-
-cdef extern from "zlib.h":
-    unsigned long crc32(unsigned long crc, const unsigned char *buf, unsigned int length) nogil
 
 # what globalbinlog.nodes expects of this module (a build older than the source is not used)
 INTERFACE = 3
@@ -75,11 +74,13 @@ cdef object start(scan, int seq, str source, server_id, ts, pos):
         events = []
     values = list(DEFAULTS)
     for k, factory in FACTORIES:
-        values[k] = factory()
+        values[k] = [] if factory is list else factory()
     values[F_FILE_SEQ], values[F_SOURCE], values[F_START] = seq, source, at
     values[F_SERVER_ID], values[F_FIRST_TS], values[F_EVENTS] = server_id, ts, events
     t = TRANSACTION.make(tuple(values))
-    del scan._raw[:]
+    raw = scan._raw
+    if raw:
+        del raw[:]
     scan._open = t
     return t
 
@@ -90,7 +91,9 @@ cdef object finish(scan, decoder, end, ts, str source, str kind):
         return scan._finish(decoder, end, ts, source, kind)
     t = scan._open
     t.kind, t.end, t.end_source, t.commit_header_ts = kind, end, source, ts
-    del scan._raw[:]
+    raw = scan._raw
+    if raw:
+        del raw[:]
     scan._open = None
     return t
 
@@ -116,7 +119,27 @@ cdef void out_of_the_collector(event, body) noexcept:
 
 cdef inline bint crc_ok(const unsigned char *s, Py_ssize_t size) noexcept:
     """Whether the event of ``size`` bytes at ``s`` ends with the CRC32 of its other bytes."""
-    return <uint32_t>crc32(0, s, <unsigned int>(size - 4)) == <uint32_t>le(s + size - 4, 4)
+    return crc32_of(s, size - 4) == <uint32_t>le(s + size - 4, 4)
+
+
+# ``txn.apply_statement`` of each XA verb (``_fastenv.XA_KIND_VALUES``), read from its tables: how it
+# ends the transaction (None: it opens it or goes on), whether it opens it, whether it goes on
+cdef tuple XA_ENDS = tuple(_ENDS.get(k) for k in XA_KIND_VALUES)
+cdef tuple XA_OPENS = tuple(k in _OPENS for k in XA_KIND_VALUES)
+cdef tuple XA_GOES_ON = tuple(k in _GOES_ON for k in XA_KIND_VALUES)
+assert all(e is not None or o or g for e, o, g in zip(XA_ENDS, XA_OPENS, XA_GOES_ON))
+
+
+cdef object apply_xa(t, const unsigned char *s, XaParts *x):
+    """``txn.apply_statement(t, kind, xid)`` of a parsed canonical XA statement (an ``XA END``'s id
+    is not made: it changes nothing)."""
+    if XA_GOES_ON[x.verb]:
+        return None
+    t.xa_id = xa_parts_id(s, x)
+    if XA_OPENS[x.verb]:
+        t.began = True
+        return None
+    return XA_ENDS[x.verb]
 
 
 def run(scan, decoder, bytes buf, Py_ssize_t i, Py_ssize_t base, int csize, int seq, str source,
@@ -127,9 +150,16 @@ def run(scan, decoder, bytes buf, Py_ssize_t i, Py_ssize_t base, int csize, int 
     whole here (``nodes.DIRECT``, table maps)."""
     cdef const unsigned char *s = <const unsigned char *>PyBytes_AS_STRING(buf)
     cdef Py_ssize_t n = PyBytes_GET_SIZE(buf), size, end, b, text_at, body_end, status_len, at
-    cdef int code
+    cdef int code, env_csize
+    cdef XaParts xa
+    # the envelope's state: no event read here changes it (``_fastenv.envelope_checksum_size``)
+    state = decoder.state
+    fde = state.fde
+    env_csize = envelope_checksum_size(decoder, fde)
+    cdef bint verify = state.verify_checksum
     tso_status = scan._tso_status
     raw = scan._raw  # one list for every transaction (cleared, never replaced)
+    t = scan._open  # the open transaction (``start`` and ``finish`` keep ``scan._open`` with it)
     while True:
         if n - i < HLEN:
             return i, None
@@ -148,12 +178,12 @@ def run(scan, decoder, bytes buf, Py_ssize_t i, Py_ssize_t base, int csize, int 
             body_end = end - csize
             if text_at > body_end or tso_status.get(buf[b + 13 : b + 13 + status_len]) is not False:
                 return i, None
-            xa = xa_statement(buf, text_at, body_end, False)  # XA END: goes on, its id unread
-            if xa is None:
+            if not xa_parse(s, text_at, body_end, &xa):
                 return i, None
             ts = le(s + i, 4)
-            t = scan._open or start(scan, seq, source, le(s + i + 5, 4), ts, pos)
-            kind = apply_statement(t, xa[0]._value_, xa[1])
+            if t is None:
+                t = start(scan, seq, source, le(s + i + 5, 4), ts, pos)
+            kind = apply_xa(t, s, &xa)
             if kind == DDL or (not kind and not t.began):  # ``nodes.may_be_ddl``
                 raw.append(len(t.events))
                 raw.append(pos)
@@ -166,24 +196,27 @@ def run(scan, decoder, bytes buf, Py_ssize_t i, Py_ssize_t base, int csize, int 
         if code == GTID or code == ANONYMOUS_GTID or code == GTID_TAGGED:
             if csize and (size < HLEN + 4 or not crc_ok(s + i, size)):
                 return i, None
-            start(scan, seq, source, le(s + i + 5, 4), le(s + i, 4), pos)
+            t = start(scan, seq, source, le(s + i + 5, 4), le(s + i, 4), pos)
             i = end
             continue
         if code != TABLE_MAP and code not in decoded:
             return i, None
+        if env_csize < 0:
+            return i, None
         try:
-            ev = decode_event(decoder, buf[i:end], pos)
+            ev = event_at(decoder, state, fde, env_csize, verify, s + i, size, pos)
         except Exception:  # the Python loop decodes it again and hands over
             return i, None
         if ev is None:
             return i, None
         i = end
-        if (code == POLARDBX_SEQUENCE or code == POLARDBX_GCN) and scan._open is None:
+        if (code == POLARDBX_SEQUENCE or code == POLARDBX_GCN) and t is None:
             if not scan._pending:
                 scan._pending_seq = seq
             scan._pending.append(ev)
             continue
-        t = scan._open or start(scan, seq, source, le(s + at + 5, 4), le(s + at, 4), pos)
+        if t is None:
+            t = start(scan, seq, source, le(s + at + 5, 4), le(s + at, 4), pos)
         t.events.append(ev)
         body = ev.body
         if code == TABLE_MAP or (type(body) is Rows and body.undecoded_reason == NOT_ASKED):
@@ -193,12 +226,13 @@ def run(scan, decoder, bytes buf, Py_ssize_t i, Py_ssize_t base, int csize, int 
             if key not in t.tables:
                 t.tables.append(key)
         elif isinstance(body, Rows):
-            t.rows += body.row_total
+            counted = body.counted  # ``Rows.row_total`` without the Python call
+            t.rows += len(body.rows) if counted is None else counted
         elif isinstance(body, Xid):
             t.xid = body.xid
             return i, finish(scan, decoder, pos + size, le(s + at, 4), source, COMMIT)
         elif isinstance(body, XaPrepare):
-            t.xa_id = xa_id(body.format_id, body.gtrid, body.bqual)  # the XaId, not tracked
+            t.xa_id = make_xa_id(body.format_id, body.gtrid, body.bqual)  # the XaId, not tracked
             return i, finish(scan, decoder, pos + size, le(s + at, 4), source, XA_PREPARE)
 
 
