@@ -8,7 +8,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,9 +24,11 @@ def row_lines(out: bytes) -> list[bytes]:
 
 
 def ours(path: str | Path, *options: str) -> bytes:
-    """``binlake dump --positional`` of one file (checksums not verified: damaged files too)."""
-    cmd = [sys.executable, "-m", "binlake.cli", "dump", "--positional", "--no-verify-checksum", *options]
-    return run([*cmd, str(path)]).stdout
+    """``binlake dump --positional`` of one file, in this process (checksums not verified: damaged
+    files too)."""
+    from tests.render.pinned import run_cli
+
+    return run_cli(["dump", "--positional", "--no-verify-checksum", *options, str(path)])[1]
 
 
 # ---- mariadb-binlog ------------------------------------------------------------------------------
@@ -309,9 +310,9 @@ def compare_mysql(theirs_out: bytes, ours_out: bytes) -> Comparison:
 def our_partitions(path: str | Path) -> list[tuple[int | None, int]]:
     """(source, target) partition of each rows event that carries one, from ``binlake dump --format
     json`` (the text dump, like mariadb-binlog, does not print it)."""
-    out = run(
-        [sys.executable, "-m", "binlake.cli", "dump", "--format", "json", "--no-verify-checksum", str(path)]
-    ).stdout
+    from tests.render.pinned import run_cli
+
+    out = run_cli(["dump", "--format", "json", "--no-verify-checksum", str(path)])[1]
     parts = []
     for line in out.splitlines():
         body = json.loads(line).get("body") or {}
