@@ -20,7 +20,15 @@ from binlake.sandbox import mysql_available, mysql_home
 from binlake.values.json_binary import double_text
 from tests.conftest import corpus_index
 from tests.support.mysqltypes import run_workload
-from tests.support.rowlines import compare_mysql, normalise, our_partitions, ours, row_lines, run
+from tests.support.rowlines import (
+    compare_mysql,
+    normalise,
+    normalise_mysql,
+    our_partitions,
+    ours,
+    row_lines,
+    run,
+)
 from tests.test_crosscheck_mariadb_binlog import THEY_CANNOT as MARIADB_BINLOG_CANNOT
 
 _V1_ROWS = "v1 rows events (WRITE/UPDATE/DELETE_ROWS_V1, types 23-25: MySQL 5.1-5.5): MySQL 8.4 dropped them"
@@ -64,6 +72,62 @@ def mysqlbinlog(path: Path) -> tuple[bytes, str]:
     done = run([str(mysql_home() / "bin" / "mysqlbinlog"), "-vv", "--base64-output=decode-rows", str(path)])
     said = [line for line in done.stderr.decode("utf-8", "replace").splitlines() if line.strip()]
     return done.stdout, (said[-1] if said else "")
+
+
+_VS = b" /* VARSTRING(40) meta=40 nullable=1 is_null=0 */"
+_JS = b" /* JSON meta=4 nullable=1 is_null=0 */"
+_V2 = b" meta=4 nullable=1 is_null=0 */"
+_PARTIAL = b"JSON_REPLACE(@2, '$[1]', 'd\\'x', '$[2]', 99) /* JSON meta=4 nullable=1 is_null=0 */"
+# (mysqlbinlog's line, ours, agree?): its dialect is undone, a different value is not
+NORMALISED = [
+    (b"###   @1='a\\'b\\\\c\\n\\x01'" + _VS, b"###   @1='a'b\\c\\x0a\\x01'" + _VS, True),
+    (b"###   @1='a\\'b\\\\c\\n'" + _VS, b"###   @1='a'b\\c\\x0b'" + _VS, False),
+    (b"###   @1='a\\nb'" + _VS, b"###   @1='a\\nb'" + _VS, False),  # a newline is not backslash-n
+    (b"###   @2='a\\'\\n'" + _JS, b"###   @2='\"a'\\n\"'" + _JS, True),  # a JSON string document
+    (b"###   @2='a\\'\\n'" + _JS, b"###   @2='\"a'\\t\"'" + _JS, False),
+    (b"###   @2=[1.10000e+00,-3.00000e-01] /* VECTOR(2)" + _V2, b"###   @2=[1.1,-0.3] /* VECTOR" + _V2, True),
+    (
+        b"###   @2=[1.10000e+00,-3.00000e-01] /* VECTOR(2)" + _V2,
+        b"###   @2=[1.1,-0.4] /* VECTOR" + _V2,
+        False,
+    ),
+    (b"###   @2=[1.10000e+00] /* VECTOR(2)" + _V2, b"###   @2=[1.1] /* VECTOR" + _V2, False),
+    (
+        b"###   @2=" + _PARTIAL,
+        b"###   @2=JSON_REPLACE(JSON_REPLACE(@2, '$[1]', \"d'x\"), '$[2]', 99)" + _JS,
+        True,
+    ),
+    (
+        b"###   @2=" + _PARTIAL,
+        b"###   @2=JSON_REPLACE(JSON_REPLACE(@2, '$[1]', \"d'x\"), '$[2]', 99.0)" + _JS,
+        False,
+    ),
+    (
+        b"###   @2=" + _PARTIAL,
+        b"###   @2=JSON_REPLACE(JSON_REPLACE(@2, '$[2]', 99), '$[1]', \"d'x\")" + _JS,
+        False,
+    ),
+    (
+        b"###   @2=" + _PARTIAL,
+        b"###   @2=JSON_INSERT(JSON_REPLACE(@2, '$[1]', \"d'x\"), '$[2]', 99)" + _JS,
+        False,
+    ),
+    (
+        b"###   @3=-1 (255) /* TINYINT meta=0 nullable=1 is_null=0 */",
+        b"###   @3=255 /* TINYINT UNSIGNED meta=0 nullable=1 is_null=0 */",
+        True,
+    ),
+    (
+        b"###   @3=-1 (255) /* TINYINT meta=0 nullable=1 is_null=0 */",
+        b"###   @3=254 /* TINYINT UNSIGNED meta=0 nullable=1 is_null=0 */",
+        False,
+    ),
+]
+
+
+@pytest.mark.parametrize(("theirs", "mine", "agree"), NORMALISED)
+def test_the_normaliser_undoes_its_dialect_and_nothing_else(theirs: bytes, mine: bytes, agree: bool) -> None:
+    assert (normalise_mysql(theirs, mine) is None) == agree
 
 
 @needs_mysqlbinlog

@@ -188,11 +188,10 @@ def normalise_mysql(theirs: bytes, ours: bytes) -> str | None:
       shortest exact text and ``VECTOR``: ours, printed with ``%.5e``, must be theirs;
     - then the mariadb-binlog differences (``normalise``): signedness, BINARY padding, YEAR 0.
     """
-    if theirs == ours:
-        return None
     m_t, m_o = _LINE.match(theirs), _LINE.match(ours)
     if not (m_t and m_o and m_t.group(1) == m_o.group(1)):
-        return "differs"
+        return None if theirs == ours else "differs"
+    # no shortcut on equal lines: its \n is a newline, ours two characters
     tv, tc, ov, oc = m_t.group(2), m_t.group(3), m_o.group(2), m_o.group(3)
     if tc.startswith(b"/* VECTOR("):
         return _vector(tv, tc, ov, oc)
