@@ -4,7 +4,6 @@ decoder ``mariadb-binlog -vv`` prints, but for differences listed here with thei
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -13,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import corpus_index
+from tests.support.rowlines import normalise, row_lines, run
 
 # mariadb-binlog cannot print these (it shows no rows, or fails): our rows are checked elsewhere.
 THEY_CANNOT = {
@@ -24,45 +24,9 @@ THEY_CANNOT = {
     "blackbeam-rust_mysql_common/binlog_transaction_with_GTID_TAG.000001": "GTID_TAGGED event not supported",
 }
 
-_VALUE = re.compile(rb"^(###   @\d+=)(.*?)( /\* .*)$")
-
-
-def normalise(theirs: bytes, ours: bytes) -> str | None:
-    """None when two row lines agree; else why they differ (an unexplained reason fails the test).
-
-    Known, intended differences:
-    - signedness from MySQL 8 metadata: we print the unsigned value and ``UNSIGNED`` in the type;
-      mariadb-binlog ignores the metadata and prints ``-x (unsigned)``.
-    - BINARY(n) columns (binary collation known from metadata): we restore the trailing zero bytes
-      the server strips, as SELECT returns them; mariadb-binlog prints the stored bytes.
-    - YEAR 0: stored as byte 0 and meaning 0000; mariadb-binlog adds 1900 to it (anchor case 8).
-    """
-    if theirs == ours:
-        return None
-    if (
-        theirs.endswith(b"=1900 /* YEAR meta=0 nullable=1 is_null=0 */")
-        and ours.replace(b"=0000 ", b"=1900 ") == theirs
-    ):
-        return None
-    if b" UNSIGNED meta=" in ours:
-        ours_plain = ours.replace(b" UNSIGNED meta=", b" meta=")
-        m_t, m_o = _VALUE.match(theirs), _VALUE.match(ours_plain)
-        if m_t and m_o and m_t.group(3) == m_o.group(3):
-            tv, ov = m_t.group(2), m_o.group(2)
-            if tv == ov or tv.endswith(b" (" + ov + b")"):
-                return None
-    m_t, m_o = _VALUE.match(theirs), _VALUE.match(ours)
-    if m_t and m_o and b"STRING(" in m_o.group(3) and m_t.group(3) == m_o.group(3):
-        if m_o.group(2).startswith(m_t.group(2)[:-1]) and set(
-            m_o.group(2)[len(m_t.group(2)) - 1 : -1].split(b"\\x00")
-        ) <= {b""}:
-            return None
-    return "differs"
-
 
 def _rows(cmd: list[str]) -> list[bytes]:
-    out = subprocess.run(cmd, capture_output=True, env={**os.environ, "TZ": "UTC"}, timeout=120).stdout
-    return [line for line in out.split(b"\n") if line.startswith(b"###")]
+    return row_lines(run(cmd).stdout)
 
 
 RECORDS = [r for r in corpus_index()["records"]]

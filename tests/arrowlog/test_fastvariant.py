@@ -324,7 +324,7 @@ JSON_SCALARS = (
     | st.integers(-(2**70), 2**70)
     | st.integers(0, 2**64 - 1).map(JsonUInt)
     | st.floats()
-    | st.sampled_from([1e20, 1e-7, 1.5e300, -0.0, 1e16, 123456789012345678.0])
+    | st.sampled_from([1e20, 1e-7, 1.5e300, -0.0, 1e16, 123456789012345678.0, 1e15, 4.9e-5, 1e-15, 9.9e-16])
     | st.text(
         alphabet=st.characters(codec="utf-8") | st.sampled_from('"\\\x00\x01\x08\x0c\n\r\t\x1f\x7f\u2028é😀')
     )

@@ -64,3 +64,23 @@ def test_negative_and_quoted_values_take_the_reference_path(corpus: Path) -> Non
         for line in rows_lines(ev.body)
     )
     assert re.search(r"=-\d+ \(\d+\)", text) and "\\x0" in text
+
+
+@pytest.mark.parametrize("names", [8, 9, 16, 64])
+def test_a_set_prints_its_stored_bytes_in_order(names: int) -> None:
+    """mysqlbinlog and mariadb-binlog print a SET's little-endian stored bytes in order, each high
+    bit first (not the mask as one number): checked with both on MySQL 9 (test_crosscheck_mysqlbinlog)."""
+    from binlake.render.values import text_value
+    from binlake.values.columns import ColumnDef
+    from binlake.values.types import ColumnType
+
+    size = (names + 7) // 8
+    meta = (ColumnType.SET << 8) | size
+    col = ColumnDef(0, ColumnType.STRING, meta, True, set_values=[f"s{i}" for i in range(names)])
+    chosen = ("s0", f"s{names - 1}")
+    stored = (1 | 1 << (names - 1)).to_bytes(size, "little")
+    want = "b'" + "".join(f"{b:08b}" for b in stored) + "'"
+    assert text_value(chosen, col) == want
+    assert text_value(1 | 1 << (names - 1), col) == want  # a mask without names
+    if names == 16:
+        assert want == "b'0000000110000000'"

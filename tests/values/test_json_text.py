@@ -15,6 +15,7 @@ from binlake.values.json_binary import (
     Json,
     JsonUInt,
     decode_json_column,
+    double_text,
     encode_json_binary,
     to_mysql_text,
 )
@@ -84,3 +85,47 @@ def test_exponents_and_non_finite_take_the_reference() -> None:
     for v in (1e20, [1.0, 1e100], {"x": -1e16}, math.nan, [math.inf, -math.inf]):
         assert Json(v, plain=True).text() == to_mysql_text(v)
     assert Json(1e20, plain=True).text() == "1e20"
+
+
+# what MySQL 9.7 writes (SELECT CAST('[…]' AS JSON)): fixed notation from 1e-15 to below 1e15 and
+# beyond where all 17 digits are needed; repr differs on both edges. The live test
+# (tests/test_crosscheck_mysqlbinlog.py) asks the server about 8,854 values.
+MYSQL_DOUBLES = {
+    1e-15: "0.000000000000001",
+    1.5e-15: "0.0000000000000015",
+    1.2345678901234568e-15: "0.0000000000000012345678901234568",
+    9.999999999999999e-16: "9.999999999999999e-16",
+    4.9e-05: "0.000049",
+    -4.9e-05: "-0.000049",
+    9.999999999999999e-05: "0.00009999999999999999",
+    0.0001: "0.0001",
+    1e-07: "0.0000001",
+    1e15: "1e15",
+    -1.5e15: "-1.5e15",
+    1234567890123456.8: "1234567890123456.8",
+    123456789012345.6: "123456789012345.6",
+    1e16: "1e16",
+    1.2345678901234568e16: "1.2345678901234568e16",
+    1e300: "1e300",
+    5e-324: "5e-324",
+    -0.0: "-0.0",
+    100.0: "100.0",
+    0.30000000000000004: "0.30000000000000004",
+    1.7976931348623157e308: "1.7976931348623157e308",
+    2.2250738585072014e-308: "2.2250738585072014e-308",
+}
+
+
+def test_doubles_as_mysql_writes_them() -> None:
+    for v, mysql in MYSQL_DOUBLES.items():
+        assert double_text(v) == mysql
+        assert to_mysql_text([v]) == f"[{mysql}]" == Json([v], plain=True).text()
+
+
+@pytest.mark.parametrize("exponent", range(-17, 18))
+def test_plain_text_equals_reference_at_every_exponent(exponent: int) -> None:
+    rng = random.Random(exponent)
+    for _ in range(200):
+        v = rng.uniform(1, 10) * 10.0**exponent * rng.choice((1, -1))
+        for doc in (v, [v, "1e-7 in a string"], {"k": round(v, rng.randrange(0, 17))}):
+            assert Json(doc, plain=True).text() == to_mysql_text(doc)

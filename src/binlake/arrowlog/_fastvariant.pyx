@@ -28,7 +28,7 @@ from cpython.tuple cimport PyTuple_CheckExact, PyTuple_GET_ITEM, PyTuple_GET_SIZ
 from cpython.unicode cimport PyUnicode_CheckExact, PyUnicode_Join
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
-from libc.math cimport isfinite
+from libc.math cimport fabs, isfinite
 from libc.stdio cimport snprintf
 from libc.string cimport memcpy, memset, strlen, strstr
 from cpython.dict cimport PyDict_CheckExact
@@ -488,6 +488,7 @@ cdef int json_text(Buf *b, object v, int depth) except -1:
     for anything else (a float MySQL writes otherwise, a key that is not text, deep nesting)."""
     cdef long long x
     cdef int overflow
+    cdef double f
     cdef char *r
     cdef Py_ssize_t i, n
     cdef bint first
@@ -510,12 +511,13 @@ cdef int json_text(Buf *b, object v, int depth) except -1:
         b.size += snprintf(b.data + b.size, 24, "%lld", x)
         return 0
     if PyFloat_CheckExact(v):
-        if not isfinite(PyFloat_AS_DOUBLE(v)):
-            return 1
+        f = fabs(PyFloat_AS_DOUBLE(v))
+        if not isfinite(f) or 1e-15 <= f < 1e-4 or 1e15 <= f < 1e16:
+            return 1  # MySQL writes these otherwise than repr: ``double_text``'s
         r = PyOS_double_to_string(PyFloat_AS_DOUBLE(v), c'r', 0, Py_DTSF_ADD_DOT_0, NULL)
         try:
             if strstr(r, "e+") != NULL:
-                return 1  # MySQL writes 1e20: ``to_mysql_text``'s
+                return 1  # MySQL writes 1e20: ``double_text``'s
             buf_put(b, r, strlen(r))
         finally:
             PyMem_Free(r)

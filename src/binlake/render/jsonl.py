@@ -77,6 +77,8 @@ def _rows_body(b: Rows) -> dict[str, Any]:
             out["primary_key"] = [b.table.columns[i].label for i in b.table.primary_key]
     if b.partition_id is not None:
         out["partition_id"] = b.partition_id
+    if b.source_partition_id is not None:  # an UPDATE's row moved from this partition
+        out["source_partition_id"] = b.source_partition_id
     if b.undecoded_reason:
         out["undecoded_reason"] = b.undecoded_reason
         out["raw_rows"] = _plain(b.raw_rows)

@@ -138,7 +138,7 @@ def text_value(value: Any, col: ColumnDef) -> str:
     if t == ColumnType.ENUM:
         return str(_enum_index(value, col))
     if t == ColumnType.SET:
-        return "b'" + format(_set_mask(value, col), f"0{(col.meta & 0xFF) * 8}b") + "'"
+        return set_bits(_set_mask(value, col), col.meta & 0xFF)
     if t == ColumnType.JSON:
         return _json_text(value, col)
     if t == ColumnType.GEOMETRY:
@@ -164,6 +164,12 @@ def _enum_index(value: Any, col: ColumnDef) -> int:
         return value
     names = col.enum_values or []
     return names.index(value) + 1 if value in names else 0
+
+
+def set_bits(mask: int, size: int) -> str:
+    """A SET as mysqlbinlog and mariadb-binlog print it: its stored bytes (little-endian) in order,
+    each byte's bits high to low — ``s0,s63`` of a 64-member SET is ``b'00000001…10000000'``."""
+    return "b'" + "".join(format(byte, "08b") for byte in mask.to_bytes(size, "little")) + "'"
 
 
 def _set_mask(value: Any, col: ColumnDef) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import json
+import re
 import struct
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -68,15 +69,51 @@ class Json:
 
     def text(self) -> str:
         """``to_mysql_text(self.value)``; a plain document through the C encoder, unless a float
-        needs MySQL's exponent (``1e20``, not ``1e+20``) or is not finite: those take the reference."""
+        may be written otherwise by MySQL (see ``double_text``) or is not finite: those take the
+        reference."""
         if self.plain:
             try:
                 out = _encode_plain(self.value)
             except ValueError:  # NaN or infinity
                 return to_mysql_text(self.value)
-            if "e+" not in out:
+            if _REPR_MAY_DIFFER(out) is None:
                 return out
         return to_mysql_text(self.value)
+
+
+# where ``repr`` of a float may not be ``double_text``'s: an exponent, or 16 digits before the point
+# (a string holding such text takes the reference too; it writes the same)
+_REPR_MAY_DIFFER = re.compile(r"\de[-+]\d|\d{16}\.").search
+
+
+def double_text(v: float) -> str:
+    """A double as MySQL writes it in JSON text (``my_gcvt`` on the shortest digits): fixed notation
+    when the decimal point falls within 15 places of the digits, else ``1.5e-16`` / ``1e15`` (no
+    ``+``, no padding); ``.0`` after an integral fixed value. Python's ``repr`` writes the same but
+    for 1e-15 <= |v| < 1e-4 (``1e-07``, MySQL ``0.0000001``) and 1e15 <= |v| < 1e16 (``1e+15``
+    where all 16 digits are not needed: MySQL ``1e15``). Checked against MySQL 9 on 8854 values
+    (tests/values/test_json_text.py)."""
+    r = repr(v)
+    a = -v if v < 0 else v
+    if not (1e-15 <= a < 1e-4 or 1e15 <= a < 1e16):
+        return r.replace("e+", "e") if "e" in r else r
+    mantissa, _, exp = repr(a).partition("e")
+    whole, _, frac = mantissa.partition(".")
+    all_digits = whole + frac.rstrip("0")
+    digits = all_digits.lstrip("0")
+    point = len(whole) - (len(all_digits) - len(digits)) + (int(exp) if exp else 0)
+    digits = digits.rstrip("0")
+    n = len(digits)
+    if point >= -14 and (point <= 15 or n > point):
+        if point <= 0:
+            out = "0." + "0" * -point + digits
+        elif point < n:
+            out = digits[:point] + "." + digits[point:]
+        else:
+            out = digits + "0" * (point - n) + ".0"
+    else:
+        out = digits[0] + ("." + digits[1:] if n > 1 else "") + "e" + str(point - 1)
+    return "-" + out if v < 0 else out
 
 
 def _varlen(buf: bytes, pos: int, end: int) -> tuple[int, int]:
@@ -278,8 +315,7 @@ def _text(v: Any, out: list[str]) -> None:
     elif isinstance(v, int):
         out.append(str(v))
     elif isinstance(v, float):
-        r = repr(v)
-        out.append(r.replace("e+", "e") if "e" in r else r)
+        out.append(double_text(v))
     elif isinstance(v, str):
         out.append(_quote(v))
     elif isinstance(v, dict):
