@@ -6,13 +6,13 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import corpus_index
 from tests.support.rowlines import normalise, row_lines, run
+from tests.support.rowlines import ours as dump  # in this process: a process per file cost ~1 min
 
 # mariadb-binlog cannot print these (it shows no rows, or fails): our rows are checked elsewhere.
 THEY_CANNOT = {
@@ -39,7 +39,7 @@ RECORDS = [r for r in corpus_index()["records"]]
 def test_row_lines_match_mariadb_binlog(corpus: Path, record: dict) -> None:
     path = str(corpus / record["path"])
     theirs = _rows(["mariadb-binlog", "-vv", "--base64-output=decode-rows", path])
-    ours = _rows([sys.executable, "-m", "binlake.cli", "dump", "--positional", "--no-verify-checksum", path])
+    ours = row_lines(dump(path))
     if record["path"] in THEY_CANNOT:
         assert not theirs, "mariadb-binlog learned to print this file: move it out of THEY_CANNOT"
         if record["path"] != "blackbeam-rust_mysql_common/binlog_transaction_with_GTID_TAG.000001":
@@ -73,7 +73,7 @@ def test_generated_mariadb_series_read_by_mariadb_binlog(tmp_path: Path) -> None
         )
         assert done.returncode == 0 and b"ERROR" not in done.stderr, done.stderr[-500:]
         theirs = [line for line in done.stdout.split(b"\n") if line.startswith(b"###")]
-        ours = _rows([sys.executable, "-m", "binlake.cli", "dump", "--positional", str(f)])
+        ours = row_lines(dump(f))
         assert len(ours) == len(theirs), f"{f.name}: {len(ours)} row lines, mariadb-binlog {len(theirs)}"
         bad = [(t, o) for t, o in zip(theirs, ours, strict=True) if normalise(t, o)]
         assert not bad, bad[:3]
