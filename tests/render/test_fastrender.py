@@ -148,7 +148,8 @@ HOSTILE: list[Any] = [
     dt.timedelta(days=99999, microseconds=1), dt.timedelta(days=-100000), dt.timedelta.max, dt.timedelta.min,
     dt.timedelta(microseconds=-1), ("a",), ("a", "b"), ("b", "a"), (), ("zz",), ("a", "a"), ([1],), [1],
     Json(None), Json({"a": [1, "x\n"]}), Json("é"), PartialJson([JsonDiff("REPLACE", "$.a", 1)]),
-    PartialJson([JsonDiff("REMOVE", "$.b")]), object(), 3 + 4j,
+    PartialJson([JsonDiff("REMOVE", "$.b")]), PartialJson([JsonDiff("INSERT", "$.\"a\nb\"", 1)]), object(),
+    3 + 4j,
 ]  # fmt: skip
 
 

@@ -84,3 +84,18 @@ def test_a_set_prints_its_stored_bytes_in_order(names: int) -> None:
     assert text_value(1 | 1 << (names - 1), col) == want  # a mask without names
     if names == 16:
         assert want == "b'0000000110000000'"
+
+
+def test_a_partial_json_path_cannot_end_the_comment_line() -> None:
+    """A JSON path is binlog text like any value: a control byte in it (a crafted binlog; a server
+    escapes them) is written escaped, so the ``###`` line never ends early and no line after it is
+    SQL a client would run; the compiled formatter writes the same."""
+    from binlake.events.rows import JsonDiff, PartialJson
+    from binlake.render.values import text_value
+    from binlake.values.columns import ColumnDef
+    from binlake.values.types import ColumnType
+
+    col = ColumnDef(1, ColumnType.JSON, 4, True)
+    value = PartialJson([JsonDiff("INSERT", '$."a\nDROP TABLE x; -- b"', 1), JsonDiff("REMOVE", "$.c")])
+    text = text_value(value, col)
+    assert text == "JSON_REMOVE(JSON_INSERT(@2, '$.\"a\\x0aDROP TABLE x; -- b\"', 1), '$.c')"

@@ -154,7 +154,10 @@ def _json_text(value: Any, col: ColumnDef) -> str:
         expr = f"@{col.index + 1}"
         for d in value.diffs:
             arg = "" if d.operation == "REMOVE" else f", {to_mysql_text(d.value)}"
-            expr = f"JSON_{d.operation}({expr}, '{d.path}'{arg})"
+            # the path as a string value is quoted: a control byte in it (a crafted binlog) must not
+            # end the ``###`` comment line and start a line a SQL client would run
+            path = quote_bytes(d.path.encode("utf-8", "surrogateescape"))
+            expr = f"JSON_{d.operation}({expr}, {path}{arg})"
         return expr
     return "'" + value.text() + "'"
 
