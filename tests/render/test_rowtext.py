@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -99,3 +100,23 @@ def test_a_partial_json_path_cannot_end_the_comment_line() -> None:
     value = PartialJson([JsonDiff("INSERT", '$."a\nDROP TABLE x; -- b"', 1), JsonDiff("REMOVE", "$.c")])
     text = text_value(value, col)
     assert text == "JSON_REMOVE(JSON_INSERT(@2, '$.\"a\\x0aDROP TABLE x; -- b\"', 1), '$.c')"
+
+
+def test_a_column_name_with_a_newline_stays_inside_its_comment_line(mariadb: Any) -> None:
+    """MySQL and MariaDB allow a newline in a column name; dump text written for a SQL client must
+    not let it end the ``###`` line (what followed it ran as SQL)."""
+    from tests.render.pinned import run_cli
+
+    hostile = "c\nDROP DATABASE hn; --"
+    mariadb.execute(
+        "DROP DATABASE IF EXISTS hn",
+        "CREATE DATABASE hn",
+        f"CREATE TABLE hn.t (`{hostile}` INT PRIMARY KEY, v INT)",
+        "INSERT INTO hn.t VALUES (1, 2)",
+        f"UPDATE hn.t SET `{hostile}` = 3",
+    )
+    files = [str(f) for f in mariadb.flush_binlogs()[-2:-1]]
+    lines = run_cli(["dump", "-v", "2", *files])[1].decode().split("\n")
+    assert not [line for line in lines if line.startswith("DROP DATABASE hn; --`=")]
+    label = "###   `c\\x0aDROP DATABASE hn; --`="
+    assert [line.split(" /*")[0] for line in lines if line.startswith(label)] == [label + v for v in "113"]

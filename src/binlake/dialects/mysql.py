@@ -15,6 +15,17 @@ def quote_ident(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
+# control characters as ``\xNN`` (how dump text writes them in values too)
+_CONTROLS = {c: f"\\x{c:02x}" for c in range(0x20)}
+
+
+def comment_text(text: str) -> str:
+    """``text`` (a name) for a ``#`` or ``###`` comment line of dump text: control characters
+    escaped, so a name from the binlog never ends the comment and starts a line a SQL client fed
+    the dump would run (MySQL allows a newline in a column name)."""
+    return text.translate(_CONTROLS)
+
+
 def quote_str(text: str) -> str:
     """A string literal that reads back as ``text`` whatever ``sql_mode`` (backslashes escaped)."""
     return "'" + text.translate(_ESCAPE_TABLE) + "'"

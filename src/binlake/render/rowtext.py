@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from binlake import native
+from binlake.dialects.mysql import comment_text
 from binlake.events.rows import ABSENT
 from binlake.render.values import text_value, type_comment
 from binlake.values.charsets import codec_for
@@ -160,7 +161,7 @@ def _value_expr(col: ColumnDef) -> str:
 
 
 def _label(col: ColumnDef, positional: bool) -> str:
-    return f"@{col.index + 1}" if positional or col.name is None else f"`{col.name}`"
+    return f"@{col.index + 1}" if positional or col.name is None else f"`{comment_text(col.name)}`"
 
 
 def _text_op(col: ColumnDef) -> tuple[str, int, Any]:

@@ -10,7 +10,7 @@ import functools
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from binlake.dialects.mysql import quote_ident
+from binlake.dialects.mysql import comment_text, quote_ident
 from binlake.events import control, gtid, payload, query, rows, table_map, vendor
 from binlake.events.base import Event, FormatDescription, UnknownEvent
 from binlake.events.types import EventType
@@ -19,6 +19,11 @@ from binlake.render.values import text_value, type_comment
 from binlake.values.columns import ColumnDef
 
 DELIM = "/*!*/;"
+
+
+def _table_label(tm: table_map.TableMap) -> str:
+    """A rows event's table in its ``###`` head line (control characters escaped: ``comment_text``)."""
+    return comment_text(f"{quote_ident(tm.database)}.{quote_ident(tm.table)}")
 
 
 @functools.lru_cache(maxsize=4096)
@@ -56,7 +61,7 @@ def reference_rows_lines(body: rows.Rows, verbosity: int = 2, positional: bool =
         return
     cols = tm.columns
     for before, after in body.rows:
-        heads = _heads(body.operation, f"{quote_ident(tm.database)}.{quote_ident(tm.table)}")
+        heads = _heads(body.operation, _table_label(tm))
         for head, image in zip(heads, _images(body.operation, before, after), strict=True):
             yield from head
             yield from _image_lines(image, cols, verbosity, positional)  # type: ignore[arg-type]
@@ -77,7 +82,7 @@ def _rows_text(body: rows.Rows, verbosity: int, positional: bool) -> list[str]:
     image_text = _FORMATTERS.get(tm, verbosity, positional)
     out: list[str] = []
     append = out.append
-    heads = _heads(body.operation, f"{quote_ident(tm.database)}.{quote_ident(tm.table)}")
+    heads = _heads(body.operation, _table_label(tm))
     rows_text = getattr(image_text, "rows", None)
     if rows_text is not None:  # the compiled formatter: the same loop in C
         which = _WHICH.get(body.operation, 2)
@@ -150,7 +155,8 @@ def _describe(ev: Event) -> tuple[str, list[str]]:
         lines += [b.query, DELIM]
         return (f"Query\tthread_id={b.thread_id}\texec_time={b.exec_time}\terror_code={b.error_code}", lines)
     if isinstance(b, table_map.TableMap):
-        return (f"Table_map: `{b.database}`.`{b.table}` mapped to number {b.table_id}", [])
+        name = comment_text(f"`{b.database}`.`{b.table}`")
+        return (f"Table_map: {name} mapped to number {b.table_id}", [])
     if isinstance(b, rows.Rows):
         flags = " flags: STMT_END_F" if b.end_of_statement else ""
         return (f"{_ROWS_NAMES[b.operation]}: table id {b.table_id}{flags}", [])
@@ -226,7 +232,7 @@ def _rows_bytes(body: rows.Rows, verbosity: int, positional: bool) -> bytearray 
     rows_bytes = getattr(_FORMATTERS.get(tm, verbosity, positional), "rows_bytes", None)
     if rows_bytes is None:
         return None
-    heads = _heads(body.operation, f"{quote_ident(tm.database)}.{quote_ident(tm.table)}")
+    heads = _heads(body.operation, _table_label(tm))
     which = _WHICH.get(body.operation, 2)
     out = bytearray()
     try:
