@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 from pathlib import Path
+from typing import Any
 
 from binlake.events.rows import Rows
 from binlake.series import BinlogSeries
@@ -45,3 +46,27 @@ def test_stats_match_brute_force(corpus: Path, tmp_path: Path) -> None:
     png = tmp_path / "s.png"
     write_plot(s, str(png))
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_names_from_the_binlog_are_shown_as_they_are_not_as_markup(mariadb: Any) -> None:
+    """A table named like rich markup (brackets are legal in names) is shown as its characters;
+    a control character in a name is shown escaped, never sent to the terminal."""
+    from tests.render.pinned import run_cli
+
+    name = "[bold][link=file:///etc/passwd]t[/link][/bold]"
+    mariadb.execute(
+        "DROP DATABASE IF EXISTS st", "CREATE DATABASE st", f"CREATE TABLE st.`{name}` (id INT PRIMARY KEY)"
+    )
+    mariadb.execute(f"INSERT INTO st.`{name}` VALUES (1)")
+    files = [str(f) for f in mariadb.flush_binlogs()[-2:-1]]
+    out = run_cli(["stats", *files])[1].decode()
+    assert name in out
+
+    from rich.console import Console
+
+    from binlake.console import plain
+
+    console = Console(width=200, force_terminal=True, color_system=None)
+    with console.capture() as captured:
+        console.print(plain("t\x1b[31m\x07\x7f"))
+    assert captured.get().strip() == "t\\x1b[31m\\x07\\x7f"

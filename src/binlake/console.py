@@ -19,6 +19,17 @@ def output_console(**kwargs: Any) -> Any:
     return Console(width=PIPED_WIDTH, **kwargs)
 
 
+def plain(text: str) -> Any:
+    """Text from a binlog (database, table and column names, file names) for a rich table cell or
+    line: never read as rich markup (a table named ``[link=…]x[/link]`` stays those characters),
+    control characters shown as ``\\xNN`` (no terminal escape sequence reaches the terminal)."""
+    from rich.text import Text
+
+    from binlake.dialects.mysql import comment_text
+
+    return Text(comment_text(text).replace("\x7f", "\\x7f"))
+
+
 def progress_wanted(*, streams_output: bool) -> bool:
     """Whether to draw a progress bar (on stderr): only for a person at a terminal. Never when
     stderr is not a terminal, never when stdout is a pipe (another program, or a pager sharing the

@@ -140,7 +140,7 @@ def print_stats(s: Stats, console: object | None = None) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from binlake.console import output_console
+    from binlake.console import output_console, plain
 
     con = console if isinstance(console, Console) else output_console()
     span = max(((s.last_us or 0) - (s.first_us or 0)) / 1e6, 1e-9)
@@ -166,14 +166,16 @@ def print_stats(s: Stats, console: object | None = None) -> None:
     for c in ("database", "table", "operation", "rows"):
         tables.add_column(c, justify="right" if c == "rows" else "left")
     for (db, tbl, op), n in sorted(s.per_table.items(), key=lambda kv: -kv[1]):
-        tables.add_row(db, tbl, op, f"{n:,}")
+        tables.add_row(plain(db), plain(tbl), op, f"{n:,}")
     con.print(tables)
     for title, items in (("largest transactions", s.largest), ("longest transactions", s.longest)):
         t = Table(title=title)
         for c in ("gtid", "where", "rows", "bytes", "seconds"):
             t.add_column(c)
         for i in items:
-            t.add_row(i.gtid or "anonymous", i.where, f"{i.rows:,}", f"{i.bytes:,}", str(i.seconds))
+            t.add_row(
+                plain(i.gtid or "anonymous"), plain(i.where), f"{i.rows:,}", f"{i.bytes:,}", str(i.seconds)
+            )
         con.print(t)
 
 

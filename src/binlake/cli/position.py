@@ -19,7 +19,7 @@ from binlake.cli.common import (
     gtid_any_arg,
 )
 from binlake.cli.reading import ReadOptions, file_events
-from binlake.console import output_console
+from binlake.console import output_console, plain
 from binlake.gtid import GtidSet, MariaGtidPos
 
 
@@ -45,7 +45,7 @@ def cmd_index(o: SeriesOptions) -> int:
         ix = index_file(f)
         prev = ix.previous_gtids if ix.previous_gtids is not None else ix.maria_gtid_list
         table.add_row(
-            f.name,
+            plain(f.name),
             f"{ix.size:,}",
             f"{ix.events:,}",
             f"{ix.transactions:,}",

@@ -8,11 +8,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rich.markup import escape
+from rich.text import Text
 
 from binlake.cli.common import Command, Options, UsageError, add_selection, open_seed
 from binlake.cli.serverurl import is_server_url
-from binlake.console import output_console
+from binlake.console import output_console, plain
 from binlake.credentials import redacted_url
 from binlake.filters import Selection
 
@@ -193,16 +193,16 @@ def cmd_sync(args: SyncOptions) -> int:
     for c in ("table", "rows merged", "state"):
         table.add_column(c)
     for name, n in sorted(report.tables.items()):
-        table.add_row(name, f"{n:,}", "merged")
+        table.add_row(plain(name), f"{n:,}", "merged")
     for name in report.skipped:
-        table.add_row(name, "0", "already at this position")
+        table.add_row(plain(name), "0", "already at this position")
     for rename in report.renamed:
-        table.add_row(rename, "", "followed upstream DDL")
+        table.add_row(plain(rename), "", "followed upstream DDL")
     for filled in report.filled:
-        table.add_row(escape(filled), "", "ADD COLUMN: rows held got its value")
+        table.add_row(plain(filled), "", "ADD COLUMN: rows held got its value")
     console.print(table)
     for warning in report.warnings:
-        console.print(f"[yellow]warning:[/yellow] {escape(warning)}")
+        console.print(Text.assemble(("warning:", "yellow"), " ", plain(warning)))
     console.print(f"{report.changes:,} row changes read")
     if report.snapshots:
         console.print(f"{len(report.snapshots)} Parquet snapshots in {sink.shown} (one file per table)")
