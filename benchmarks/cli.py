@@ -131,7 +131,9 @@ def main() -> None:
     trees = Trees(args.before, args.pure)
     import binlake
 
-    compile_bytecode(str(Path(binlake.__file__).resolve().parents[1]), *([args.before] if args.before else []))
+    compile_bytecode(
+        str(Path(binlake.__file__).resolve().parents[1]), *([args.before] if args.before else [])
+    )
     if args.mariadb_mb:
         files = [str(f) for f in ensure_binlog(args.mariadb_mb)]
         mb = sum(os.path.getsize(f) for f in files) / 1e6
