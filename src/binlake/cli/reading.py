@@ -120,14 +120,16 @@ class DumpOptions(Options):
 
 
 def cmd_dump(o: DumpOptions) -> int:
-    from binlake.render.jsonl import render_jsonl
-    from binlake.render.output import write_blocks_to, write_lines_to
-    from binlake.render.text import render_text_bytes
+    from binlake.render.output import write_blocks_to
 
     events = selected_events(o.read)
     if o.format == "json":
-        write_lines_to(render_jsonl(events))
+        from binlake.render.jsonl import render_jsonl_bytes
+
+        write_blocks_to(render_jsonl_bytes(events))
     else:
+        from binlake.render.text import render_text_bytes
+
         write_blocks_to(render_text_bytes(events, verbosity=o.verbose, positional=o.positional))
     return 0
 

@@ -32,19 +32,21 @@ from cpython.datetime cimport (
 )
 from cpython.float cimport PyFloat_AS_DOUBLE
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
-from cpython.long cimport PyLong_AsLongLongAndOverflow
+from cpython.dict cimport PyDict_Next
+from cpython.long cimport PyLong_AsLongLongAndOverflow, PyLong_Check
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
-from cpython.object cimport PyObject_Format, PyObject_Repr, PyObject_Str
+from cpython.object cimport PyObject, PyObject_Format, PyObject_Repr, PyObject_Str
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from libc.math cimport isfinite
 from libc.stdio cimport snprintf
+from libc.string cimport memcpy
 
 import datetime as _dt
 
 import_datetime()
 
 # the interface ``jsonrow``/``sqlrow`` expect (a build older than this source is not used)
-INTERFACE = 2
+INTERFACE = 3
 
 cdef extern from "Python.h":
     Py_ssize_t PyUnicode_GET_LENGTH(object)
@@ -56,6 +58,11 @@ cdef extern from "Python.h":
     object PyUnicode_New(Py_ssize_t, Py_UCS4)
     char *PyBytes_AS_STRING(object)
     Py_ssize_t PyBytes_GET_SIZE(object)
+    bint PyUnicode_IS_ASCII(object)
+    object PyUnicode_AsEncodedString(object, const char *, const char *)
+    char *PyByteArray_AS_STRING(object)
+    Py_ssize_t PyByteArray_GET_SIZE(object)
+    int PyByteArray_Resize(object, Py_ssize_t) except -1
 
 cdef enum:
     OP_SLOW = 0
@@ -372,3 +379,299 @@ cdef class Joined:
                 self._value(i, v, out)
         out.append(self.tail)
         return PyUnicode_Join("", out)
+
+
+# ---- whole JSON event lines (``render.jsonl.JsonLines.line``), written as UTF-8 into a bytearray ----
+
+cdef inline int _put(bytearray out, const char *p, Py_ssize_t n) except -1:
+    cdef Py_ssize_t size = PyByteArray_GET_SIZE(out)
+    PyByteArray_Resize(out, size + n)
+    memcpy(PyByteArray_AS_STRING(out) + size, p, n)
+    return 0
+
+
+cdef inline int _put_bytes(bytearray out, bytes b) except -1:
+    return _put(out, PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b))
+
+
+cdef inline int _put_str(bytearray out, str s) except -1:
+    """``s`` as UTF-8 with surrogate escapes (ASCII text copied as it is; the encoder's error else)."""
+    if PyUnicode_IS_ASCII(s):
+        return _put(out, <const char *>PyUnicode_DATA(s), PyUnicode_GET_LENGTH(s))
+    return _put_bytes(out, PyUnicode_AsEncodedString(s, "utf-8", "surrogateescape"))
+
+
+cdef inline int _put_int(bytearray out, object v) except -1:
+    """``%d`` / ``str`` of an int (any int class: its value)."""
+    cdef int overflow = 0
+    cdef char buf[32]
+    cdef long long x = PyLong_AsLongLongAndOverflow(v, &overflow)
+    if overflow:
+        return _put_str(out, PyObject_Str(int(v)))
+    return _put(out, buf, snprintf(buf, 32, "%lld", x))
+
+
+cdef bint _plain_dict(dict d, int depth):
+    """What ``jsonl._already_plain`` accepts and this writes as ``encode`` does: string keys; values
+    exactly int, str, bool, None, finite float or such a dict (not too deep)."""
+    cdef Py_ssize_t pos = 0
+    cdef PyObject *k
+    cdef PyObject *v
+    cdef object val
+    if depth > 32:
+        return False
+    while PyDict_Next(d, &pos, &k, &v):
+        if type(<object>k) is not str:
+            return False
+        val = <object>v
+        if type(val) is int or type(val) is str or type(val) is bool or val is None:
+            continue
+        if type(val) is float and isfinite(PyFloat_AS_DOUBLE(val)):
+            continue
+        if type(val) is dict and _plain_dict(<dict>val, depth + 1):
+            continue
+        return False
+    return True
+
+
+cdef int _put_json_str(bytearray out, str s, object quote) except -1:
+    """``quote(s)`` (``json.encoder.encode_basestring``): here when nothing is to be escaped."""
+    if _plain_json(s):
+        _put(out, '"', 1)
+        _put_str(out, s)
+        return _put(out, '"', 1)
+    return _put_str(out, quote(s))
+
+
+cdef int _put_dict(bytearray out, dict d, object quote) except -1:
+    """``encode(d)`` of a dict ``_plain_dict`` accepted: ``{"k": v, ...}``."""
+    cdef Py_ssize_t pos = 0
+    cdef PyObject *k
+    cdef PyObject *v
+    cdef object val
+    cdef bint first = True
+    _put(out, "{", 1)
+    while PyDict_Next(d, &pos, &k, &v):
+        if not first:
+            _put(out, ", ", 2)
+        first = False
+        _put_json_str(out, <str>k, quote)
+        _put(out, ": ", 2)
+        val = <object>v
+        if type(val) is int:
+            _put_int(out, val)
+        elif type(val) is str:
+            _put_json_str(out, <str>val, quote)
+        elif type(val) is bool:
+            _put(out, "true", 4) if val else _put(out, "false", 5)
+        elif val is None:
+            _put(out, "null", 4)
+        elif type(val) is float:
+            _put_str(out, PyObject_Repr(val))
+        else:
+            _put_dict(out, <dict>val, quote)
+    return _put(out, "}", 1)
+
+
+cdef bint _checksum(bytearray out, object x) except -1:
+    """``', "checksum": "0x%08x"' % x`` for an int in 0 .. 2**63 - 1 (False: not written)."""
+    cdef int overflow = 0
+    cdef char buf[48]
+    cdef long long c
+    if not PyLong_Check(x):
+        return False
+    c = PyLong_AsLongLongAndOverflow(x, &overflow)
+    if overflow or c < 0:
+        return False
+    _put(out, buf, snprintf(buf, 48, ', "checksum": "0x%08llx"', c))
+    return True
+
+
+cdef class EventJson:
+    """``write(ev, out)``: appends ``JsonLines.line(ev)`` and a newline to ``out`` as UTF-8 with
+    surrogate escapes — the header and the bodies of plain dataclasses (GTID, QUERY, XID …) here,
+    rows and table-map bodies by the pure ``JsonLines``' methods, anything else (a header field
+    that is not an int in range, a class ``plan`` gives no field names for, an error) by the
+    pure ``line`` itself, so the bytes (or the error) are the pure path's by construction."""
+
+    cdef object line, rows_json, map_json, other_json, plan, quote, rows_cls, map_cls, rows_plan
+    cdef dict sources, types, plans, maps
+
+    def __init__(self, line, rows_cls, rows_json, rows_plan, map_cls, map_json, other_json, plan, quote):
+        """``line(ev)``: the pure line; ``rows_json(body)``/``map_json(body)``: the bodies of those
+        classes; ``rows_plan(table_map)``: ``(table_map, its image formatter, the encoded name
+        fields of a rows body)``; ``other_json(ev)``: the body of any other event as the pure line writes it;
+        ``plan(cls)``: per field of a body class its ``(attribute, encoded text before it)`` and the
+        text before ``gtid`` — or None for ``other_json``; ``quote``: JSON's string quoting."""
+        self.line, self.rows_json, self.map_json, self.other_json = line, rows_json, map_json, other_json
+        self.plan, self.quote, self.rows_cls, self.map_cls = plan, quote, rows_cls, map_cls
+        self.rows_plan = rows_plan
+        self.sources, self.types, self.plans, self.maps = {}, {}, {}, {}
+
+    cdef bint _rows(self, bytearray out, object b) except -1:
+        """``JsonLines._rows``: the images by the layout's formatter, the rest here."""
+        cdef object tm = b.table
+        cdef object entry, image, op, row, before, after, x
+        cdef bint first = True
+        cdef int which
+        if tm is None or b.undecoded_reason or b.partition_id is not None:
+            _put_str(out, self.rows_json(b))
+            return True
+        entry = self.maps.get(id(tm))
+        if entry is None or (<tuple>entry)[0] is not tm:
+            if len(self.maps) >= 4096:
+                self.maps.clear()
+            entry = self.maps[id(tm)] = self.rows_plan(tm)  # holds the map: its id stays its own
+        image = (<tuple>entry)[1]
+        op = b.operation
+        if type(op) is not str:
+            raise TypeError("an operation that is not text")  # the pure line says what happens
+        which = 0 if op == "insert" else 1 if op == "delete" else 2
+        _put(out, '{"operation": ', 14)
+        _put_json_str(out, <str>op, self.quote)
+        for name, x in ((', "table_id": ', b.table_id), (', "flags": ', b.flags),
+                        (', "version": ', b.version), (', "column_count": ', b.column_count)):
+            if not PyLong_Check(x):
+                raise TypeError("a field that is not an int")
+            _put_str(out, name)
+            _put_int(out, x)
+        _put_bytes(out, (<tuple>entry)[2])
+        _put(out, ', "rows": [', 11)
+        for row in b.rows:
+            before, after = row
+            if not first:
+                _put(out, ", ", 2)
+            first = False
+            if which == 0:
+                _put(out, '{"before": null, "after": ', 26)
+                _put_str(out, image(after))
+            elif which == 1:
+                _put(out, '{"before": ', 11)
+                _put_str(out, image(before))
+                _put(out, ', "after": null', 15)
+            else:
+                _put(out, '{"before": ', 11)
+                if before is None:
+                    _put(out, "null", 4)
+                else:
+                    _put_str(out, image(before))
+                _put(out, ', "after": ', 11)
+                if after is None:
+                    _put(out, "null", 4)
+                else:
+                    _put_str(out, image(after))
+            _put(out, "}", 1)
+        return _put(out, "]}", 2) == 0
+
+    cdef int _field(self, bytearray out, object x, object other) except -1:
+        """``_FIELD_EXPR``: ints, strings and None here (booleans and plain dicts too, as ``other``
+        writes them), anything else by ``other`` (``_field_json``, or ``encode`` for ``gtid``)."""
+        if type(x) is int:
+            return _put_int(out, x)
+        if type(x) is str:
+            return _put_json_str(out, <str>x, self.quote)
+        if x is None:
+            return _put(out, "null", 4)
+        if type(x) is bool:
+            return _put(out, "true", 4) if x else _put(out, "false", 5)
+        if type(x) is dict and _plain_dict(<dict>x, 0):
+            return _put_dict(out, <dict>x, self.quote)
+        return _put_str(out, other(x))
+
+    cdef bint _body(self, bytearray out, object ev, object b, object field_json, object encode) except -1:
+        cdef object cls = type(b)
+        cdef object plan, g
+        cdef tuple fields
+        cdef Py_ssize_t i
+        if cls is self.rows_cls:
+            return self._rows(out, b)
+        if cls is self.map_cls:
+            _put_str(out, self.map_json(b))
+            return True
+        plan = self.plans.get(cls, False)
+        if plan is False:
+            plan = self.plans[cls] = self.plan(cls)
+        if plan is None:
+            _put_str(out, self.other_json(ev))
+            return True
+        fields = <tuple>plan[0]
+        if not fields:
+            _put(out, "{", 1)
+        for i in range(len(fields)):
+            attr, before = <tuple>fields[i]
+            _put_bytes(out, before)
+            self._field(out, getattr(b, attr), field_json)
+        try:
+            g = b.gtid
+        except AttributeError:  # ``hasattr(b, "gtid")``
+            pass
+        else:
+            _put_bytes(out, plan[1])
+            self._field(out, g, encode)
+        return _put(out, "}", 1) == 0
+
+    cdef int _event(self, object ev, bytearray out, object field_json, object encode) except -1:
+        cdef object h = ev.header
+        cdef object source = ev.source
+        cdef object kind = ev.kind
+        cdef object x, q
+        for x in (ev.offset, kind, h.timestamp, h.server_id, h.event_size, h.log_pos, h.flags):
+            if not PyLong_Check(x):
+                return 0
+        q = self.sources.get(source)
+        if q is None:
+            if type(source) is not str:
+                return 0
+            if len(self.sources) >= 4096:
+                self.sources.clear()
+            q = self.sources[source] = PyUnicode_AsEncodedString(self.quote(source), "utf-8", "surrogateescape")
+        _put(out, '{"file": ', 9)
+        _put_bytes(out, q)
+        _put(out, ', "offset": ', 12)
+        _put_int(out, ev.offset)
+        q = self.types.get(kind)
+        if q is None:
+            q = self.types[kind] = PyUnicode_AsEncodedString(self.quote(ev.type_name), "utf-8", "surrogateescape")
+        _put(out, ', "type": ', 10)
+        _put_bytes(out, q)
+        _put(out, ', "type_code": ', 15)
+        _put_int(out, kind)
+        _put(out, ', "timestamp": ', 15)
+        _put_int(out, h.timestamp)
+        _put(out, ', "server_id": ', 15)
+        _put_int(out, h.server_id)
+        _put(out, ', "event_size": ', 16)
+        _put_int(out, h.event_size)
+        _put(out, ', "log_pos": ', 13)
+        _put_int(out, h.log_pos)
+        _put(out, ', "flags": ', 11)
+        _put_int(out, h.flags)
+        x = ev.inner_index
+        if x is not None:
+            if not PyLong_Check(x):
+                return 0
+            _put(out, ', "inner_index": ', 17)
+            _put_int(out, x)
+        x = ev.checksum
+        if x is not None:
+            if not _checksum(out, x):
+                return 0
+        _put(out, ', "body": ', 10)
+        self._body(out, ev, ev.body, field_json, encode)
+        _put(out, "}\n", 2)
+        return 1
+
+    def write(self, ev, bytearray out, field_json, encode):
+        """Appends the line of ``ev`` and a newline to ``out`` (``field_json``, ``encode``: the pure
+        encoders of a field value and of ``gtid``)."""
+        cdef Py_ssize_t start = PyByteArray_GET_SIZE(out)
+        cdef int done = 0
+        try:
+            done = self._event(ev, out, field_json, encode)
+        except Exception:
+            done = 0
+        if not done:  # the pure line: its text, or its error
+            PyByteArray_Resize(out, start)
+            _put_str(out, self.line(ev))
+            _put(out, "\n", 1)
+

@@ -94,11 +94,20 @@ def joined(
     )
 
 
+def event_json(*parts: Any) -> Any:
+    """The compiled writer of whole JSON event lines (``render._fastjoin.EventJson``, built from
+    ``jsonl.render_jsonl_bytes``' pure ``parts``), or None when not compiled."""
+    if not _COMPILED:
+        return None
+    assert _fastjoin is not None
+    return _fastjoin.EventJson(*parts)
+
+
 try:  # optional: without a compiler at install time, the generated functions are the path
     from binlake.render import _fastjoin  # type: ignore[attr-defined]
 except ImportError:
     _fastjoin = None
-FAST_JOIN_INTERFACE = 2  # the compiled module's interface this source expects
+FAST_JOIN_INTERFACE = 3  # the compiled module's interface this source expects
 if getattr(_fastjoin, "INTERFACE", None) != FAST_JOIN_INTERFACE:
     _fastjoin = None
 
