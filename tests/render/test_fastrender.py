@@ -8,6 +8,8 @@ generated one fails."""
 from __future__ import annotations
 
 import datetime as dt
+import random
+import struct
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
@@ -22,6 +24,7 @@ from binlake.generate import generate
 from binlake.reader import BinlogReader
 from binlake.render import rowtext, text
 from binlake.values import plan
+from binlake.values.columns import ColumnDef
 from binlake.values.json_binary import Json, JsonUInt
 from binlake.values.temporal import MysqlDate, MysqlDateTime
 from binlake.values.types import ColumnType
@@ -207,6 +210,22 @@ def test_every_type_with_hostile_values_formats_alike(verbosity: int, positional
                 assert bytes_outcome(fast, image) == encoded(want), (CATALOGUE[k], value)
                 compared += 1
     assert compared > 5_000
+
+
+def test_float_columns_format_alike() -> None:
+    """FLOAT's ``%-20g`` and DOUBLE's ``%-.20g`` printed by C equal Python's for random float32 bit
+    patterns and random doubles (every exponent; NaNs and infinities take Python's)."""
+    rng = random.Random(18)
+    values = [struct.unpack("<f", struct.pack("<I", rng.getrandbits(32)))[0] for _ in range(100_000)]
+    values += [struct.unpack("<d", struct.pack("<Q", rng.getrandbits(64)))[0] for _ in range(100_000)]
+    values += [0.0, -0.0, 1e16, 1e-5, 123456.5, 1e300, 5e-324, float("inf"), float("nan")]
+    for t in (ColumnType.FLOAT, ColumnType.DOUBLE):
+        col = ColumnDef(0, t, 4 if t == ColumnType.FLOAT else 8, True, name="f")
+        pure = rowtext.compile_image_text([col], 2, False, compiled=False)
+        fast = rowtext.compile_image_text([col], 2, False, compiled=True)
+        for v in values:
+            assert outcome(fast, [v]) == outcome(pure, [v]), v
+        assert bytes_outcome(fast, [values[0]]) == encoded(outcome(pure, [values[0]]))
 
 
 def test_images_with_absent_columns_or_of_another_length_go_to_the_generated_formatter() -> None:

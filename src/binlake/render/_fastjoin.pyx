@@ -37,8 +37,10 @@ from cpython.long cimport PyLong_AsLongLongAndOverflow, PyLong_Check
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from cpython.object cimport PyObject, PyObject_Format, PyObject_Repr, PyObject_Str
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
-from libc.math cimport isfinite
+from cpython.float cimport PyFloat_FromDouble
+from libc.math cimport isfinite, isinf
 from libc.stdio cimport snprintf
+from libc.stdlib cimport strtod
 from libc.string cimport memcpy
 
 import datetime as _dt
@@ -74,6 +76,7 @@ cdef enum:
     OP_DATE = 6
     OP_TIME = 7  # ``format_time``, ``arg`` fractional digits, quoted
     OP_JSON = 8  # the text of an ``aux`` (Json) document, quoted as OP_STR when nothing to escape
+    OP_FLOAT32 = 9  # ``float32_text`` of a float32 value (arg 1: ``repr(float(...))`` of finite ones)
 
 OPS = {
     "slow": OP_SLOW,
@@ -85,6 +88,7 @@ OPS = {
     "date": OP_DATE,
     "time": OP_TIME,
     "json": OP_JSON,
+    "float32": OP_FLOAT32,
 }
 
 # dialects: what a string is quoted with and which characters make it take ``slow``
@@ -176,6 +180,26 @@ cdef str _base64_object(object b):
     q[k] = 34  # "
     q[k + 1] = 125  # }
     return <str>out
+
+
+cdef int _float32_text(double v, char *buf):
+    """``render.values.float32_text(v)`` into ``buf`` (64 bytes) for a finite ``v`` that is a float32
+    value: the shortest ``%.6g`` .. ``%.9g`` that reads back as the same float32; its length, or 0
+    for what the Python function must do (another value, a text that would not pack: its error)."""
+    cdef int digits, k
+    cdef double d
+    cdef float f
+    if not isfinite(v) or <double>(<float>v) != v:
+        return 0
+    for digits in range(6, 10):
+        k = snprintf(buf, 64, "%.*g", digits, v)
+        d = strtod(buf, NULL)
+        f = <float>d
+        if isinf(f):  # ``struct.pack("<f")`` refuses it: the Python function raises
+            return 0
+        if <double>f == v:
+            return k
+    return 0  # none read back: ``repr(v)`` there
 
 
 cdef class Joined:
@@ -308,6 +332,15 @@ cdef class Joined:
             if code == OP_STR and self.args[i] and type(v) is bytes:
                 out.append(_base64_object(v) if self.dialect == 0 else _hex_literal(v))
                 return 0
+        elif code == OP_FLOAT32:
+            if type(v) is float:
+                k = _float32_text(PyFloat_AS_DOUBLE(v), buf)
+                if k > 0:
+                    if self.args[i]:
+                        out.append(PyObject_Repr(PyFloat_FromDouble(strtod(buf, NULL))))
+                    else:
+                        out.append(PyUnicode_FromStringAndSize(buf, k))
+                    return 0
         elif code == OP_DATETIME:
             if PyDateTime_CheckExact(v) and (datetime_tzinfo(v) is None or datetime_tzinfo(v) is UTC):
                 k = snprintf(

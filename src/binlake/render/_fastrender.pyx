@@ -35,6 +35,8 @@ from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from cpython.object cimport PyObject, PyObject_Format, PyObject_Str
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from cpython.unicode cimport PyUnicode_DecodeUTF8
+from cpython.float cimport PyFloat_AS_DOUBLE
+from libc.math cimport isfinite
 from libc.stdio cimport snprintf
 from libc.string cimport memcpy
 
@@ -221,6 +223,8 @@ cdef class ImageText:
             code, arg, aux, slow = ops[i]
             self.codes[i] = code
             self.args[i] = arg
+            if code == OP_PCT:  # the formats C prints itself
+                self.args[i] = 1 if aux == "%-20g" else 2 if aux == "%-.20g" else 0
             auxes.append(aux)
             slows.append(slow)
         self.auxes, self.slows = tuple(auxes), tuple(slows)
@@ -300,6 +304,18 @@ cdef class ImageText:
                     k += snprintf(buf + k, 64 - k, ".%06d", PyDateTime_DATE_GET_MICROSECOND(v))
                     k -= 6 - <int>self.args[i]
                 return k
+            return -1
+        if code == OP_PCT:
+            # FLOAT's ``%-20g`` and DOUBLE's ``%-.20g`` of a finite float: C prints what Python does
+            # (both correctly rounded, the same exponent form); other formats and values: ``_pyvalue``
+            if type(v) is float and isfinite(PyFloat_AS_DOUBLE(v)):
+                if self.args[i] == 1:
+                    k = snprintf(buf, 64, "%-20g", PyFloat_AS_DOUBLE(v))
+                elif self.args[i] == 2:
+                    k = snprintf(buf, 64, "%-.20g", PyFloat_AS_DOUBLE(v))
+                else:
+                    return -1
+                return k if 0 < k < 64 else -1
             return -1
         if code == OP_YEAR:
             if type(v) is int:

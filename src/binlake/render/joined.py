@@ -40,6 +40,8 @@ def column_op(t: int, m: int, integers: frozenset[int], quoted: int) -> tuple[st
         return ("int", 0, None)
     if t == ColumnType.DOUBLE:
         return ("float", quoted, None)  # finite ones
+    if t == ColumnType.FLOAT:
+        return ("float32", quoted, None)  # JSON: finite ones, as numbers
     if t == ColumnType.NEWDECIMAL:
         return ("decimal", quoted, Decimal)
     if t in _FIXED:
