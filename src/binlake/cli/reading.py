@@ -18,8 +18,11 @@ from binlake.cli.common import (
 from binlake.console import ByteProgress
 from binlake.errors import BinlogError
 from binlake.events.base import Event
+from binlake.events.query import Query
+from binlake.events.table_map import TableMap
 from binlake.filters import Selection
 from binlake.reader import BinlogReader
+from binlake.schema.ddl import is_ddl
 from binlake.txn import CONTROL_EVENTS, Transaction, TransactionGrouper
 
 if TYPE_CHECKING:
@@ -52,7 +55,12 @@ def file_events(
     ``read.schema``) follows their DDL; ``streams_output``: the command prints lines as it goes;
     ``count_only``: rows events carry their row count (``Rows.counted``), not their rows."""
     last = len(read.files) - 1
-    tracker = tracker or read.schema.tracker()
+    observer: SchemaTracker | DeferredDdl
+    if tracker is None:  # the run's own history: read by nothing but --save-schema at the end
+        tracker = read.schema.tracker()
+        observer = DeferredDdl(tracker)
+    else:
+        observer = tracker
     sizes = [Path(f).stat().st_size for f in read.files]
     label = f"reading {len(sizes)} file(s)"
     with ByteProgress(sum(sizes), label, streams_output=streams_output) as progress:
@@ -65,7 +73,7 @@ def file_events(
                 start_position=read.start_position if seq == 0 else None,
                 stop_position=read.stop_position if seq == last else None,
                 require_fde=read.require_fde,
-                observers=[tracker],
+                observers=[observer],
             )
             if count_only:
                 reader.decoder.state.decode_rows = False
@@ -79,7 +87,41 @@ def file_events(
                 progress.advance_to(done + ev.offset)
                 yield seq, ev
     if read.schema.save:
+        if isinstance(observer, DeferredDdl):
+            observer.flush()
         tracker.history.save(read.schema.save)
+
+
+class DeferredDdl:
+    """A schema tracker whose DDL is applied when the history is first needed: before a table map
+    without column names (which the tracker names from it), and by ``flush``. A table map that
+    carries names is never changed by the tracker (it only notes where the history disagrees, which
+    dump, sql and stats do not read), so it does not go through it: a binlog written with
+    binlog_row_metadata=FULL is read without the DDL parser (sqlglot: 70-100 ms of start-up) and
+    without parsing its DDL, and prints the same. The statements are applied in binlog order all
+    the same, each before the first map that needs it."""
+
+    def __init__(self, tracker: SchemaTracker) -> None:
+        self.tracker = tracker
+        self.pending: list[Event] = []
+
+    def __call__(self, ev: Event) -> None:
+        body = ev.body
+        if isinstance(body, TableMap):
+            if any(c.name is not None for c in body.columns):
+                return
+            self.flush()
+            self.tracker(ev)
+        elif (
+            isinstance(body, Query) and ev.inner_index is None and is_ddl(body.query) and not body.error_code
+        ):
+            self.pending.append(ev)  # what the tracker would apply now (its own test, in its order)
+
+    def flush(self) -> None:
+        """Apply the statements met so far, in order."""
+        pending, self.pending = self.pending, []
+        for ev in pending:
+            self.tracker(ev)
 
 
 def check_start(path: str, start: int) -> None:
