@@ -29,7 +29,7 @@ from binlake.values import plan
 from binlake.values.columns import ColumnDef
 from binlake.values.types import ColumnType
 from tests.conftest import CORPUS, corpus_index
-from tests.render.test_fastrender import HOSTILE, NAMES, SubList, rows_events
+from tests.render.test_fastrender import HOSTILE, NAMES, SubList, random_decimals, rows_events
 from tests.render.test_sqlrow import named
 from tests.values.test_plan import CATALOGUE, _layout
 
@@ -189,6 +189,17 @@ def test_float_columns_format_alike() -> None:
         for v in float32_values(200_000):
             assert outcome(fj, [v]) == outcome(pj, [v]), v
             assert outcome(fs.insert, [v]) == outcome(ps.insert, [v]), v
+
+
+def test_decimal_columns_format_alike() -> None:
+    """DECIMAL in JSON and SQL (C takes ``str`` where it is ``format(v, "f")``) for random decimals
+    of every exponent, zeros and the special values."""
+    col = ColumnDef(0, ColumnType.NEWDECIMAL, (65 << 8) | 30, True, name="d")
+    pj, fj = both_json([col])
+    ps, fs = both_sql(_table([col], [0]))
+    for v in random_decimals(30_000):
+        assert outcome(fj, [v]) == outcome(pj, [v]), v
+        assert outcome(fs.insert, [v]) == outcome(ps.insert, [v]), v
 
 
 JSON_COLUMN = next(k for k, c in enumerate(CATALOGUE) if c[0] == ColumnType.JSON)

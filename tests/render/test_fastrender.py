@@ -228,6 +228,44 @@ def test_float_columns_format_alike() -> None:
         assert bytes_outcome(fast, [values[0]]) == encoded(outcome(pure, [values[0]]))
 
 
+def random_decimals(n: int) -> list[Decimal]:
+    """Decimals of random digits and exponents (-40 .. +5: plain and scientific ``str``), both signs,
+    zeros of every exponent, and the special values."""
+    rng = random.Random(18)
+    out = [
+        Decimal(
+            (
+                rng.getrandbits(1),
+                tuple(rng.randrange(10) for _ in range(rng.randrange(1, 40))),
+                rng.randrange(-40, 6),
+            )
+        )
+        for _ in range(n)
+    ]
+    out += [Decimal((sign, (0,), e)) for sign in (0, 1) for e in range(-40, 6)]
+    return out + [Decimal("NaN"), Decimal("-Infinity"), Decimal("sNaN"), Decimal("1E+2")]
+
+
+def test_decimal_and_bit_columns_format_alike() -> None:
+    """DECIMAL (C takes ``str`` where it is ``format(v, "f")``) and BIT (the bits in C) for random
+    decimals and every bit width with random values, as the generated formatter writes them."""
+    rng = random.Random(18)
+    col = ColumnDef(0, ColumnType.NEWDECIMAL, (65 << 8) | 30, True, name="d")
+    pure = rowtext.compile_image_text([col], 2, False, compiled=False)
+    fast = rowtext.compile_image_text([col], 2, False, compiled=True)
+    for v in random_decimals(30_000):
+        assert outcome(fast, [v]) == outcome(pure, [v]), v
+    for width in range(1, 65):
+        col = ColumnDef(0, ColumnType.BIT, ((width // 8) << 8) | (width % 8), True, name="b")
+        pure = rowtext.compile_image_text([col], 2, False, compiled=False)
+        fast = rowtext.compile_image_text([col], 2, False, compiled=True)
+        values = [0, 1, 2**width - 1, 2**61 - 1, 2**61, 2**63, 2**64 - 1, -1, True]
+        values += [rng.getrandbits(width) for _ in range(300)]
+        for v in values:
+            assert outcome(fast, [v]) == outcome(pure, [v]), (width, v)
+            assert bytes_outcome(fast, [v]) == encoded(outcome(pure, [v])), (width, v)
+
+
 def test_images_with_absent_columns_or_of_another_length_go_to_the_generated_formatter() -> None:
     cols = _layout([0, 9, VARCHAR, BLOB])
     pure = rowtext.compile_image_text(cols, 2, False, compiled=False)

@@ -182,6 +182,20 @@ cdef str _base64_object(object b):
     return <str>out
 
 
+cdef bint _plain_decimal(object s):
+    """``str`` of a Decimal in plain notation (digits, one point, a sign): what ``format(v, "f")``
+    writes of it too (scientific notation, NaN and infinities are not plain)."""
+    cdef Py_ssize_t j, n = PyUnicode_GET_LENGTH(s)
+    cdef char c
+    if not PyUnicode_IS_ASCII(s):
+        return False
+    for j in range(n):
+        c = (<const char *>PyUnicode_DATA(s))[j]
+        if not (48 <= c <= 57 or c == 46 or c == 45):
+            return False
+    return n > 0
+
+
 cdef int _float32_text(double v, char *buf):
     """``render.values.float32_text(v)`` into ``buf`` (64 bytes) for a finite ``v`` that is a float32
     value: the shortest ``%.6g`` .. ``%.9g`` that reads back as the same float32; its length, or 0
@@ -313,12 +327,15 @@ cdef class Joined:
                 return 0
         elif code == OP_DECIMAL:
             if type(v) is self.auxes[i]:
+                t = PyObject_Str(v)
+                if not _plain_decimal(t):  # ``str`` in plain notation is ``format(v, "f")``
+                    t = PyObject_Format(v, "f")
                 if self.args[i]:
                     out.append(self.quote)
-                    out.append(PyObject_Format(v, "f"))
+                    out.append(t)
                     out.append(self.quote)
                 else:
-                    out.append(PyObject_Format(v, "f"))
+                    out.append(t)
                 return 0
         elif code == OP_STR or code == OP_JSON:
             t = v if code == OP_STR else None

@@ -41,6 +41,7 @@ from libc.stdio cimport snprintf
 from libc.string cimport memcpy
 
 import datetime as _dt
+from decimal import Decimal
 
 import_datetime()
 
@@ -192,6 +193,50 @@ cdef int _time(object v, int fsp, char *buf):
     return k + 1
 
 
+cdef int _bit_width(object spec):
+    """The width of a ``"0{width}b"`` spec (1 .. 61: the text fits the 64-byte buffer), else 0."""
+    if type(spec) is not str or len(spec) < 3 or not spec.startswith("0") or not spec.endswith("b"):
+        return 0
+    digits = spec[1:-1]
+    if not digits.isdigit() or not digits.isascii():
+        return 0
+    width = int(digits)
+    return width if 1 <= width <= 61 else 0
+
+
+cdef int _bits(unsigned long long x, int width, char *buf):
+    """``b'...'``: the bits of ``x`` zero-padded to ``width`` (more when ``x`` needs them)."""
+    cdef int n = 0, k = 0, j
+    cdef unsigned long long y = x
+    while y:
+        n += 1
+        y >>= 1
+    if n < width:
+        n = width
+    if n < 1:
+        n = 1
+    buf[0] = 98  # b
+    buf[1] = 39  # '
+    for j in range(n):
+        buf[2 + j] = 49 if (x >> (n - 1 - j)) & 1 else 48
+    buf[2 + n] = 39
+    return n + 3
+
+
+cdef bint _plain_decimal(str s):
+    """``str`` of a Decimal in plain notation (digits, one point, a sign): what ``format(v, "f")``
+    writes of it too (scientific notation, NaN and infinities are not plain)."""
+    cdef Py_ssize_t j, n = PyUnicode_GET_LENGTH(s)
+    cdef Py_UCS4 c
+    if not PyUnicode_IS_ASCII(s):
+        return False
+    for j in range(n):
+        c = (<const char *>PyUnicode_DATA(s))[j]
+        if not (48 <= c <= 57 or c == 46 or c == 45):
+            return False
+    return n > 0
+
+
 cdef class ImageText:
     """``image_text(image, out)``: appends the ``###`` lines of one row image to ``out``, as the
     generated formatter ``fallback`` does (which takes the images this does not)."""
@@ -225,6 +270,10 @@ cdef class ImageText:
             self.args[i] = arg
             if code == OP_PCT:  # the formats C prints itself
                 self.args[i] = 1 if aux == "%-20g" else 2 if aux == "%-.20g" else 0
+            elif code == OP_FORMAT:  # DECIMAL's "f": 1 (C takes its ``str`` where that is the same)
+                self.args[i] = 1 if aux == "f" else 0
+            elif code == OP_BIT:  # "0{width}b": the width (0: another spec, ``_pyvalue``)
+                self.args[i] = _bit_width(aux)
             auxes.append(aux)
             slows.append(slow)
         self.auxes, self.slows = tuple(auxes), tuple(slows)
@@ -317,6 +366,13 @@ cdef class ImageText:
                     return -1
                 return k if 0 < k < 64 else -1
             return -1
+        if code == OP_BIT:
+            # ``"b'" + format(v, "0{width}b") + "'"`` of an int 0 <= v < 2 ** 63: its bits, zero-padded
+            if type(v) is int and self.args[i]:
+                x = PyLong_AsLongLongAndOverflow(v, &overflow)
+                if overflow == 0 and 0 <= x < (1LL << 61):
+                    return _bits(<unsigned long long>x, <int>self.args[i], buf)
+            return -1
         if code == OP_YEAR:
             if type(v) is int:
                 x = PyLong_AsLongLongAndOverflow(v, &overflow)
@@ -339,6 +395,10 @@ cdef class ImageText:
         if code == OP_PCT:
             return PyNumber_Remainder(self.auxes[i], v)
         if code == OP_FORMAT:
+            if self.args[i] and type(v) is Decimal:
+                s = PyObject_Str(v)
+                if _plain_decimal(s):  # then ``format(v, "f")`` is the same text
+                    return s
             return PyObject_Format(v, self.auxes[i])
         if code == OP_ENUM:
             if type(v) is str:
