@@ -43,6 +43,8 @@ from libc.stdio cimport snprintf
 from libc.stdlib cimport strtod
 from libc.string cimport memcpy
 
+from binlake.render._digits cimport i64_text, padded
+
 import datetime as _dt
 
 import_datetime()
@@ -316,7 +318,7 @@ cdef class Joined:
             if type(v) is int:
                 x = PyLong_AsLongLongAndOverflow(v, &overflow)
                 if overflow == 0:
-                    k = snprintf(buf, 64, "%lld", x)
+                    k = i64_text(buf, x)
                     out.append(PyUnicode_FromStringAndSize(buf, k))
                 else:
                     out.append(PyObject_Str(v))
@@ -360,23 +362,34 @@ cdef class Joined:
                     return 0
         elif code == OP_DATETIME:
             if PyDateTime_CheckExact(v) and (datetime_tzinfo(v) is None or datetime_tzinfo(v) is UTC):
-                k = snprintf(
-                    buf, 64, "%04d-%02d-%02d %02d:%02d:%02d",
-                    PyDateTime_GET_YEAR(v), PyDateTime_GET_MONTH(v), PyDateTime_GET_DAY(v),
-                    PyDateTime_DATE_GET_HOUR(v), PyDateTime_DATE_GET_MINUTE(v), PyDateTime_DATE_GET_SECOND(v),
-                )
+                padded(buf, PyDateTime_GET_YEAR(v), 4)
+                buf[4] = 45  # -
+                padded(buf + 5, PyDateTime_GET_MONTH(v), 2)
+                buf[7] = 45
+                padded(buf + 8, PyDateTime_GET_DAY(v), 2)
+                buf[10] = 32
+                padded(buf + 11, PyDateTime_DATE_GET_HOUR(v), 2)
+                buf[13] = 58  # :
+                padded(buf + 14, PyDateTime_DATE_GET_MINUTE(v), 2)
+                buf[16] = 58
+                padded(buf + 17, PyDateTime_DATE_GET_SECOND(v), 2)
+                k = 19
                 if self.args[i]:
-                    k += snprintf(buf + k, 64 - k, ".%06d", PyDateTime_DATE_GET_MICROSECOND(v))
-                    k -= 6 - self.args[i]
+                    buf[19] = 46  # .
+                    padded(buf + 20, PyDateTime_DATE_GET_MICROSECOND(v), 6)
+                    k = 20 + self.args[i]
                 out.append(self.quote)
                 out.append(PyUnicode_FromStringAndSize(buf, k))
                 out.append(self.quote)
                 return 0
         elif code == OP_DATE:
             if PyDate_CheckExact(v):
-                k = snprintf(
-                    buf, 64, "%04d-%02d-%02d", PyDateTime_GET_YEAR(v), PyDateTime_GET_MONTH(v), PyDateTime_GET_DAY(v)
-                )
+                padded(buf, PyDateTime_GET_YEAR(v), 4)
+                buf[4] = 45  # -
+                padded(buf + 5, PyDateTime_GET_MONTH(v), 2)
+                buf[7] = 45
+                padded(buf + 8, PyDateTime_GET_DAY(v), 2)
+                k = 10
                 out.append(self.quote)
                 out.append(PyUnicode_FromStringAndSize(buf, k))
                 out.append(self.quote)
@@ -458,7 +471,7 @@ cdef inline int _put_int(bytearray out, object v) except -1:
     cdef long long x = PyLong_AsLongLongAndOverflow(v, &overflow)
     if overflow:
         return _put_str(out, PyObject_Str(int(v)))
-    return _put(out, buf, snprintf(buf, 32, "%lld", x))
+    return _put(out, buf, i64_text(buf, x))
 
 
 cdef bint _plain_dict(dict d, int depth):
