@@ -210,10 +210,10 @@ class SqlOptions(Options):
 
 def cmd_sql(o: SqlOptions) -> int:
     from binlake.render.output import write_lines_to
-    from binlake.render.sql import render_sql
+    from binlake.render.sql import render_sql_blocks
 
     transactions = selected_transactions(o.read, streams_output=True)
-    write_lines_to(render_sql(transactions, flashback=o.flashback))
+    write_lines_to(render_sql_blocks(transactions, flashback=o.flashback))
     return 0
 
 

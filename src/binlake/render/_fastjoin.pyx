@@ -563,13 +563,22 @@ cdef class EventJson:
     def __init__(self, line, rows_cls, rows_json, rows_plan, map_cls, map_json, other_json, plan, quote):
         """``line(ev)``: the pure line; ``rows_json(body)``/``map_json(body)``: the bodies of those
         classes; ``rows_plan(table_map)``: ``(table_map, its image formatter, the encoded name
-        fields of a rows body)``; ``other_json(ev)``: the body of any other event as the pure line writes it;
+        fields of a rows body, its own body encoded)``; ``other_json(ev)``: the body of any other event as the pure line writes it;
         ``plan(cls)``: per field of a body class its ``(attribute, encoded text before it)`` and the
         text before ``gtid`` — or None for ``other_json``; ``quote``: JSON's string quoting."""
         self.line, self.rows_json, self.map_json, self.other_json = line, rows_json, map_json, other_json
         self.plan, self.quote, self.rows_cls, self.map_cls = plan, quote, rows_cls, map_cls
         self.rows_plan = rows_plan
         self.sources, self.types, self.plans, self.maps = {}, {}, {}, {}
+
+    cdef object _entry(self, object tm):
+        """``rows_plan(tm)``, kept by the map's id (with the map: its id stays its own)."""
+        entry = self.maps.get(id(tm))
+        if entry is None or (<tuple>entry)[0] is not tm:
+            if len(self.maps) >= 4096:
+                self.maps.clear()
+            entry = self.maps[id(tm)] = self.rows_plan(tm)
+        return entry
 
     cdef bint _rows(self, bytearray out, object b) except -1:
         """``JsonLines._rows``: the images by the layout's formatter, the rest here."""
@@ -580,11 +589,7 @@ cdef class EventJson:
         if tm is None or b.undecoded_reason or b.partition_id is not None:
             _put_str(out, self.rows_json(b))
             return True
-        entry = self.maps.get(id(tm))
-        if entry is None or (<tuple>entry)[0] is not tm:
-            if len(self.maps) >= 4096:
-                self.maps.clear()
-            entry = self.maps[id(tm)] = self.rows_plan(tm)  # holds the map: its id stays its own
+        entry = self._entry(tm)
         image = (<tuple>entry)[1]
         op = b.operation
         if type(op) is not str:
@@ -626,9 +631,10 @@ cdef class EventJson:
             _put(out, "}", 1)
         return _put(out, "]}", 2) == 0
 
-    cdef int _field(self, bytearray out, object x, object other) except -1:
+    cdef int _field(self, bytearray out, object x, object other, bint empties=True) except -1:
         """``_FIELD_EXPR``: ints, strings and None here (booleans and plain dicts too, as ``other``
-        writes them), anything else by ``other`` (``_field_json``, or ``encode`` for ``gtid``)."""
+        writes them; with ``empties``, empty bytes and tuples as ``_field_json`` writes them),
+        anything else by ``other`` (``_field_json``, or ``encode`` for ``gtid``)."""
         if type(x) is int:
             return _put_int(out, x)
         if type(x) is str:
@@ -639,6 +645,10 @@ cdef class EventJson:
             return _put(out, "true", 4) if x else _put(out, "false", 5)
         if type(x) is dict and _plain_dict(<dict>x, 0):
             return _put_dict(out, <dict>x, self.quote)
+        if empties and type(x) is bytes and PyBytes_GET_SIZE(x) == 0:
+            return _put(out, '{"base64": ""}', 14)
+        if empties and type(x) is tuple and PyTuple_GET_SIZE(x) == 0:
+            return _put(out, "[]", 2)
         return _put_str(out, other(x))
 
     cdef bint _body(self, bytearray out, object ev, object b, object field_json, object encode) except -1:
@@ -649,7 +659,7 @@ cdef class EventJson:
         if cls is self.rows_cls:
             return self._rows(out, b)
         if cls is self.map_cls:
-            _put_str(out, self.map_json(b))
+            _put_bytes(out, (<tuple>self._entry(b))[3])
             return True
         plan = self.plans.get(cls, False)
         if plan is False:
@@ -670,7 +680,7 @@ cdef class EventJson:
             pass
         else:
             _put_bytes(out, plan[1])
-            self._field(out, g, encode)
+            self._field(out, g, encode, False)
         return _put(out, "}", 1) == 0
 
     cdef int _event(self, object ev, bytearray out, object field_json, object encode) except -1:

@@ -205,10 +205,12 @@ class JsonLines:
             body_json = self._bodies[cls] = compile_body_json(cls)
         return body_json(b)
 
-    def _rows_plan(self, tm: TableMap) -> tuple[TableMap, Any, bytes]:
-        """For the compiled writer: the map, its image formatter and its name fields encoded."""
+    def _rows_plan(self, tm: TableMap) -> tuple[TableMap, Any, bytes, bytes]:
+        """For the compiled writer: the map, its image formatter, its name fields and its own body
+        (a TABLE_MAP event's) encoded."""
         image = self._images.get(tm, lambda: [c.label for c in tm.columns], tm.columns)
-        return tm, image, self._map(tm)[2].encode("utf-8", "surrogateescape")
+        _, body, names = self._map(tm)
+        return tm, image, names.encode("utf-8", "surrogateescape"), body.encode("utf-8", "surrogateescape")
 
     def _rows(self, b: Rows) -> str:
         tm = b.table
