@@ -18,7 +18,10 @@ from binlake.cli.common import (
 from binlake.console import ByteProgress
 from binlake.errors import BinlogError
 from binlake.events.base import Event
+from binlake.events.control import Xid
+from binlake.events.gtid import Gtid
 from binlake.events.query import Query
+from binlake.events.rows import Rows
 from binlake.events.table_map import TableMap
 from binlake.filters import Selection
 from binlake.reader import BinlogReader
@@ -107,6 +110,9 @@ class DeferredDdl:
 
     def __call__(self, ev: Event) -> None:
         body = ev.body
+        cls = body.__class__
+        if cls is Rows or cls is Xid or cls is Gtid:  # most events: nothing to do (the test below)
+            return
         if isinstance(body, TableMap):
             if any(c.name is not None for c in body.columns):
                 return
