@@ -27,6 +27,7 @@ from binlake.render.sqlrow import RowSql
 from binlake.schema import SchemaHistory, SchemaTracker
 from binlake.values import plan
 from binlake.values.columns import ColumnDef
+from binlake.values.json_binary import Json
 from binlake.values.types import ColumnType
 from tests.conftest import CORPUS, corpus_index
 from tests.render.test_fastrender import HOSTILE, NAMES, SubList, random_decimals, rows_events
@@ -200,6 +201,34 @@ def test_decimal_columns_format_alike() -> None:
     for v in random_decimals(30_000):
         assert outcome(fj, [v]) == outcome(pj, [v]), v
         assert outcome(fs.insert, [v]) == outcome(ps.insert, [v]), v
+
+
+def random_texts(n: int) -> list[str]:
+    """Strings of quotes, backslashes, every control character, ASCII, Latin-1, BMP, astral and
+    surrogate code points, mixed."""
+    rng = random.Random(18)
+    alphabet = ['"', "\\", "'", "a", "Z", " ", "\x7f", "é", "漢", "𝄞", "\udc80", "\ud800"] + [
+        chr(c) for c in range(32)
+    ]
+    return ["".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 12))) for _ in range(n)]
+
+
+def test_strings_and_json_documents_with_escapes_format_alike() -> None:
+    """JSON's escapes written by C (``encode_basestring``'s) for text and JSON documents' text."""
+    text = ColumnDef(0, ColumnType.VARCHAR, 256, True, name="s")
+    doc = ColumnDef(1, ColumnType.JSON, 4, True, name="j")
+    pj, fj = both_json([text, doc])
+    ps, fs = both_sql(_table([text, doc], [0]))
+    for t in random_texts(20_000):
+        for image in (
+            [t, Json({t: [t, 1]})],
+            [t, Json({t: [t, 1.5e20]}, plain=True)],
+            [t, Json(t, plain=True)],
+        ):
+            assert outcome(fj, image) == outcome(pj, image), t
+            assert outcome(fs.insert, image) == outcome(ps.insert, image), t
+    events = [Event(_header(), OddBody(s=t, d={t: t}), t, 4) for t in random_texts(3000)]
+    assert jsonl_outcome(events, True) == jsonl_outcome(events, False)
 
 
 JSON_COLUMN = next(k for k, c in enumerate(CATALOGUE) if c[0] == ColumnType.JSON)

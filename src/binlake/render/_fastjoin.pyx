@@ -57,6 +57,8 @@ cdef extern from "Python.h":
     int PyUnicode_KIND(object)
     void *PyUnicode_DATA(object)
     Py_UCS4 PyUnicode_READ(int kind, void *data, Py_ssize_t index)
+    void PyUnicode_WRITE(int kind, void *data, Py_ssize_t index, Py_UCS4 value)
+    Py_UCS4 PyUnicode_MAX_CHAR_VALUE(object)
     str PyUnicode_FromStringAndSize(const char *, Py_ssize_t)
     str PyUnicode_Join(object, object)
     object PyUnicode_New(Py_ssize_t, Py_UCS4)
@@ -127,6 +129,51 @@ cdef inline bint _plain_sql(object s):
 
 cdef const char *HEX = "0123456789abcdef"
 cdef const char *B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+
+
+cdef str _json_quoted(object s):
+    """``json.encoder.encode_basestring(s)``: quoted, ``"`` and ``\\`` escaped, ``\\b \\f \\n \\r
+    \\t`` for those, ``\\u00xx`` for the other control characters, everything else as it is."""
+    cdef int kind = PyUnicode_KIND(s)
+    cdef void *data = PyUnicode_DATA(s)
+    cdef Py_ssize_t j, k, n = PyUnicode_GET_LENGTH(s), extra = 0
+    cdef Py_UCS4 c
+    cdef object out
+    cdef int okind
+    cdef void *odata
+    for j in range(n):
+        c = PyUnicode_READ(kind, data, j)
+        if c == 34 or c == 92 or c == 8 or c == 12 or c == 10 or c == 13 or c == 9:
+            extra += 1
+        elif c < 0x20:
+            extra += 5
+    out = PyUnicode_New(n + extra + 2, PyUnicode_MAX_CHAR_VALUE(s))
+    okind = PyUnicode_KIND(out)
+    odata = PyUnicode_DATA(out)
+    PyUnicode_WRITE(okind, odata, 0, 34)
+    k = 1
+    for j in range(n):
+        c = PyUnicode_READ(kind, data, j)
+        if c >= 0x20 and c != 34 and c != 92:
+            PyUnicode_WRITE(okind, odata, k, c)
+            k += 1
+            continue
+        PyUnicode_WRITE(okind, odata, k, 92)
+        if c == 34 or c == 92:
+            PyUnicode_WRITE(okind, odata, k + 1, c)
+        elif c == 8 or c == 12 or c == 10 or c == 13 or c == 9:
+            PyUnicode_WRITE(okind, odata, k + 1, 98 if c == 8 else 102 if c == 12 else 110 if c == 10 else 114 if c == 13 else 116)
+        else:
+            PyUnicode_WRITE(okind, odata, k + 1, 117)  # u00xx
+            PyUnicode_WRITE(okind, odata, k + 2, 48)
+            PyUnicode_WRITE(okind, odata, k + 3, 48)
+            PyUnicode_WRITE(okind, odata, k + 4, HEX[<unsigned int>c >> 4])
+            PyUnicode_WRITE(okind, odata, k + 5, HEX[<unsigned int>c & 15])
+            k += 6
+            continue
+        k += 2
+    PyUnicode_WRITE(okind, odata, k, 34)
+    return <str>out
 
 
 cdef str _hex_literal(object b):
@@ -348,6 +395,9 @@ cdef class Joined:
                 out.append(t)
                 out.append(self.quote)
                 return 0
+            if type(t) is str and self.dialect == 0:  # ``Q(t)``: JSON's escapes in C
+                out.append(_json_quoted(t))
+                return 0
             if code == OP_STR and self.args[i] and type(v) is bytes:
                 out.append(_base64_object(v) if self.dialect == 0 else _hex_literal(v))
                 return 0
@@ -503,7 +553,7 @@ cdef int _put_json_str(bytearray out, str s, object quote) except -1:
         _put(out, '"', 1)
         _put_str(out, s)
         return _put(out, '"', 1)
-    return _put_str(out, quote(s))
+    return _put_str(out, _json_quoted(s))
 
 
 cdef int _put_dict(bytearray out, dict d, object quote) except -1:
