@@ -118,10 +118,9 @@ class DeferredDdl:
                 return
             self.flush()
             self.tracker(ev)
-        elif (
-            isinstance(body, Query) and ev.inner_index is None and is_ddl(body.query) and not body.error_code
-        ):
-            self.pending.append(ev)  # what the tracker would apply now (its own test, in its order)
+        elif isinstance(body, Query) and ev.inner_index is None and is_ddl(body.query):
+            # what the tracker would look at now (it applies its own rules to it, error codes too)
+            self.pending.append(ev)
 
     def flush(self) -> None:
         """Apply the statements met so far, in order."""
