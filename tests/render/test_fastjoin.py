@@ -58,7 +58,7 @@ def test_which_types_take_the_generated_expression() -> None:
     slow_sql = {c.real_type for c in cols if sqlrow._op(c)[0] == "slow"}
     others = {ColumnType.SET, ColumnType.GEOMETRY, ColumnType.VECTOR}
     assert slow_json == others
-    assert slow_sql == others | {ColumnType.BIT}
+    assert slow_sql == others
 
 
 def _labels(cols: list[ColumnDef]) -> list[str]:
@@ -201,6 +201,18 @@ def test_decimal_columns_format_alike() -> None:
     for v in random_decimals(30_000):
         assert outcome(fj, [v]) == outcome(pj, [v]), v
         assert outcome(fs.insert, [v]) == outcome(ps.insert, [v]), v
+
+
+def test_bit_columns_format_alike() -> None:
+    """SQL's ``b'...'`` of every BIT width (C to 61 bits) for random and edge values."""
+    rng = random.Random(18)
+    for width in range(1, 65):
+        col = ColumnDef(0, ColumnType.BIT, ((width // 8) << 8) | (width % 8), True, name="b")
+        ps, fs = both_sql(_table([col], [0]))
+        values = [0, 1, 2**width - 1, 2**61 - 1, 2**61, 2**63, 2**64 - 1, -1, True, 1.0]
+        for v in values + [rng.getrandbits(width) for _ in range(300)]:
+            assert outcome(fs.insert, [v]) == outcome(ps.insert, [v]), (width, v)
+            assert outcome(fs.update, [v], [v]) == outcome(ps.update, [v], [v]), (width, v)
 
 
 def random_texts(n: int) -> list[str]:

@@ -34,3 +34,23 @@ cdef inline int padded(char *buf, long long x, int width) noexcept nogil:
         buf[j] = <char>(48 + x % 10)
         x //= 10
     return width
+
+
+cdef inline int bits_text(char *buf, unsigned long long x, int width) noexcept nogil:
+    """``"b'" + format(x, "0{width}b") + "'"``: the bits of ``x`` zero-padded to ``width`` (more when
+    ``x`` needs them); ``max(width, bits of x) + 3`` bytes."""
+    cdef int n = 0, j
+    cdef unsigned long long y = x
+    while y:
+        n += 1
+        y >>= 1
+    if n < width:
+        n = width
+    if n < 1:
+        n = 1
+    buf[0] = 98  # b
+    buf[1] = 39  # '
+    for j in range(n):
+        buf[2 + j] = 49 if (x >> (n - 1 - j)) & 1 else 48
+    buf[2 + n] = 39
+    return n + 3

@@ -43,7 +43,7 @@ from libc.stdio cimport snprintf
 from libc.stdlib cimport strtod
 from libc.string cimport memcpy
 
-from binlake.render._digits cimport i64_text, padded
+from binlake.render._digits cimport bits_text, i64_text, padded
 
 import datetime as _dt
 
@@ -81,6 +81,7 @@ cdef enum:
     OP_TIME = 7  # ``format_time``, ``arg`` fractional digits, quoted
     OP_JSON = 8  # the text of an ``aux`` (Json) document, quoted as OP_STR when nothing to escape
     OP_FLOAT32 = 9  # ``float32_text`` of a float32 value (arg 1: ``repr(float(...))`` of finite ones)
+    OP_BIT = 10  # ``"b'" + format(v, "0{arg}b") + "'"`` of an int (SQL)
 
 OPS = {
     "slow": OP_SLOW,
@@ -93,6 +94,7 @@ OPS = {
     "time": OP_TIME,
     "json": OP_JSON,
     "float32": OP_FLOAT32,
+    "bit": OP_BIT,
 }
 
 # dialects: what a string is quoted with and which characters make it take ``slow``
@@ -173,6 +175,38 @@ cdef str _json_quoted(object s):
             continue
         k += 2
     PyUnicode_WRITE(okind, odata, k, 34)
+    return <str>out
+
+
+cdef str _sql_quoted(object s):
+    """``dialects.mysql.quote_str(s)``: quoted, ``\\`` ``'`` NUL LF CR ^Z escaped (``\\0 \\n \\r
+    \\Z``), everything else as it is."""
+    cdef int kind = PyUnicode_KIND(s)
+    cdef void *data = PyUnicode_DATA(s)
+    cdef Py_ssize_t j, k, n = PyUnicode_GET_LENGTH(s), extra = 0
+    cdef Py_UCS4 c
+    cdef object out
+    cdef int okind
+    cdef void *odata
+    for j in range(n):
+        c = PyUnicode_READ(kind, data, j)
+        if c == 92 or c == 39 or c == 0 or c == 10 or c == 13 or c == 26:
+            extra += 1
+    out = PyUnicode_New(n + extra + 2, PyUnicode_MAX_CHAR_VALUE(s))
+    okind = PyUnicode_KIND(out)
+    odata = PyUnicode_DATA(out)
+    PyUnicode_WRITE(okind, odata, 0, 39)
+    k = 1
+    for j in range(n):
+        c = PyUnicode_READ(kind, data, j)
+        if c == 92 or c == 39 or c == 0 or c == 10 or c == 13 or c == 26:
+            PyUnicode_WRITE(okind, odata, k, 92)
+            PyUnicode_WRITE(okind, odata, k + 1, 48 if c == 0 else 110 if c == 10 else 114 if c == 13 else 90 if c == 26 else c)
+            k += 2
+        else:
+            PyUnicode_WRITE(okind, odata, k, c)
+            k += 1
+    PyUnicode_WRITE(okind, odata, k, 39)
     return <str>out
 
 
@@ -395,12 +429,18 @@ cdef class Joined:
                 out.append(t)
                 out.append(self.quote)
                 return 0
-            if type(t) is str and self.dialect == 0:  # ``Q(t)``: JSON's escapes in C
-                out.append(_json_quoted(t))
+            if type(t) is str:  # ``Q(t)``: the dialect's escapes in C
+                out.append(_json_quoted(t) if self.dialect == 0 else _sql_quoted(t))
                 return 0
             if code == OP_STR and self.args[i] and type(v) is bytes:
                 out.append(_base64_object(v) if self.dialect == 0 else _hex_literal(v))
                 return 0
+        elif code == OP_BIT:
+            if type(v) is int and 1 <= self.args[i] <= 61:
+                x = PyLong_AsLongLongAndOverflow(v, &overflow)
+                if overflow == 0 and 0 <= x < (1LL << 61):
+                    out.append(PyUnicode_FromStringAndSize(buf, bits_text(buf, <unsigned long long>x, self.args[i])))
+                    return 0
         elif code == OP_FLOAT32:
             if type(v) is float:
                 k = _float32_text(PyFloat_AS_DOUBLE(v), buf)

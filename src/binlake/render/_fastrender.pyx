@@ -39,7 +39,7 @@ from cpython.float cimport PyFloat_AS_DOUBLE
 from libc.math cimport isfinite
 from libc.stdio cimport snprintf
 
-from binlake.render._digits cimport i64_text, padded, u64_text
+from binlake.render._digits cimport bits_text, i64_text, padded, u64_text
 from libc.string cimport memcpy
 
 import datetime as _dt
@@ -233,25 +233,6 @@ cdef int _bit_width(object spec):
     return width if 1 <= width <= 61 else 0
 
 
-cdef int _bits(unsigned long long x, int width, char *buf):
-    """``b'...'``: the bits of ``x`` zero-padded to ``width`` (more when ``x`` needs them)."""
-    cdef int n = 0, k = 0, j
-    cdef unsigned long long y = x
-    while y:
-        n += 1
-        y >>= 1
-    if n < width:
-        n = width
-    if n < 1:
-        n = 1
-    buf[0] = 98  # b
-    buf[1] = 39  # '
-    for j in range(n):
-        buf[2 + j] = 49 if (x >> (n - 1 - j)) & 1 else 48
-    buf[2 + n] = 39
-    return n + 3
-
-
 cdef bint _plain_decimal(str s):
     """``str`` of a Decimal in plain notation (digits, one point, a sign): what ``format(v, "f")``
     writes of it too (scientific notation, NaN and infinities are not plain)."""
@@ -400,7 +381,7 @@ cdef class ImageText:
             if type(v) is int and self.args[i]:
                 x = PyLong_AsLongLongAndOverflow(v, &overflow)
                 if overflow == 0 and 0 <= x < (1LL << 61):
-                    return _bits(<unsigned long long>x, <int>self.args[i], buf)
+                    return bits_text(buf, <unsigned long long>x, <int>self.args[i])
             return -1
         if code == OP_YEAR:
             if type(v) is int:

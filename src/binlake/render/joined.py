@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 from binlake.events.rows import ABSENT
 from binlake.values import plan
 from binlake.values.json_binary import Json
+from binlake.values.numeric import bit_length
 from binlake.values.types import BLOB_TYPES, ColumnType
 
 STRINGS = frozenset({ColumnType.VARCHAR, ColumnType.STRING, ColumnType.VAR_STRING, *BLOB_TYPES})
@@ -38,6 +39,8 @@ def column_op(t: int, m: int, integers: frozenset[int], quoted: int) -> tuple[st
     ``quoted``: DOUBLE and DECIMAL are quoted (JSON) or not (SQL)."""
     if t in integers:
         return ("int", 0, None)
+    if t == ColumnType.BIT:  # SQL's b'...' (JSON writes BIT as an integer)
+        return ("bit", max(bit_length(m), 1), None)
     if t == ColumnType.DOUBLE:
         return ("float", quoted, None)  # finite ones
     if t == ColumnType.FLOAT:
