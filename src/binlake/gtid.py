@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import re
-import uuid as _uuid
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
@@ -63,7 +62,9 @@ def _subtract(x: list[Interval], y: list[Interval]) -> list[Interval]:
 
 def _parse_uuid(text: str) -> str:
     try:
-        return str(_uuid.UUID(text.strip()))
+        import uuid  # here: it imports platform and hashlib, which a command parsing no GTID set skips
+
+        return str(uuid.UUID(text.strip()))
     except ValueError:
         raise GtidSetError(f"{text.strip()!r} is not a server UUID") from None
 

@@ -23,7 +23,6 @@ shortened form; ``NameBook.claim`` refuses both with an error instead of merging
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -95,6 +94,8 @@ def fit(name: str, limit: int, size: Callable[[str], int] = len, whole: str | No
     SHA-256 of ``whole`` (default: ``name``): stable across runs, distinct for distinct names."""
     if size(name) <= limit:
         return name
+    import hashlib  # here: the commands that never shorten a name do not load OpenSSL
+
     digest = "~" + hashlib.sha256((whole if whole is not None else name).encode("utf-8")).hexdigest()[:16]
     cut = name
     while cut and size(cut + digest) > limit:

@@ -8,6 +8,8 @@ generated one fails."""
 from __future__ import annotations
 
 import datetime as dt
+import random
+import struct
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
@@ -22,6 +24,7 @@ from binlake.events.rows import ABSENT, JsonDiff, PartialJson, Rows
 from binlake.generate import generate
 from binlake.reader import BinlogReader
 from binlake.render import rowtext, text
+from binlake.values.columns import ColumnDef
 from binlake.values.json_binary import Json, JsonUInt
 from binlake.values.temporal import MysqlDate, MysqlDateTime
 from binlake.values.types import ColumnType
@@ -208,6 +211,60 @@ def test_every_type_with_hostile_values_formats_alike(verbosity: int, positional
                 assert bytes_outcome(fast, image) == encoded(want), (CATALOGUE[k], value)
                 compared += 1
     assert compared > 5_000
+
+
+def test_float_columns_format_alike() -> None:
+    """FLOAT's ``%-20g`` and DOUBLE's ``%-.20g`` printed by C equal Python's for random float32 bit
+    patterns and random doubles (every exponent; NaNs and infinities take Python's)."""
+    rng = random.Random(18)
+    values = [struct.unpack("<f", struct.pack("<I", rng.getrandbits(32)))[0] for _ in range(100_000)]
+    values += [struct.unpack("<d", struct.pack("<Q", rng.getrandbits(64)))[0] for _ in range(100_000)]
+    values += [0.0, -0.0, 1e16, 1e-5, 123456.5, 1e300, 5e-324, float("inf"), float("nan")]
+    for t in (ColumnType.FLOAT, ColumnType.DOUBLE):
+        col = ColumnDef(0, t, 4 if t == ColumnType.FLOAT else 8, True, name="f")
+        pure = rowtext.compile_image_text([col], 2, False, compiled=False)
+        fast = rowtext.compile_image_text([col], 2, False, compiled=True)
+        for v in values:
+            assert outcome(fast, [v]) == outcome(pure, [v]), v
+        assert bytes_outcome(fast, [values[0]]) == encoded(outcome(pure, [values[0]]))
+
+
+def random_decimals(n: int) -> list[Decimal]:
+    """Decimals of random digits and exponents (-40 .. +5: plain and scientific ``str``), both signs,
+    zeros of every exponent, and the special values."""
+    rng = random.Random(18)
+    out = [
+        Decimal(
+            (
+                rng.getrandbits(1),
+                tuple(rng.randrange(10) for _ in range(rng.randrange(1, 40))),
+                rng.randrange(-40, 6),
+            )
+        )
+        for _ in range(n)
+    ]
+    out += [Decimal((sign, (0,), e)) for sign in (0, 1) for e in range(-40, 6)]
+    return out + [Decimal("NaN"), Decimal("-Infinity"), Decimal("sNaN"), Decimal("1E+2")]
+
+
+def test_decimal_and_bit_columns_format_alike() -> None:
+    """DECIMAL (C takes ``str`` where it is ``format(v, "f")``) and BIT (the bits in C) for random
+    decimals and every bit width with random values, as the generated formatter writes them."""
+    rng = random.Random(18)
+    col = ColumnDef(0, ColumnType.NEWDECIMAL, (65 << 8) | 30, True, name="d")
+    pure = rowtext.compile_image_text([col], 2, False, compiled=False)
+    fast = rowtext.compile_image_text([col], 2, False, compiled=True)
+    for v in random_decimals(30_000):
+        assert outcome(fast, [v]) == outcome(pure, [v]), v
+    for width in range(1, 65):
+        col = ColumnDef(0, ColumnType.BIT, ((width // 8) << 8) | (width % 8), True, name="b")
+        pure = rowtext.compile_image_text([col], 2, False, compiled=False)
+        fast = rowtext.compile_image_text([col], 2, False, compiled=True)
+        values = [0, 1, 2**width - 1, 2**61 - 1, 2**61, 2**63, 2**64 - 1, -1, True]
+        values += [rng.getrandbits(width) for _ in range(300)]
+        for v in values:
+            assert outcome(fast, [v]) == outcome(pure, [v]), (width, v)
+            assert bytes_outcome(fast, [v]) == encoded(outcome(pure, [v])), (width, v)
 
 
 def test_images_with_absent_columns_or_of_another_length_go_to_the_generated_formatter() -> None:

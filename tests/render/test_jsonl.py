@@ -16,7 +16,8 @@ from binlake.events.base import Event
 from binlake.events.rows import ABSENT
 from binlake.generate import generate
 from binlake.reader import BinlogReader
-from binlake.render.jsonl import reference_jsonl, render_jsonl
+from binlake.render import joined
+from binlake.render.jsonl import reference_jsonl, render_jsonl, render_jsonl_bytes
 from binlake.render.jsonrow import compile_image_json, reference_image_json
 from binlake.schema import SchemaHistory, SchemaTracker
 from binlake.values.types import ColumnType
@@ -32,8 +33,14 @@ def events(path: Path) -> Iterator[Event]:
 
 def assert_same(path: Path) -> int:
     evs = list(events(path))
-    for ev, got, want in zip(evs, render_jsonl(evs), reference_jsonl(evs), strict=True):
+    want_lines = list(reference_jsonl(evs))
+    for ev, got, want in zip(evs, render_jsonl(evs), want_lines, strict=True):
         assert got == want, f"{ev.source}:{ev.offset}"
+    # what ``dump --format json`` writes: the lines encoded, in blocks (by C when it is built),
+    # in small blocks too (the cut between blocks moves nothing)
+    want = "".join(line + "\n" for line in want_lines).encode("utf-8", "surrogateescape")
+    assert b"".join(render_jsonl_bytes(evs)) == want, f"{path} (compiled: {joined.compiled_joiner()})"
+    assert b"".join(render_jsonl_bytes(evs, batch_bytes=1000)) == want
     return len(evs)
 
 

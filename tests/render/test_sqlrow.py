@@ -77,3 +77,42 @@ def test_generated_all_types_as_the_reference(tmp_path: Path, flavor: str) -> No
 )
 def test_quote_equals_quote_str(text: str) -> None:
     assert quote(text) == quote_str(text)
+
+
+@pytest.mark.parametrize("flashback", [False, True])
+def test_blocks_write_the_lines(tmp_path: Path, flashback: bool) -> None:
+    """``sql`` writes a transaction's lines as one item: the same text as ``render_sql``'s lines,
+    redo and flashback, and up to the same transaction when one cannot be written."""
+    from binlake.schema import SchemaHistory, SchemaTracker
+    from binlake.txn import iter_transactions
+
+    result = generate(tmp_path, flavor="mysql80", target_bytes=400_000, max_file_size=None)
+    tracker = SchemaTracker(SchemaHistory(), on_mismatch="positional")
+    events = [(seq, ev) for seq, f in enumerate(result.files) for ev in BinlogReader(f, observers=[tracker])]
+    txns = list(iter_transactions(events))
+    want = "".join(line + "\n" for line in sql.render_sql(txns, flashback=flashback))
+    assert "".join(item + "\n" for item in sql.render_sql_blocks(txns, flashback=flashback)) == want
+    assert want.count("BEGIN;") > 300
+    # a transaction whose rows cannot be written (no column names): both stop before it (redo) or
+    # write nothing (flashback, which writes newest first after reading all)
+    broken = dataclasses.replace(txns[-3])
+    broken.events = [dataclasses.replace(e) for e in broken.events]
+    for e in broken.events:
+        if isinstance(e.body, Rows) and e.body.table is not None:
+            tm = e.body.table
+            e.body = dataclasses.replace(
+                e.body, table=tm.replaced(columns=[dataclasses.replace(c, name=None) for c in tm.columns])
+            )
+    odd = [*txns[:-3], broken, *txns[-2:]]
+
+    def written(render: object) -> tuple[str, object]:
+        out: list[str] = []
+        try:
+            for item in render(odd, flashback=flashback):  # type: ignore[operator]
+                out.append(item + "\n")
+        except Exception as e:  # noqa: BLE001
+            return "".join(out), (type(e), str(e))
+        return "".join(out), None
+
+    assert written(sql.render_sql_blocks) == written(sql.render_sql)
+    assert written(sql.render_sql)[1] is not None

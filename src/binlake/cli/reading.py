@@ -18,8 +18,14 @@ from binlake.cli.common import (
 from binlake.console import ByteProgress
 from binlake.errors import BinlogError
 from binlake.events.base import Event
+from binlake.events.control import Xid
+from binlake.events.gtid import Gtid
+from binlake.events.query import Query
+from binlake.events.rows import Rows
+from binlake.events.table_map import TableMap
 from binlake.filters import Selection
 from binlake.reader import BinlogReader
+from binlake.schema.ddl import is_ddl
 from binlake.txn import CONTROL_EVENTS, Transaction, TransactionGrouper
 
 if TYPE_CHECKING:
@@ -52,7 +58,12 @@ def file_events(
     ``read.schema``) follows their DDL; ``streams_output``: the command prints lines as it goes;
     ``count_only``: rows events carry their row count (``Rows.counted``), not their rows."""
     last = len(read.files) - 1
-    tracker = tracker or read.schema.tracker()
+    observer: SchemaTracker | DeferredDdl
+    if tracker is None:  # the run's own history: read by nothing but --save-schema at the end
+        tracker = read.schema.tracker()
+        observer = DeferredDdl(tracker)
+    else:
+        observer = tracker
     sizes = [Path(f).stat().st_size for f in read.files]
     label = f"reading {len(sizes)} file(s)"
     with ByteProgress(sum(sizes), label, streams_output=streams_output) as progress:
@@ -65,7 +76,7 @@ def file_events(
                 start_position=read.start_position if seq == 0 else None,
                 stop_position=read.stop_position if seq == last else None,
                 require_fde=read.require_fde,
-                observers=[tracker],
+                observers=[observer],
             )
             if count_only:
                 reader.decoder.state.decode_rows = False
@@ -79,7 +90,43 @@ def file_events(
                 progress.advance_to(done + ev.offset)
                 yield seq, ev
     if read.schema.save:
+        if isinstance(observer, DeferredDdl):
+            observer.flush()
         tracker.history.save(read.schema.save)
+
+
+class DeferredDdl:
+    """A schema tracker whose DDL is applied when the history is first needed: before a table map
+    without column names (which the tracker names from it), and by ``flush``. A table map that
+    carries names is never changed by the tracker (it only notes where the history disagrees, which
+    dump, sql and stats do not read), so it does not go through it: a binlog written with
+    binlog_row_metadata=FULL is read without the DDL parser (sqlglot: 70-100 ms of start-up) and
+    without parsing its DDL, and prints the same. The statements are applied in binlog order all
+    the same, each before the first map that needs it."""
+
+    def __init__(self, tracker: SchemaTracker) -> None:
+        self.tracker = tracker
+        self.pending: list[Event] = []
+
+    def __call__(self, ev: Event) -> None:
+        body = ev.body
+        cls = body.__class__
+        if cls is Rows or cls is Xid or cls is Gtid:  # most events: nothing to do (the test below)
+            return
+        if isinstance(body, TableMap):
+            if any(c.name is not None for c in body.columns):
+                return
+            self.flush()
+            self.tracker(ev)
+        elif isinstance(body, Query) and ev.inner_index is None and is_ddl(body.query):
+            # what the tracker would look at now (it applies its own rules to it, error codes too)
+            self.pending.append(ev)
+
+    def flush(self) -> None:
+        """Apply the statements met so far, in order."""
+        pending, self.pending = self.pending, []
+        for ev in pending:
+            self.tracker(ev)
 
 
 def check_start(path: str, start: int) -> None:
@@ -120,14 +167,16 @@ class DumpOptions(Options):
 
 
 def cmd_dump(o: DumpOptions) -> int:
-    from binlake.render.jsonl import render_jsonl
-    from binlake.render.output import write_blocks_to, write_lines_to
-    from binlake.render.text import render_text_bytes
+    from binlake.render.output import write_blocks_to
 
     events = selected_events(o.read)
     if o.format == "json":
-        write_lines_to(render_jsonl(events))
+        from binlake.render.jsonl import render_jsonl_bytes
+
+        write_blocks_to(render_jsonl_bytes(events))
     else:
+        from binlake.render.text import render_text_bytes
+
         write_blocks_to(render_text_bytes(events, verbosity=o.verbose, positional=o.positional))
     return 0
 
@@ -166,10 +215,10 @@ class SqlOptions(Options):
 
 def cmd_sql(o: SqlOptions) -> int:
     from binlake.render.output import write_lines_to
-    from binlake.render.sql import render_sql
+    from binlake.render.sql import render_sql_blocks
 
     transactions = selected_transactions(o.read, streams_output=True)
-    write_lines_to(render_sql(transactions, flashback=o.flashback))
+    write_lines_to(render_sql_blocks(transactions, flashback=o.flashback))
     return 0
 
 

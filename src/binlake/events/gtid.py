@@ -4,7 +4,6 @@ MariaDB GTID / GTID_LIST / BINLOG_CHECKPOINT."""
 from __future__ import annotations
 
 import struct
-import uuid
 from dataclasses import dataclass, field
 
 from binlake.events.base import DecodeState, EventHeader
@@ -17,12 +16,23 @@ UNDEFINED_SERVER_VERSION = 999999
 _UUID_TEXT: dict[bytes, str] = {}  # a server writes the same source id in every GTID event
 
 
+def _uuid_text(raw: bytes) -> str:
+    """``str(uuid.UUID(bytes=raw))``: 8-4-4-4-12 lowercase hex digits (uuid, which imports
+    platform and hashlib, only for the error of a length other than 16)."""
+    if len(raw) != 16:
+        import uuid
+
+        return str(uuid.UUID(bytes=raw))
+    h = raw.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
 def format_uuid(raw: bytes) -> str:
     text = _UUID_TEXT.get(raw)
     if text is None:
         if len(_UUID_TEXT) >= 1024:
             _UUID_TEXT.clear()
-        text = _UUID_TEXT[raw] = str(uuid.UUID(bytes=raw))
+        text = _UUID_TEXT[raw] = _uuid_text(raw)
     return text
 
 
@@ -295,6 +305,8 @@ def encode_lenenc(n: int) -> bytes:
 
 
 def encode_gtid(b: Gtid) -> bytes:
+    import uuid  # the writer's side: not imported by a command that only reads
+
     out = bytes([b.flags]) + (uuid.UUID(b.sid).bytes if b.sid else b"\0" * 16) + b.gno.to_bytes(8, "little")
     if b.last_committed is None:
         return out
@@ -327,6 +339,8 @@ def encode_gtid(b: Gtid) -> bytes:
 
 
 def encode_previous_gtids(b: PreviousGtids) -> bytes:
+    import uuid  # the writer's side: not imported by a command that only reads
+
     tagged = any(tag for _, tag in b.sets)
     n = len(b.sets)
     out = bytearray(((1 << 56) | (n << 8) | 1).to_bytes(8, "little") if tagged else n.to_bytes(8, "little"))
@@ -379,6 +393,8 @@ def _varlen_int(n: int) -> bytes:
 
 def encode_gtid_tagged(b: Gtid) -> bytes:
     """GTID_TAGGED_LOG_EVENT: serialization format v2, fields in the order they were written."""
+    import uuid  # the writer's side: not imported by a command that only reads
+
     writers = {
         0: lambda: _varlen_uint(b.flags),
         1: lambda: b"".join(_varlen_uint(x) for x in uuid.UUID(b.sid).bytes),

@@ -32,30 +32,43 @@ from cpython.datetime cimport (
 )
 from cpython.float cimport PyFloat_AS_DOUBLE
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
-from cpython.long cimport PyLong_AsLongLongAndOverflow
+from cpython.dict cimport PyDict_Next
+from cpython.long cimport PyLong_AsLongLongAndOverflow, PyLong_Check
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
-from cpython.object cimport PyObject_Format, PyObject_Repr, PyObject_Str
+from cpython.object cimport PyObject, PyObject_Format, PyObject_Repr, PyObject_Str
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
-from libc.math cimport isfinite
+from cpython.float cimport PyFloat_FromDouble
+from libc.math cimport isfinite, isinf
 from libc.stdio cimport snprintf
+from libc.stdlib cimport strtod
+from libc.string cimport memcpy
+
+from binlake.render._digits cimport bits_text, i64_text, padded
 
 import datetime as _dt
 
 import_datetime()
 
 # the interface ``jsonrow``/``sqlrow`` expect (a build older than this source is not used)
-INTERFACE = 2
+INTERFACE = 3
 
 cdef extern from "Python.h":
     Py_ssize_t PyUnicode_GET_LENGTH(object)
     int PyUnicode_KIND(object)
     void *PyUnicode_DATA(object)
     Py_UCS4 PyUnicode_READ(int kind, void *data, Py_ssize_t index)
+    void PyUnicode_WRITE(int kind, void *data, Py_ssize_t index, Py_UCS4 value)
+    Py_UCS4 PyUnicode_MAX_CHAR_VALUE(object)
     str PyUnicode_FromStringAndSize(const char *, Py_ssize_t)
     str PyUnicode_Join(object, object)
     object PyUnicode_New(Py_ssize_t, Py_UCS4)
     char *PyBytes_AS_STRING(object)
     Py_ssize_t PyBytes_GET_SIZE(object)
+    bint PyUnicode_IS_ASCII(object)
+    object PyUnicode_AsEncodedString(object, const char *, const char *)
+    char *PyByteArray_AS_STRING(object)
+    Py_ssize_t PyByteArray_GET_SIZE(object)
+    int PyByteArray_Resize(object, Py_ssize_t) except -1
 
 cdef enum:
     OP_SLOW = 0
@@ -67,6 +80,8 @@ cdef enum:
     OP_DATE = 6
     OP_TIME = 7  # ``format_time``, ``arg`` fractional digits, quoted
     OP_JSON = 8  # the text of an ``aux`` (Json) document, quoted as OP_STR when nothing to escape
+    OP_FLOAT32 = 9  # ``float32_text`` of a float32 value (arg 1: ``repr(float(...))`` of finite ones)
+    OP_BIT = 10  # ``"b'" + format(v, "0{arg}b") + "'"`` of an int (SQL)
 
 OPS = {
     "slow": OP_SLOW,
@@ -78,6 +93,8 @@ OPS = {
     "date": OP_DATE,
     "time": OP_TIME,
     "json": OP_JSON,
+    "float32": OP_FLOAT32,
+    "bit": OP_BIT,
 }
 
 # dialects: what a string is quoted with and which characters make it take ``slow``
@@ -114,6 +131,83 @@ cdef inline bint _plain_sql(object s):
 
 cdef const char *HEX = "0123456789abcdef"
 cdef const char *B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+
+
+cdef str _json_quoted(object s):
+    """``json.encoder.encode_basestring(s)``: quoted, ``"`` and ``\\`` escaped, ``\\b \\f \\n \\r
+    \\t`` for those, ``\\u00xx`` for the other control characters, everything else as it is."""
+    cdef int kind = PyUnicode_KIND(s)
+    cdef void *data = PyUnicode_DATA(s)
+    cdef Py_ssize_t j, k, n = PyUnicode_GET_LENGTH(s), extra = 0
+    cdef Py_UCS4 c
+    cdef object out
+    cdef int okind
+    cdef void *odata
+    for j in range(n):
+        c = PyUnicode_READ(kind, data, j)
+        if c == 34 or c == 92 or c == 8 or c == 12 or c == 10 or c == 13 or c == 9:
+            extra += 1
+        elif c < 0x20:
+            extra += 5
+    out = PyUnicode_New(n + extra + 2, PyUnicode_MAX_CHAR_VALUE(s))
+    okind = PyUnicode_KIND(out)
+    odata = PyUnicode_DATA(out)
+    PyUnicode_WRITE(okind, odata, 0, 34)
+    k = 1
+    for j in range(n):
+        c = PyUnicode_READ(kind, data, j)
+        if c >= 0x20 and c != 34 and c != 92:
+            PyUnicode_WRITE(okind, odata, k, c)
+            k += 1
+            continue
+        PyUnicode_WRITE(okind, odata, k, 92)
+        if c == 34 or c == 92:
+            PyUnicode_WRITE(okind, odata, k + 1, c)
+        elif c == 8 or c == 12 or c == 10 or c == 13 or c == 9:
+            PyUnicode_WRITE(okind, odata, k + 1, 98 if c == 8 else 102 if c == 12 else 110 if c == 10 else 114 if c == 13 else 116)
+        else:
+            PyUnicode_WRITE(okind, odata, k + 1, 117)  # u00xx
+            PyUnicode_WRITE(okind, odata, k + 2, 48)
+            PyUnicode_WRITE(okind, odata, k + 3, 48)
+            PyUnicode_WRITE(okind, odata, k + 4, HEX[<unsigned int>c >> 4])
+            PyUnicode_WRITE(okind, odata, k + 5, HEX[<unsigned int>c & 15])
+            k += 6
+            continue
+        k += 2
+    PyUnicode_WRITE(okind, odata, k, 34)
+    return <str>out
+
+
+cdef str _sql_quoted(object s):
+    """``dialects.mysql.quote_str(s)``: quoted, ``\\`` ``'`` NUL LF CR ^Z escaped (``\\0 \\n \\r
+    \\Z``), everything else as it is."""
+    cdef int kind = PyUnicode_KIND(s)
+    cdef void *data = PyUnicode_DATA(s)
+    cdef Py_ssize_t j, k, n = PyUnicode_GET_LENGTH(s), extra = 0
+    cdef Py_UCS4 c
+    cdef object out
+    cdef int okind
+    cdef void *odata
+    for j in range(n):
+        c = PyUnicode_READ(kind, data, j)
+        if c == 92 or c == 39 or c == 0 or c == 10 or c == 13 or c == 26:
+            extra += 1
+    out = PyUnicode_New(n + extra + 2, PyUnicode_MAX_CHAR_VALUE(s))
+    okind = PyUnicode_KIND(out)
+    odata = PyUnicode_DATA(out)
+    PyUnicode_WRITE(okind, odata, 0, 39)
+    k = 1
+    for j in range(n):
+        c = PyUnicode_READ(kind, data, j)
+        if c == 92 or c == 39 or c == 0 or c == 10 or c == 13 or c == 26:
+            PyUnicode_WRITE(okind, odata, k, 92)
+            PyUnicode_WRITE(okind, odata, k + 1, 48 if c == 0 else 110 if c == 10 else 114 if c == 13 else 90 if c == 26 else c)
+            k += 2
+        else:
+            PyUnicode_WRITE(okind, odata, k, c)
+            k += 1
+    PyUnicode_WRITE(okind, odata, k, 39)
+    return <str>out
 
 
 cdef str _hex_literal(object b):
@@ -169,6 +263,40 @@ cdef str _base64_object(object b):
     q[k] = 34  # "
     q[k + 1] = 125  # }
     return <str>out
+
+
+cdef bint _plain_decimal(object s):
+    """``str`` of a Decimal in plain notation (digits, one point, a sign): what ``format(v, "f")``
+    writes of it too (scientific notation, NaN and infinities are not plain)."""
+    cdef Py_ssize_t j, n = PyUnicode_GET_LENGTH(s)
+    cdef char c
+    if not PyUnicode_IS_ASCII(s):
+        return False
+    for j in range(n):
+        c = (<const char *>PyUnicode_DATA(s))[j]
+        if not (48 <= c <= 57 or c == 46 or c == 45):
+            return False
+    return n > 0
+
+
+cdef int _float32_text(double v, char *buf):
+    """``render.values.float32_text(v)`` into ``buf`` (64 bytes) for a finite ``v`` that is a float32
+    value: the shortest ``%.6g`` .. ``%.9g`` that reads back as the same float32; its length, or 0
+    for what the Python function must do (another value, a text that would not pack: its error)."""
+    cdef int digits, k
+    cdef double d
+    cdef float f
+    if not isfinite(v) or <double>(<float>v) != v:
+        return 0
+    for digits in range(6, 10):
+        k = snprintf(buf, 64, "%.*g", digits, v)
+        d = strtod(buf, NULL)
+        f = <float>d
+        if isinf(f):  # ``struct.pack("<f")`` refuses it: the Python function raises
+            return 0
+        if <double>f == v:
+            return k
+    return 0  # none read back: ``repr(v)`` there
 
 
 cdef class Joined:
@@ -271,7 +399,7 @@ cdef class Joined:
             if type(v) is int:
                 x = PyLong_AsLongLongAndOverflow(v, &overflow)
                 if overflow == 0:
-                    k = snprintf(buf, 64, "%lld", x)
+                    k = i64_text(buf, x)
                     out.append(PyUnicode_FromStringAndSize(buf, k))
                 else:
                     out.append(PyObject_Str(v))
@@ -282,12 +410,15 @@ cdef class Joined:
                 return 0
         elif code == OP_DECIMAL:
             if type(v) is self.auxes[i]:
+                t = PyObject_Str(v)
+                if not _plain_decimal(t):  # ``str`` in plain notation is ``format(v, "f")``
+                    t = PyObject_Format(v, "f")
                 if self.args[i]:
                     out.append(self.quote)
-                    out.append(PyObject_Format(v, "f"))
+                    out.append(t)
                     out.append(self.quote)
                 else:
-                    out.append(PyObject_Format(v, "f"))
+                    out.append(t)
                 return 0
         elif code == OP_STR or code == OP_JSON:
             t = v if code == OP_STR else None
@@ -298,28 +429,57 @@ cdef class Joined:
                 out.append(t)
                 out.append(self.quote)
                 return 0
+            if type(t) is str:  # ``Q(t)``: the dialect's escapes in C
+                out.append(_json_quoted(t) if self.dialect == 0 else _sql_quoted(t))
+                return 0
             if code == OP_STR and self.args[i] and type(v) is bytes:
                 out.append(_base64_object(v) if self.dialect == 0 else _hex_literal(v))
                 return 0
+        elif code == OP_BIT:
+            if type(v) is int and 1 <= self.args[i] <= 61:
+                x = PyLong_AsLongLongAndOverflow(v, &overflow)
+                if overflow == 0 and 0 <= x < (1LL << 61):
+                    out.append(PyUnicode_FromStringAndSize(buf, bits_text(buf, <unsigned long long>x, self.args[i])))
+                    return 0
+        elif code == OP_FLOAT32:
+            if type(v) is float:
+                k = _float32_text(PyFloat_AS_DOUBLE(v), buf)
+                if k > 0:
+                    if self.args[i]:
+                        out.append(PyObject_Repr(PyFloat_FromDouble(strtod(buf, NULL))))
+                    else:
+                        out.append(PyUnicode_FromStringAndSize(buf, k))
+                    return 0
         elif code == OP_DATETIME:
             if PyDateTime_CheckExact(v) and (datetime_tzinfo(v) is None or datetime_tzinfo(v) is UTC):
-                k = snprintf(
-                    buf, 64, "%04d-%02d-%02d %02d:%02d:%02d",
-                    PyDateTime_GET_YEAR(v), PyDateTime_GET_MONTH(v), PyDateTime_GET_DAY(v),
-                    PyDateTime_DATE_GET_HOUR(v), PyDateTime_DATE_GET_MINUTE(v), PyDateTime_DATE_GET_SECOND(v),
-                )
+                padded(buf, PyDateTime_GET_YEAR(v), 4)
+                buf[4] = 45  # -
+                padded(buf + 5, PyDateTime_GET_MONTH(v), 2)
+                buf[7] = 45
+                padded(buf + 8, PyDateTime_GET_DAY(v), 2)
+                buf[10] = 32
+                padded(buf + 11, PyDateTime_DATE_GET_HOUR(v), 2)
+                buf[13] = 58  # :
+                padded(buf + 14, PyDateTime_DATE_GET_MINUTE(v), 2)
+                buf[16] = 58
+                padded(buf + 17, PyDateTime_DATE_GET_SECOND(v), 2)
+                k = 19
                 if self.args[i]:
-                    k += snprintf(buf + k, 64 - k, ".%06d", PyDateTime_DATE_GET_MICROSECOND(v))
-                    k -= 6 - self.args[i]
+                    buf[19] = 46  # .
+                    padded(buf + 20, PyDateTime_DATE_GET_MICROSECOND(v), 6)
+                    k = 20 + self.args[i]
                 out.append(self.quote)
                 out.append(PyUnicode_FromStringAndSize(buf, k))
                 out.append(self.quote)
                 return 0
         elif code == OP_DATE:
             if PyDate_CheckExact(v):
-                k = snprintf(
-                    buf, 64, "%04d-%02d-%02d", PyDateTime_GET_YEAR(v), PyDateTime_GET_MONTH(v), PyDateTime_GET_DAY(v)
-                )
+                padded(buf, PyDateTime_GET_YEAR(v), 4)
+                buf[4] = 45  # -
+                padded(buf + 5, PyDateTime_GET_MONTH(v), 2)
+                buf[7] = 45
+                padded(buf + 8, PyDateTime_GET_DAY(v), 2)
+                k = 10
                 out.append(self.quote)
                 out.append(PyUnicode_FromStringAndSize(buf, k))
                 out.append(self.quote)
@@ -372,3 +532,309 @@ cdef class Joined:
                 self._value(i, v, out)
         out.append(self.tail)
         return PyUnicode_Join("", out)
+
+
+# ---- whole JSON event lines (``render.jsonl.JsonLines.line``), written as UTF-8 into a bytearray ----
+
+cdef inline int _put(bytearray out, const char *p, Py_ssize_t n) except -1:
+    cdef Py_ssize_t size = PyByteArray_GET_SIZE(out)
+    PyByteArray_Resize(out, size + n)
+    memcpy(PyByteArray_AS_STRING(out) + size, p, n)
+    return 0
+
+
+cdef inline int _put_bytes(bytearray out, bytes b) except -1:
+    return _put(out, PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b))
+
+
+cdef inline int _put_str(bytearray out, str s) except -1:
+    """``s`` as UTF-8 with surrogate escapes (ASCII text copied as it is; the encoder's error else)."""
+    if PyUnicode_IS_ASCII(s):
+        return _put(out, <const char *>PyUnicode_DATA(s), PyUnicode_GET_LENGTH(s))
+    return _put_bytes(out, PyUnicode_AsEncodedString(s, "utf-8", "surrogateescape"))
+
+
+cdef inline int _put_int(bytearray out, object v) except -1:
+    """``%d`` / ``str`` of an int (any int class: its value)."""
+    cdef int overflow = 0
+    cdef char buf[32]
+    cdef long long x = PyLong_AsLongLongAndOverflow(v, &overflow)
+    if overflow:
+        return _put_str(out, PyObject_Str(int(v)))
+    return _put(out, buf, i64_text(buf, x))
+
+
+cdef bint _plain_dict(dict d, int depth):
+    """What ``jsonl._already_plain`` accepts and this writes as ``encode`` does: string keys; values
+    exactly int, str, bool, None, finite float or such a dict (not too deep)."""
+    cdef Py_ssize_t pos = 0
+    cdef PyObject *k
+    cdef PyObject *v
+    cdef object val
+    if depth > 32:
+        return False
+    while PyDict_Next(d, &pos, &k, &v):
+        if type(<object>k) is not str:
+            return False
+        val = <object>v
+        if type(val) is int or type(val) is str or type(val) is bool or val is None:
+            continue
+        if type(val) is float and isfinite(PyFloat_AS_DOUBLE(val)):
+            continue
+        if type(val) is dict and _plain_dict(<dict>val, depth + 1):
+            continue
+        return False
+    return True
+
+
+cdef int _put_json_str(bytearray out, str s, object quote) except -1:
+    """``quote(s)`` (``json.encoder.encode_basestring``): here when nothing is to be escaped."""
+    if _plain_json(s):
+        _put(out, '"', 1)
+        _put_str(out, s)
+        return _put(out, '"', 1)
+    return _put_str(out, _json_quoted(s))
+
+
+cdef int _put_dict(bytearray out, dict d, object quote) except -1:
+    """``encode(d)`` of a dict ``_plain_dict`` accepted: ``{"k": v, ...}``."""
+    cdef Py_ssize_t pos = 0
+    cdef PyObject *k
+    cdef PyObject *v
+    cdef object val
+    cdef bint first = True
+    _put(out, "{", 1)
+    while PyDict_Next(d, &pos, &k, &v):
+        if not first:
+            _put(out, ", ", 2)
+        first = False
+        _put_json_str(out, <str>k, quote)
+        _put(out, ": ", 2)
+        val = <object>v
+        if type(val) is int:
+            _put_int(out, val)
+        elif type(val) is str:
+            _put_json_str(out, <str>val, quote)
+        elif type(val) is bool:
+            _put(out, "true", 4) if val else _put(out, "false", 5)
+        elif val is None:
+            _put(out, "null", 4)
+        elif type(val) is float:
+            _put_str(out, PyObject_Repr(val))
+        else:
+            _put_dict(out, <dict>val, quote)
+    return _put(out, "}", 1)
+
+
+cdef bint _checksum(bytearray out, object x) except -1:
+    """``', "checksum": "0x%08x"' % x`` for an int in 0 .. 2**63 - 1 (False: not written)."""
+    cdef int overflow = 0
+    cdef char buf[48]
+    cdef long long c
+    if not PyLong_Check(x):
+        return False
+    c = PyLong_AsLongLongAndOverflow(x, &overflow)
+    if overflow or c < 0:
+        return False
+    _put(out, buf, snprintf(buf, 48, ', "checksum": "0x%08llx"', c))
+    return True
+
+
+cdef class EventJson:
+    """``write(ev, out)``: appends ``JsonLines.line(ev)`` and a newline to ``out`` as UTF-8 with
+    surrogate escapes — the header and the bodies of plain dataclasses (GTID, QUERY, XID …) here,
+    rows and table-map bodies by the pure ``JsonLines``' methods, anything else (a header field
+    that is not an int in range, a class ``plan`` gives no field names for, an error) by the
+    pure ``line`` itself, so the bytes (or the error) are the pure path's by construction."""
+
+    cdef object line, rows_json, map_json, other_json, plan, quote, rows_cls, map_cls, rows_plan
+    cdef dict sources, types, plans, maps
+
+    def __init__(self, line, rows_cls, rows_json, rows_plan, map_cls, map_json, other_json, plan, quote):
+        """``line(ev)``: the pure line; ``rows_json(body)``/``map_json(body)``: the bodies of those
+        classes; ``rows_plan(table_map)``: ``(table_map, its image formatter, the encoded name
+        fields of a rows body, its own body encoded)``; ``other_json(ev)``: the body of any other event as the pure line writes it;
+        ``plan(cls)``: per field of a body class its ``(attribute, encoded text before it)`` and the
+        text before ``gtid`` — or None for ``other_json``; ``quote``: JSON's string quoting."""
+        self.line, self.rows_json, self.map_json, self.other_json = line, rows_json, map_json, other_json
+        self.plan, self.quote, self.rows_cls, self.map_cls = plan, quote, rows_cls, map_cls
+        self.rows_plan = rows_plan
+        self.sources, self.types, self.plans, self.maps = {}, {}, {}, {}
+
+    cdef object _entry(self, object tm):
+        """``rows_plan(tm)``, kept by the map's id (with the map: its id stays its own)."""
+        entry = self.maps.get(id(tm))
+        if entry is None or (<tuple>entry)[0] is not tm:
+            if len(self.maps) >= 4096:
+                self.maps.clear()
+            entry = self.maps[id(tm)] = self.rows_plan(tm)
+        return entry
+
+    cdef bint _rows(self, bytearray out, object b) except -1:
+        """``JsonLines._rows``: the images by the layout's formatter, the rest here."""
+        cdef object tm = b.table
+        cdef object entry, image, op, row, before, after, x
+        cdef bint first = True
+        cdef int which
+        if tm is None or b.undecoded_reason or b.partition_id is not None:
+            _put_str(out, self.rows_json(b))
+            return True
+        entry = self._entry(tm)
+        image = (<tuple>entry)[1]
+        op = b.operation
+        if type(op) is not str:
+            raise TypeError("an operation that is not text")  # the pure line says what happens
+        which = 0 if op == "insert" else 1 if op == "delete" else 2
+        _put(out, '{"operation": ', 14)
+        _put_json_str(out, <str>op, self.quote)
+        for name, x in ((', "table_id": ', b.table_id), (', "flags": ', b.flags),
+                        (', "version": ', b.version), (', "column_count": ', b.column_count)):
+            if not PyLong_Check(x):
+                raise TypeError("a field that is not an int")
+            _put_str(out, name)
+            _put_int(out, x)
+        _put_bytes(out, (<tuple>entry)[2])
+        _put(out, ', "rows": [', 11)
+        for row in b.rows:
+            before, after = row
+            if not first:
+                _put(out, ", ", 2)
+            first = False
+            if which == 0:
+                _put(out, '{"before": null, "after": ', 26)
+                _put_str(out, image(after))
+            elif which == 1:
+                _put(out, '{"before": ', 11)
+                _put_str(out, image(before))
+                _put(out, ', "after": null', 15)
+            else:
+                _put(out, '{"before": ', 11)
+                if before is None:
+                    _put(out, "null", 4)
+                else:
+                    _put_str(out, image(before))
+                _put(out, ', "after": ', 11)
+                if after is None:
+                    _put(out, "null", 4)
+                else:
+                    _put_str(out, image(after))
+            _put(out, "}", 1)
+        return _put(out, "]}", 2) == 0
+
+    cdef int _field(self, bytearray out, object x, object other, bint empties=True) except -1:
+        """``_FIELD_EXPR``: ints, strings and None here (booleans and plain dicts too, as ``other``
+        writes them; with ``empties``, empty bytes and tuples as ``_field_json`` writes them),
+        anything else by ``other`` (``_field_json``, or ``encode`` for ``gtid``)."""
+        if type(x) is int:
+            return _put_int(out, x)
+        if type(x) is str:
+            return _put_json_str(out, <str>x, self.quote)
+        if x is None:
+            return _put(out, "null", 4)
+        if type(x) is bool:
+            return _put(out, "true", 4) if x else _put(out, "false", 5)
+        if type(x) is dict and _plain_dict(<dict>x, 0):
+            return _put_dict(out, <dict>x, self.quote)
+        if empties and type(x) is bytes and PyBytes_GET_SIZE(x) == 0:
+            return _put(out, '{"base64": ""}', 14)
+        if empties and type(x) is tuple and PyTuple_GET_SIZE(x) == 0:
+            return _put(out, "[]", 2)
+        return _put_str(out, other(x))
+
+    cdef bint _body(self, bytearray out, object ev, object b, object field_json, object encode) except -1:
+        cdef object cls = type(b)
+        cdef object plan, g
+        cdef tuple fields
+        cdef Py_ssize_t i
+        if cls is self.rows_cls:
+            return self._rows(out, b)
+        if cls is self.map_cls:
+            _put_bytes(out, (<tuple>self._entry(b))[3])
+            return True
+        plan = self.plans.get(cls, False)
+        if plan is False:
+            plan = self.plans[cls] = self.plan(cls)
+        if plan is None:
+            _put_str(out, self.other_json(ev))
+            return True
+        fields = <tuple>plan[0]
+        if not fields:
+            _put(out, "{", 1)
+        for i in range(len(fields)):
+            attr, before = <tuple>fields[i]
+            _put_bytes(out, before)
+            self._field(out, getattr(b, attr), field_json)
+        try:
+            g = b.gtid
+        except AttributeError:  # ``hasattr(b, "gtid")``
+            pass
+        else:
+            _put_bytes(out, plan[1])
+            self._field(out, g, encode, False)
+        return _put(out, "}", 1) == 0
+
+    cdef int _event(self, object ev, bytearray out, object field_json, object encode) except -1:
+        cdef object h = ev.header
+        cdef object source = ev.source
+        cdef object kind = ev.kind
+        cdef object x, q
+        for x in (ev.offset, kind, h.timestamp, h.server_id, h.event_size, h.log_pos, h.flags):
+            if not PyLong_Check(x):
+                return 0
+        q = self.sources.get(source)
+        if q is None:
+            if type(source) is not str:
+                return 0
+            if len(self.sources) >= 4096:
+                self.sources.clear()
+            q = self.sources[source] = PyUnicode_AsEncodedString(self.quote(source), "utf-8", "surrogateescape")
+        _put(out, '{"file": ', 9)
+        _put_bytes(out, q)
+        _put(out, ', "offset": ', 12)
+        _put_int(out, ev.offset)
+        q = self.types.get(kind)
+        if q is None:
+            q = self.types[kind] = PyUnicode_AsEncodedString(self.quote(ev.type_name), "utf-8", "surrogateescape")
+        _put(out, ', "type": ', 10)
+        _put_bytes(out, q)
+        _put(out, ', "type_code": ', 15)
+        _put_int(out, kind)
+        _put(out, ', "timestamp": ', 15)
+        _put_int(out, h.timestamp)
+        _put(out, ', "server_id": ', 15)
+        _put_int(out, h.server_id)
+        _put(out, ', "event_size": ', 16)
+        _put_int(out, h.event_size)
+        _put(out, ', "log_pos": ', 13)
+        _put_int(out, h.log_pos)
+        _put(out, ', "flags": ', 11)
+        _put_int(out, h.flags)
+        x = ev.inner_index
+        if x is not None:
+            if not PyLong_Check(x):
+                return 0
+            _put(out, ', "inner_index": ', 17)
+            _put_int(out, x)
+        x = ev.checksum
+        if x is not None:
+            if not _checksum(out, x):
+                return 0
+        _put(out, ', "body": ', 10)
+        self._body(out, ev, ev.body, field_json, encode)
+        _put(out, "}\n", 2)
+        return 1
+
+    def write(self, ev, bytearray out, field_json, encode):
+        """Appends the line of ``ev`` and a newline to ``out`` (``field_json``, ``encode``: the pure
+        encoders of a field value and of ``gtid``)."""
+        cdef Py_ssize_t start = PyByteArray_GET_SIZE(out)
+        cdef int done = 0
+        try:
+            done = self._event(ev, out, field_json, encode)
+        except Exception:
+            done = 0
+        if not done:  # the pure line: its text, or its error
+            PyByteArray_Resize(out, start)
+            _put_str(out, self.line(ev))
+            _put(out, "\n", 1)
+

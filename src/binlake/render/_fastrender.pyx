@@ -35,10 +35,15 @@ from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from cpython.object cimport PyObject, PyObject_Format, PyObject_Str
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from cpython.unicode cimport PyUnicode_DecodeUTF8
+from cpython.float cimport PyFloat_AS_DOUBLE
+from libc.math cimport isfinite
 from libc.stdio cimport snprintf
+
+from binlake.render._digits cimport bits_text, i64_text, padded, u64_text
 from libc.string cimport memcpy
 
 import datetime as _dt
+from decimal import Decimal
 
 import_datetime()
 
@@ -190,6 +195,58 @@ cdef int _time(object v, int fsp, char *buf):
     return k + 1
 
 
+cdef inline int _date_text(char *buf, object v, char sep) noexcept:
+    """``%04d{sep}%02d{sep}%02d`` of a date's year (1 .. 9999), month and day: 10 bytes."""
+    padded(buf, PyDateTime_GET_YEAR(v), 4)
+    buf[4] = sep
+    padded(buf + 5, PyDateTime_GET_MONTH(v), 2)
+    buf[7] = sep
+    padded(buf + 8, PyDateTime_GET_DAY(v), 2)
+    return 10
+
+
+cdef inline int _datetime_text(char *buf, object v, char sep, int fsp) noexcept:
+    """``%04d-%02d-%02d %02d:%02d:%02d`` (``sep`` between the date's parts) and ``fsp`` (0 .. 6)
+    digits of the microseconds after a point."""
+    _date_text(buf, v, sep)
+    buf[10] = 32
+    padded(buf + 11, PyDateTime_DATE_GET_HOUR(v), 2)
+    buf[13] = 58
+    padded(buf + 14, PyDateTime_DATE_GET_MINUTE(v), 2)
+    buf[16] = 58
+    padded(buf + 17, PyDateTime_DATE_GET_SECOND(v), 2)
+    if fsp <= 0:
+        return 19
+    buf[19] = 46  # .
+    padded(buf + 20, PyDateTime_DATE_GET_MICROSECOND(v), 6)
+    return 20 + fsp
+
+
+cdef int _bit_width(object spec):
+    """The width of a ``"0{width}b"`` spec (1 .. 61: the text fits the 64-byte buffer), else 0."""
+    if type(spec) is not str or len(spec) < 3 or not spec.startswith("0") or not spec.endswith("b"):
+        return 0
+    digits = spec[1:-1]
+    if not digits.isdigit() or not digits.isascii():
+        return 0
+    width = int(digits)
+    return width if 1 <= width <= 61 else 0
+
+
+cdef bint _plain_decimal(str s):
+    """``str`` of a Decimal in plain notation (digits, one point, a sign): what ``format(v, "f")``
+    writes of it too (scientific notation, NaN and infinities are not plain)."""
+    cdef Py_ssize_t j, n = PyUnicode_GET_LENGTH(s)
+    cdef Py_UCS4 c
+    if not PyUnicode_IS_ASCII(s):
+        return False
+    for j in range(n):
+        c = (<const char *>PyUnicode_DATA(s))[j]
+        if not (48 <= c <= 57 or c == 46 or c == 45):
+            return False
+    return n > 0
+
+
 cdef class ImageText:
     """``image_text(image, out)``: appends the ``###`` lines of one row image to ``out``, as the
     generated formatter ``fallback`` does (which takes the images this does not)."""
@@ -221,6 +278,12 @@ cdef class ImageText:
             code, arg, aux, slow = ops[i]
             self.codes[i] = code
             self.args[i] = arg
+            if code == OP_PCT:  # the formats C prints itself
+                self.args[i] = 1 if aux == "%-20g" else 2 if aux == "%-.20g" else 0
+            elif code == OP_FORMAT:  # DECIMAL's "f": 1 (C takes its ``str`` where that is the same)
+                self.args[i] = 1 if aux == "f" else 0
+            elif code == OP_BIT:  # "0{width}b": the width (0: another spec, ``_pyvalue``)
+                self.args[i] = _bit_width(aux)
             auxes.append(aux)
             slows.append(slow)
         self.auxes, self.slows = tuple(auxes), tuple(slows)
@@ -255,37 +318,36 @@ cdef class ImageText:
             if type(v) is int:
                 x = PyLong_AsLongLongAndOverflow(v, &overflow)
                 if overflow == 0:
-                    return snprintf(buf, 64, "%lld", x)
+                    return i64_text(buf, x)
             return -1
         if code == OP_SINT:
             if type(v) is int:
                 x = PyLong_AsLongLongAndOverflow(v, &overflow)
                 if overflow == 0 and x >= 0 and <unsigned long long>x < self.args[i]:
-                    return snprintf(buf, 64, "%lld", x)
+                    return i64_text(buf, x)
                 if overflow == 0 and x < 0 and <unsigned long long>(-(x + 1)) < self.args[i]:
                     # ``_int_text``: ``-1 (255)``, the value and its unsigned reading (x + 2 ** bits,
                     # modulo 2 ** 64: the limit is 2 ** (bits - 1))
-                    return snprintf(buf, 64, "%lld (%llu)", x, <unsigned long long>x + 2 * self.args[i])
+                    k = i64_text(buf, x)
+                    buf[k] = 32  # ' ('
+                    buf[k + 1] = 40
+                    k += 2 + u64_text(buf + k + 2, <unsigned long long>x + 2 * self.args[i])
+                    buf[k] = 41  # )
+                    return k + 1
             return -1
         if code == OP_DATETIME:
             if PyDateTime_CheckExact(v) and datetime_tzinfo(v) is None:
-                k = snprintf(
-                    buf, 64, "'%04d-%02d-%02d %02d:%02d:%02d",
-                    PyDateTime_GET_YEAR(v), PyDateTime_GET_MONTH(v), PyDateTime_GET_DAY(v),
-                    PyDateTime_DATE_GET_HOUR(v), PyDateTime_DATE_GET_MINUTE(v), PyDateTime_DATE_GET_SECOND(v),
-                )
-                if self.args[i]:
-                    k += snprintf(buf + k, 64 - k, ".%06d", PyDateTime_DATE_GET_MICROSECOND(v))
-                    k -= 6 - <int>self.args[i]
-                buf[k] = 39  # '
+                buf[0] = 39  # '
+                k = 1 + _datetime_text(buf + 1, v, 45, <int>self.args[i])
+                buf[k] = 39
                 return k + 1
             return -1
         if code == OP_DATE:
             if PyDate_CheckExact(v):
-                return snprintf(
-                    buf, 64, "'%04d:%02d:%02d'",
-                    PyDateTime_GET_YEAR(v), PyDateTime_GET_MONTH(v), PyDateTime_GET_DAY(v),
-                )
+                buf[0] = 39  # '
+                k = 1 + _date_text(buf + 1, v, 58)  # YYYY:MM:DD, as mysqlbinlog prints a DATE
+                buf[k] = 39
+                return k + 1
             return -1
         if code == OP_TIMESTAMP:
             if PyDateTime_CheckExact(v) and datetime_tzinfo(v) is UTC:
@@ -295,17 +357,37 @@ cdef class ImageText:
                     + PyDateTime_DATE_GET_MINUTE(v) * 60
                     + PyDateTime_DATE_GET_SECOND(v)
                 )
-                k = snprintf(buf, 64, "%lld", x)
+                k = i64_text(buf, x)
                 if self.args[i]:
-                    k += snprintf(buf + k, 64 - k, ".%06d", PyDateTime_DATE_GET_MICROSECOND(v))
-                    k -= 6 - <int>self.args[i]
+                    buf[k] = 46  # .
+                    padded(buf + k + 1, PyDateTime_DATE_GET_MICROSECOND(v), 6)
+                    k += 1 + <int>self.args[i]
                 return k
+            return -1
+        if code == OP_PCT:
+            # FLOAT's ``%-20g`` and DOUBLE's ``%-.20g`` of a finite float: C prints what Python does
+            # (both correctly rounded, the same exponent form); other formats and values: ``_pyvalue``
+            if type(v) is float and isfinite(PyFloat_AS_DOUBLE(v)):
+                if self.args[i] == 1:
+                    k = snprintf(buf, 64, "%-20g", PyFloat_AS_DOUBLE(v))
+                elif self.args[i] == 2:
+                    k = snprintf(buf, 64, "%-.20g", PyFloat_AS_DOUBLE(v))
+                else:
+                    return -1
+                return k if 0 < k < 64 else -1
+            return -1
+        if code == OP_BIT:
+            # ``"b'" + format(v, "0{width}b") + "'"`` of an int 0 <= v < 2 ** 63: its bits, zero-padded
+            if type(v) is int and self.args[i]:
+                x = PyLong_AsLongLongAndOverflow(v, &overflow)
+                if overflow == 0 and 0 <= x < (1LL << 61):
+                    return bits_text(buf, <unsigned long long>x, <int>self.args[i])
             return -1
         if code == OP_YEAR:
             if type(v) is int:
                 x = PyLong_AsLongLongAndOverflow(v, &overflow)
                 if overflow == 0 and 0 <= x <= 9999:
-                    return snprintf(buf, 64, "%04lld", x)
+                    return padded(buf, x, 4)
             return -1
         if code == OP_TIME:
             if PyDelta_CheckExact(v) and -100000 < timedelta_days(v) < 100000:
@@ -323,6 +405,10 @@ cdef class ImageText:
         if code == OP_PCT:
             return PyNumber_Remainder(self.auxes[i], v)
         if code == OP_FORMAT:
+            if self.args[i] and type(v) is Decimal:
+                s = PyObject_Str(v)
+                if _plain_decimal(s):  # then ``format(v, "f")`` is the same text
+                    return s
             return PyObject_Format(v, self.auxes[i])
         if code == OP_ENUM:
             if type(v) is str:

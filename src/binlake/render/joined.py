@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 from binlake import native
 from binlake.events.rows import ABSENT
 from binlake.values.json_binary import Json
+from binlake.values.numeric import bit_length
 from binlake.values.types import BLOB_TYPES, ColumnType
 
 STRINGS = frozenset({ColumnType.VARCHAR, ColumnType.STRING, ColumnType.VAR_STRING, *BLOB_TYPES})
@@ -38,8 +39,12 @@ def column_op(t: int, m: int, integers: frozenset[int], quoted: int) -> tuple[st
     ``quoted``: DOUBLE and DECIMAL are quoted (JSON) or not (SQL)."""
     if t in integers:
         return ("int", 0, None)
+    if t == ColumnType.BIT:  # SQL's b'...' (JSON writes BIT as an integer)
+        return ("bit", max(bit_length(m), 1), None)
     if t == ColumnType.DOUBLE:
         return ("float", quoted, None)  # finite ones
+    if t == ColumnType.FLOAT:
+        return ("float32", quoted, None)  # JSON: finite ones, as numbers
     if t == ColumnType.NEWDECIMAL:
         return ("decimal", quoted, Decimal)
     if t in _FIXED:
@@ -94,5 +99,12 @@ def joined(
     )
 
 
+def event_json(*parts: Any) -> Any:
+    """The compiled writer of whole JSON event lines (``render._fastjoin.EventJson``, built from
+    ``jsonl.render_jsonl_bytes``' pure ``parts``), or None when not compiled."""
+    fast = FORMATTER.module
+    return None if fast is None else fast.EventJson(*parts)
+
+
 # optional: without a compiler at install time, the generated functions are the path
-FORMATTER = native.OptionalModule("binlake.render._fastjoin", 2)
+FORMATTER = native.OptionalModule("binlake.render._fastjoin", 3)

@@ -17,6 +17,7 @@ from typing import Any
 from binlake.events.base import Event, UnknownEvent
 from binlake.events.rows import ABSENT, Rows
 from binlake.events.table_map import TableMap
+from binlake.render import joined
 from binlake.render.jsonrow import ImageJsonCache, encode, quote
 from binlake.render.values import json_value
 from binlake.values.columns import ColumnDef
@@ -193,12 +194,25 @@ class JsonLines:
             return head + ', "body": ' + self._rows(b) + "}"
         if cls is TableMap:
             return head + ', "body": ' + self._map(b)[1] + "}"
+        return head + ', "body": ' + self._other(ev) + "}"
+
+    def _other(self, ev: Event) -> str:
+        """The body of an event whose body is neither exactly ``Rows`` nor ``TableMap``."""
+        b = ev.body
         if isinstance(b, (Rows, TableMap, UnknownEvent)):
-            return head + ', "body": ' + encode(event_dict(ev)["body"]) + "}"
+            return encode(event_dict(ev)["body"])
+        cls = b.__class__
         body_json = self._bodies.get(cls)
         if body_json is None:
             body_json = self._bodies[cls] = compile_body_json(cls)
-        return head + ', "body": ' + body_json(b) + "}"
+        return body_json(b)
+
+    def _rows_plan(self, tm: TableMap) -> tuple[TableMap, Any, bytes, bytes]:
+        """For the compiled writer: the map, its image formatter, its name fields and its own body
+        (a TABLE_MAP event's) encoded."""
+        image = self._images.get(tm, lambda: [c.label for c in tm.columns], tm.columns)
+        _, body, names = self._map(tm)
+        return tm, image, names.encode("utf-8", "surrogateescape"), body.encode("utf-8", "surrogateescape")
 
     def _rows(self, b: Rows) -> str:
         tm = b.table
@@ -297,3 +311,56 @@ def render_jsonl(events: Iterable[Event]) -> Iterator[str]:
     line = JsonLines().line
     for ev in events:
         yield line(ev)
+
+
+def body_plan(cls: type) -> tuple[tuple[tuple[str, bytes], ...], bytes] | None:
+    """What ``compile_body_json(cls)`` writes, as data for the compiled writer: per field its
+    attribute and the encoded text before its value, and the text before ``gtid``; None for the
+    classes it leaves to ``encode(_body(b))`` and those ``line`` sends through ``event_dict``."""
+    names = _public_fields(cls)
+    if names is None or "gtid" in names or issubclass(cls, (Rows, TableMap, UnknownEvent)):
+        return None
+    fields = tuple(
+        (name, (("{" if i == 0 else ", ") + quote(name) + ": ").encode()) for i, name in enumerate(names)
+    )
+    return fields, ((", " if names else "") + '"gtid": ').encode()
+
+
+def render_jsonl_bytes(events: Iterable[Event], batch_bytes: int = 1 << 20) -> Iterator[bytearray]:
+    """``render_jsonl``'s lines with their newlines, encoded (UTF-8, surrogate escapes), in blocks of
+    about ``batch_bytes``; the block before an error is given too. With the compiled formatter
+    (``joined.event_json``), each line is written into the block by C."""
+    lines = JsonLines()
+    out = bytearray()
+    writer = joined.event_json(
+        lines.line,
+        Rows,
+        lines._rows,
+        lines._rows_plan,
+        TableMap,
+        lambda tm: lines._map(tm)[1],
+        lines._other,
+        body_plan,
+        quote,
+    )
+    try:
+        if writer is None:
+            for ev in events:
+                out += lines.line(ev).encode("utf-8", "surrogateescape")
+                out += b"\n"
+                if len(out) >= batch_bytes:
+                    yield out
+                    out = bytearray()
+        else:
+            write = writer.write
+            for ev in events:
+                write(ev, out, _field_json, encode)
+                if len(out) >= batch_bytes:
+                    yield out
+                    out = bytearray()
+    except Exception:
+        if out:  # the lines before the error are written too
+            yield out
+        raise
+    if out:
+        yield out

@@ -21,23 +21,27 @@ def write_lines(
 ) -> None:
     """Each line followed by a newline, encoded as UTF-8 with surrogate escapes, in batches of at
     most ``batch`` items or about ``batch_chars`` characters (an item may be many lines: a whole
-    event's); the lines before an error are written too (a damaged file prints up to where it fails)."""
-    pending: list[str] = []
+    event's); the lines before an error are written too (a damaged file prints up to where it fails).
+
+    Each item is encoded on its own (ASCII text is copied as it is): one non-ASCII character in a
+    joined batch made the whole batch a wide string, and its encoding cost more than the rest of
+    the writing."""
+    pending: list[bytes] = []
     append = pending.append
     chars = 0
     try:
         for line in lines:
-            append(line)
+            append(line.encode("utf-8", "surrogateescape"))
             chars += len(line)
             if chars >= batch_chars or len(pending) >= batch:
-                append("")
-                out.write("\n".join(pending).encode("utf-8", "surrogateescape"))
+                append(b"")
+                out.write(b"\n".join(pending))
                 pending.clear()
                 chars = 0
     finally:
         if pending:
-            append("")
-            out.write("\n".join(pending).encode("utf-8", "surrogateescape"))
+            append(b"")
+            out.write(b"\n".join(pending))
         out.flush()
 
 

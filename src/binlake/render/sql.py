@@ -202,6 +202,24 @@ def render_sql(transactions: Iterable[Transaction], flashback: bool = False) -> 
         yield from block
 
 
+def render_sql_blocks(transactions: Iterable[Transaction], flashback: bool = False) -> Iterator[str]:
+    """``render_sql``'s lines, a transaction's lines joined in one item (the same text written with
+    a newline after each item, without an item per statement)."""
+    yield from HEADER
+    if not flashback:
+        for t in transactions:
+            stmts = redo_statements(t)
+            if stmts:
+                yield "\n".join(_block(t, stmts))
+        return
+    blocks = []
+    for t in transactions:
+        stmts = flashback_statements(t)
+        if stmts:
+            blocks.append("\n".join(_block(t, stmts)))
+    yield from reversed(blocks)
+
+
 def _block(t: Transaction, stmts: list[str]) -> Iterator[str]:
     if not stmts:
         return

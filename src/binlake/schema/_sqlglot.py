@@ -23,6 +23,10 @@ class _OnFirstUse:
         if name.startswith("__"):  # copy, pickle, inspection: not a use of the parser
             raise AttributeError(name)
         module = importlib.import_module(self._module)
+        import logging  # imported by sqlglot anyway; not by a command that never parses DDL
+
+        logging.getLogger("sqlglot").setLevel(logging.ERROR)  # its "falling back to Command"
+        # warnings are ours to report
         real = getattr(module, self._attribute) if self._attribute else module
         self.__dict__.update(vars(real))  # later accesses: plain instance attributes
         return getattr(real, name)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import logging
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -24,10 +23,6 @@ _RENAME_AS = re.compile(r"\bRENAME\s+AS\b", re.I)  # MySQL's synonym of RENAME T
 _ALTER_HOW = re.compile(r"^(\s*ALTER)(?:\s+(?:ONLINE|IGNORE))+(?=\s+TABLE\b)", re.I)
 _CONVERT = re.compile(r"\bCONVERT\s+TO\s+(?:CHARACTER\s+SET|CHARSET)\s+(\w+)", re.I)
 
-
-logging.getLogger("sqlglot").setLevel(
-    logging.ERROR
-)  # its "falling back to Command" warnings are ours to report
 
 _PARTITIONING = re.compile(r"\bPARTITION\s+BY\b[\s\S]*$", re.I)
 _TABLESPACE_OPTION = re.compile(r"\bTABLESPACE\s*=?\s*`?[\w$]+`?", re.I)
