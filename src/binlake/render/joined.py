@@ -81,8 +81,9 @@ def joined(
     reject_columns: Sequence[int] = (),
 ) -> Callable[..., str]:
     """The compiled formatter of this plan, which calls ``fallback`` (the generated function, same
-    arguments) for the images it does not take; ``fallback`` itself when not compiled."""
-    fast = FORMATTER.module
+    arguments) for the images it does not take; ``fallback`` itself when it is not built. The
+    caller asked for it (``FORMATTER.chosen``, or a test holding the two equal)."""
+    fast = FORMATTER.built
     if fast is None:
         return fallback
     ops = fast.OPS
