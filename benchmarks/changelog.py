@@ -5,8 +5,10 @@ decoding's throughput).
     python benchmarks/changelog.py FILE [STEP ...]
 
 Steps: ``decode`` (every event, every value), ``group`` (+ transactions), ``changes`` (+ the core
-model: ``binlake.changes.row_changes``), ``variant`` (+ the change log's record batches: VARIANT
-images built per layout, what the data source yields), ``typed-arrow`` (the alternative measured
+model: ``binlake.changes.row_changes``), ``variant`` (the change log's record batches: VARIANT
+images built per layout, what the data source yields: ``file_batches``, one pass from the decoded
+rows without the row changes where compiled), ``per-change`` (the same batches built from
+``row_changes``, one ``RowChange`` per row), ``typed-arrow`` (the alternative measured
 against it: per table layout, Arrow batches whose images are structs typed by
 ``binlake.spark.typed.arrow_type``, values converted only where the Arrow type differs from the
 decoded one; one schema per layout, which a Spark data source of one schema cannot yield). Each step
@@ -29,14 +31,14 @@ from binlake.changes import Column, Layout, RowChange, file_number, row_changes
 from binlake.errors import IncompleteTailError
 from binlake.events.rows import ABSENT
 from binlake.reader import BinlogReader
-from binlake.spark.changelog import file_changes, to_batches
+from binlake.spark.changelog import file_batches, file_changes, to_batches
 from binlake.spark.typed import arrow_type
 from binlake.txn import UNFINISHED, TransactionGrouper
 from binlake.values.json_binary import to_mysql_text
 from binlake.values.temporal import MysqlDate, MysqlDateTime, format_time
 from binlake.values.types import ColumnType
 
-STEPS = ("decode", "group", "changes", "variant", "typed-arrow")
+STEPS = ("decode", "group", "changes", "variant", "per-change", "typed-arrow")
 
 
 def changes(path: str) -> Iterator[RowChange]:
@@ -149,6 +151,9 @@ def run(step: str, path: str) -> None:
         for _ in changes(path):
             pass
     elif step == "variant":
+        for _ in file_batches(path):
+            pass
+    elif step == "per-change":
         for _ in to_batches(file_changes(path)):
             pass
     elif step == "typed-arrow":

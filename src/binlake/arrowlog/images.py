@@ -204,7 +204,7 @@ def use_compiled_images(compiled: bool | None = None) -> bool:
 
 # the compiled encoder's interface this source expects: a stale build (a .pyx changed, the install
 # not rerun) is not used
-FAST_INTERFACE = 1
+FAST_INTERFACE = 2
 
 try:
     from binlake.arrowlog import _fastvariant  # type: ignore[attr-defined]
