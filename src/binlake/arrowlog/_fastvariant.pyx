@@ -24,8 +24,7 @@ from cpython.float cimport PyFloat_AS_DOUBLE, PyFloat_CheckExact
 from cpython.long cimport PyLong_Check, PyLong_AsLongLong, PyLong_AsLongLongAndOverflow, PyLong_AsUnsignedLongLong, PyLong_CheckExact
 from cpython.object cimport PyObject
 from cpython.sequence cimport PySequence_GetItem
-from cpython.tuple cimport PyTuple_CheckExact, PyTuple_GET_ITEM, PyTuple_GET_SIZE, PyTuple_New, PyTuple_SET_ITEM
-from cpython.ref cimport Py_INCREF
+from cpython.tuple cimport PyTuple_CheckExact, PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from cpython.unicode cimport PyUnicode_CheckExact, PyUnicode_Join
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
@@ -638,9 +637,11 @@ cdef class ObjectPlan:
         finally:
             free(out.data)
 
-    cdef int write(self, Buf *out, object row) except -1:
-        """Append the object of ``row`` to ``out``."""
+    cdef int write(self, Buf *out, object row, const Py_ssize_t *remap=NULL) except -1:
+        """Append the object of ``row`` to ``out`` (``remap``: field ``k`` of the row is ``row[remap[k]]``:
+        a key written from its image)."""
         cdef Buf *s = &self.scratch
+        cdef Py_ssize_t k
         cdef int i, m = 0, partial = 0, isize, osize, large, j, maxid = 0
         cdef Py_ssize_t total, start
         cdef object v, bv
@@ -651,14 +652,15 @@ cdef class ObjectPlan:
         cdef char *h
         s.size = 0
         for i in range(self.n):
-            if tup and self.index[i] < PyTuple_GET_SIZE(row):
-                p = PyTuple_GET_ITEM(row, self.index[i])
+            k = self.index[i] if remap == NULL else remap[self.index[i]]
+            if tup and 0 <= k < PyTuple_GET_SIZE(row):
+                p = PyTuple_GET_ITEM(row, k)
                 v = <object>p
-            elif lst and self.index[i] < PyList_GET_SIZE(row):  # a decoded image, as the decoder gives it
-                p = PyList_GET_ITEM(row, self.index[i])
+            elif lst and 0 <= k < PyList_GET_SIZE(row):  # a decoded image, as the decoder gives it
+                p = PyList_GET_ITEM(row, k)
                 v = <object>p
             else:  # checked (the module's indexing is not): the reference's IndexError
-                v = PySequence_GetItem(row, self.index[i])
+                v = PySequence_GetItem(row, k)
             if skip is not None and v is skip:
                 partial = 1
                 continue
@@ -770,10 +772,10 @@ cdef class VariantColumn:
         """The image or key ``row`` by ``plan``; None: a NULL variant."""
         self.put(plan, row)
 
-    cdef int put(self, ObjectPlan plan, object row) except -1:
+    cdef int put(self, ObjectPlan plan, object row, const Py_ssize_t *remap=NULL) except -1:
         if row is None:
             return self._end(False)
-        plan.write(&self.values, row)
+        plan.write(&self.values, row, remap)
         buf_put(&self.metas, PyBytes_AS_STRING(plan.metadata), PyBytes_GET_SIZE(plan.metadata))
         return self._end(True)
 
@@ -940,21 +942,25 @@ cdef object _ROWS = _ROWS_CLS
 cdef frozenset _ROW_OPS = frozenset(("insert", "update", "delete"))
 
 
-cdef object _key(tuple pk, object image):
-    """``changes._key``: the primary key's values of ``image`` (``pk``: column numbers in column
-    order), None without a key or image, or when the image does not carry one of them."""
-    cdef Py_ssize_t i, n = PyTuple_GET_SIZE(pk)
-    cdef object v, out
+cdef bint _has_key(const Py_ssize_t *pk, Py_ssize_t n, object image) except -1:
+    """Whether ``changes._key`` finds a key in ``image`` (``pk``: column numbers in column
+    order): not without a key or image, or when the image does not carry one of its columns;
+    an index past the image raises the reference's IndexError."""
+    cdef Py_ssize_t i, k
+    cdef object v
     if n == 0 or image is None:
-        return None
-    out = PyTuple_New(n)
+        return 0
     for i in range(n):
-        v = image[<object>PyTuple_GET_ITEM(pk, i)]
+        k = pk[i]
+        if PyList_CheckExact(image) and 0 <= k < PyList_GET_SIZE(image):
+            v = <object>PyList_GET_ITEM(image, k)
+        elif PyTuple_CheckExact(image) and 0 <= k < PyTuple_GET_SIZE(image):
+            v = <object>PyTuple_GET_ITEM(image, k)
+        else:
+            v = PySequence_GetItem(image, k)
         if v is _ABSENT:
-            return None
-        Py_INCREF(v)
-        PyTuple_SET_ITEM(out, i, v)
-    return out
+            return 0
+    return 1
 
 
 cdef inline void put_be(char *p, uint64_t v, int width) noexcept:
@@ -1016,6 +1022,15 @@ cdef class BatchBuilder:
     # ``add_transaction``: what it found for the last table map, source file and transaction source
     cdef object last_tm, last_pk_list, pk_order, tm_layout, tm_db, tm_table
     cdef object last_src, last_fname, last_tsrc, last_fno
+    cdef Py_ssize_t *pk_c  # pk_order in C
+    cdef Py_ssize_t npk
+
+    def __cinit__(self):
+        self.pk_c = NULL
+        self.npk = 0
+
+    def __dealloc__(self):
+        free(self.pk_c)
 
     def __init__(self, images, name_images):
         self.images, self.name_images = images, name_images
@@ -1084,7 +1099,7 @@ cdef class BatchBuilder:
         cdef object fno, tstart
         cdef Py_ssize_t ei, ri, nrows, n = 0
         cdef uint64_t major = 0, minor = 0
-        cdef bint bad_key = 0, update
+        cdef bint bad_key = 0, update, has_a, has_b
         cdef char okey[35]
         tsrc = t.source
         if tsrc is not self.last_tsrc:
@@ -1120,11 +1135,10 @@ cdef class BatchBuilder:
                 n += nrows
                 continue
             if tm is not self.last_tm or tm.primary_key is not self.last_pk_list:
-                self.tm_layout = layouts(tm)
-                pk = tm.primary_key
-                self.pk_order = tuple(pk if len(pk) < 2 or pk == sorted(pk) else sorted(pk))
-                self.tm_db, self.tm_table = tm.database, tm.table
-                self.last_tm, self.last_pk_list = tm, pk
+                try:
+                    self._use_table(tm, layouts)
+                except Exception:  # the reference's error, raised where it raises it
+                    return n if n > start else start, 2
             op = b.operation
             if op not in _ROW_OPS or ei > 0xFFFFFFFF:
                 return n if n > start else start, 2
@@ -1152,10 +1166,9 @@ cdef class BatchBuilder:
                         raise Misfit()
                     before = <object>PyTuple_GET_ITEM(pair, 0)
                     after = <object>PyTuple_GET_ITEM(pair, 1)
-                    kb = _key(self.pk_order, before)
-                    ka = _key(self.pk_order, after)
-                    if ka is None:
-                        ka = kb
+                    has_b = _has_key(self.pk_c, self.npk, before)
+                    # a minimal after image leaves out a key that did not change: the before image has it
+                    has_a = _has_key(self.pk_c, self.npk, after)
                     self.source.add(source)
                     self.file.add(self.last_fname)
                     self.file_number.add(fno)
@@ -1173,8 +1186,8 @@ cdef class BatchBuilder:
                     self.op.add(op)
                     self.before.put(self.img, before)
                     self.after.put(self.img, after)
-                    self.pk.put(self.key, ka)
-                    self.pk_before.put(self.key, kb if update else None)
+                    self.pk.put(self.key, after if has_a else before if has_b else None, self.pk_c)
+                    self.pk_before.put(self.key, before if update and has_b else None, self.pk_c)
                 except Exception:
                     self._restore()
                     return n, 2
@@ -1184,6 +1197,25 @@ cdef class BatchBuilder:
                 if self.rows >= size:
                     return n, 1
         return n, 0
+
+    cdef int _use_table(self, object tm, object layouts) except -1:
+        """The layout, key columns (``changes._column_order``) and names of a table map."""
+        cdef Py_ssize_t j
+        self.last_tm = None
+        self.tm_layout = layouts(tm)
+        pk = tm.primary_key
+        self.pk_order = tuple(pk if len(pk) < 2 or pk == sorted(pk) else sorted(pk))
+        self.npk = 0
+        free(self.pk_c)
+        self.pk_c = <Py_ssize_t *>malloc((len(self.pk_order) + 1) * sizeof(Py_ssize_t))
+        if self.pk_c == NULL:
+            raise MemoryError()
+        for j in range(len(self.pk_order)):
+            self.pk_c[j] = self.pk_order[j]
+        self.npk = len(self.pk_order)
+        self.tm_db, self.tm_table = tm.database, tm.table
+        self.last_tm, self.last_pk_list = tm, pk
+        return 0
 
     cdef int _use_layout(self, object layout) except -1:
         cdef object enc, index
