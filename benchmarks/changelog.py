@@ -4,7 +4,8 @@ decoding's throughput).
 
     python benchmarks/changelog.py FILE [STEP ...]
 
-Steps: ``decode`` (every event, every value), ``group`` (+ transactions), ``changes`` (+ the core
+Steps: ``decode`` (every event, every value), ``group`` (+ transactions, grouped as the change log
+groups them: ``arrowlog.changelog.fed``, compiled when chosen; ``BINLAKE_PURE=1``: all pure), ``changes`` (+ the core
 model: ``binlake.changes.row_changes``), ``variant`` (the change log's record batches: VARIANT
 images built per layout, what the data source yields: ``file_batches``, one pass from the decoded
 rows without the row changes where compiled), ``per-change`` (the same batches built from
@@ -27,6 +28,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from binlake.arrowlog.changelog import fed
 from binlake.changes import Column, Layout, RowChange, file_number, row_changes
 from binlake.errors import IncompleteTailError
 from binlake.events.rows import ABSENT
@@ -42,11 +44,9 @@ STEPS = ("decode", "group", "changes", "variant", "per-change", "typed-arrow")
 
 
 def changes(path: str) -> Iterator[RowChange]:
-    g, fno = TransactionGrouper(), file_number(path)
-    for ev in BinlogReader(path):
-        for t in g.feed(fno, ev):
-            if t.kind != UNFINISHED:
-                yield from row_changes(t)
+    for t in fed(BinlogReader(path), file_number(path), TransactionGrouper()):
+        if t.kind != UNFINISHED:
+            yield from row_changes(t)
 
 
 Convert = Callable[[Any], Any] | None
@@ -144,9 +144,8 @@ def run(step: str, path: str) -> None:
         for _ in BinlogReader(path):
             pass
     elif step == "group":
-        g = TransactionGrouper()
-        for ev in BinlogReader(path):
-            g.feed(1, ev)
+        for _ in fed(BinlogReader(path), 1, TransactionGrouper()):
+            pass
     elif step == "changes":
         for _ in changes(path):
             pass
