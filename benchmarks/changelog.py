@@ -4,9 +4,12 @@ decoding's throughput).
 
     python benchmarks/changelog.py FILE [STEP ...]
 
-Steps: ``decode`` (every event, every value), ``group`` (+ transactions), ``changes`` (+ the core
-model: ``binlake.changes.row_changes``), ``variant`` (+ the change log's record batches: VARIANT
-images built per layout, what the data source yields), ``typed-arrow`` (the alternative measured
+Steps: ``decode`` (every event, every value), ``group`` (+ transactions, grouped as the change log
+groups them: ``arrowlog.changelog.fed``, compiled when chosen; ``BINLAKE_PURE=1``: all pure), ``changes`` (+ the core
+model: ``binlake.changes.row_changes``), ``variant`` (the change log's record batches: VARIANT
+images built per layout, what the data source yields: ``file_batches``, one pass from the decoded
+rows without the row changes where compiled), ``per-change`` (the same batches built from
+``row_changes``, one ``RowChange`` per row), ``typed-arrow`` (the alternative measured
 against it: per table layout, Arrow batches whose images are structs typed by
 ``binlake.spark.typed.arrow_type``, values converted only where the Arrow type differs from the
 decoded one; one schema per layout, which a Spark data source of one schema cannot yield). Each step
@@ -25,26 +28,25 @@ from typing import Any
 
 import pyarrow as pa
 
+from binlake.arrowlog.changelog import fed
 from binlake.changes import Column, Layout, RowChange, file_number, row_changes
 from binlake.errors import IncompleteTailError
 from binlake.events.rows import ABSENT
 from binlake.reader import BinlogReader
-from binlake.spark.changelog import file_changes, to_batches
+from binlake.spark.changelog import file_batches, file_changes, to_batches
 from binlake.spark.typed import arrow_type
 from binlake.txn import UNFINISHED, TransactionGrouper
 from binlake.values.json_binary import to_mysql_text
 from binlake.values.temporal import MysqlDate, MysqlDateTime, format_time
 from binlake.values.types import ColumnType
 
-STEPS = ("decode", "group", "changes", "variant", "typed-arrow")
+STEPS = ("decode", "group", "changes", "variant", "per-change", "typed-arrow")
 
 
 def changes(path: str) -> Iterator[RowChange]:
-    g, fno = TransactionGrouper(), file_number(path)
-    for ev in BinlogReader(path):
-        for t in g.feed(fno, ev):
-            if t.kind != UNFINISHED:
-                yield from row_changes(t)
+    for t in fed(BinlogReader(path), file_number(path), TransactionGrouper()):
+        if t.kind != UNFINISHED:
+            yield from row_changes(t)
 
 
 Convert = Callable[[Any], Any] | None
@@ -142,13 +144,15 @@ def run(step: str, path: str) -> None:
         for _ in BinlogReader(path):
             pass
     elif step == "group":
-        g = TransactionGrouper()
-        for ev in BinlogReader(path):
-            g.feed(1, ev)
+        for _ in fed(BinlogReader(path), 1, TransactionGrouper()):
+            pass
     elif step == "changes":
         for _ in changes(path):
             pass
     elif step == "variant":
+        for _ in file_batches(path):
+            pass
+    elif step == "per-change":
         for _ in to_batches(file_changes(path)):
             pass
     elif step == "typed-arrow":

@@ -135,9 +135,9 @@ def main() -> None:
     )
     say("row changes, 1 process:", rows, mb, " (+ grouping, typed row changes)")
     arrow = child(
-        "from binlake.series import BinlogSeries; from binlake.spark.changelog import file_changes, to_batches\n"
+        "from binlake.series import BinlogSeries; from binlake.spark.changelog import file_batches\n"
         f"for f in BinlogSeries.open({str(src)!r}).files:\n"
-        "    for _ in to_batches(file_changes(f)): pass"
+        "    for _ in file_batches(f): pass"
     )
     say("change-log Arrow, 1 process:", arrow, mb, f" (+ VARIANT images, Arrow batches; {decode / arrow:.0%} of decoding)")
     start = child(

@@ -32,7 +32,7 @@ from libc.math cimport fabs, isfinite
 from libc.stdio cimport snprintf
 from libc.string cimport memcpy, memset, strlen, strstr
 from cpython.dict cimport PyDict_CheckExact
-from cpython.list cimport PyList_CheckExact
+from cpython.list cimport PyList_CheckExact, PyList_GET_ITEM, PyList_GET_SIZE
 
 import datetime as _dt
 from decimal import Decimal as _Decimal
@@ -64,7 +64,7 @@ cdef extern from *:
 import_datetime()
 
 # the module's interface this source expects (``binlake.arrowlog.images``): a stale build is not used
-INTERFACE = 1
+INTERFACE = 2
 
 # field kinds (``binlake.arrowlog.images.column_encoding`` names them)
 cdef enum:
@@ -639,23 +639,30 @@ cdef class ObjectPlan:
         finally:
             free(out.data)
 
-    cdef int write(self, Buf *out, object row) except -1:
-        """Append the object of ``row`` to ``out``."""
+    cdef int write(self, Buf *out, object row, const Py_ssize_t *remap=NULL) except -1:
+        """Append the object of ``row`` to ``out`` (``remap``: field ``k`` of the row is ``row[remap[k]]``:
+        a key written from its image)."""
         cdef Buf *s = &self.scratch
+        cdef Py_ssize_t k
         cdef int i, m = 0, partial = 0, isize, osize, large, j, maxid = 0
         cdef Py_ssize_t total, start
         cdef object v, bv
         cdef PyObject *p
         cdef bint tup = PyTuple_CheckExact(row)
+        cdef bint lst = not tup and PyList_CheckExact(row)
         cdef object skip = self.skip
         cdef char *h
         s.size = 0
         for i in range(self.n):
-            if tup and self.index[i] < PyTuple_GET_SIZE(row):
-                p = PyTuple_GET_ITEM(row, self.index[i])
+            k = self.index[i] if remap == NULL else remap[self.index[i]]
+            if tup and 0 <= k < PyTuple_GET_SIZE(row):
+                p = PyTuple_GET_ITEM(row, k)
+                v = <object>p
+            elif lst and 0 <= k < PyList_GET_SIZE(row):  # a decoded image, as the decoder gives it
+                p = PyList_GET_ITEM(row, k)
                 v = <object>p
             else:  # checked (the module's indexing is not): the reference's IndexError
-                v = PySequence_GetItem(row, self.index[i])
+                v = PySequence_GetItem(row, k)
             if skip is not None and v is skip:
                 partial = 1
                 continue
@@ -765,12 +772,14 @@ cdef class VariantColumn:
 
     def add(self, ObjectPlan plan, row):
         """The image or key ``row`` by ``plan``; None: a NULL variant."""
+        self.put(plan, row)
+
+    cdef int put(self, ObjectPlan plan, object row, const Py_ssize_t *remap=NULL) except -1:
         if row is None:
-            self._end(False)
-            return
-        plan.write(&self.values, row)
+            return self._end(False)
+        plan.write(&self.values, row, remap)
         buf_put(&self.metas, PyBytes_AS_STRING(plan.metadata), PyBytes_GET_SIZE(plan.metadata))
-        self._end(True)
+        return self._end(True)
 
     def add_bytes(self, bytes value, bytes metadata):
         """A variant already encoded (a rename's names)."""
@@ -928,6 +937,34 @@ cdef class _Strings:
         )
 
 
+from binlake.events.rows import ABSENT as _ABSENT_OBJ, Rows as _ROWS_CLS
+
+cdef object _ABSENT = _ABSENT_OBJ
+cdef object _ROWS = _ROWS_CLS
+cdef frozenset _ROW_OPS = frozenset(("insert", "update", "delete"))
+
+
+cdef bint _has_key(const Py_ssize_t *pk, Py_ssize_t n, object image) except -1:
+    """Whether ``changes._key`` finds a key in ``image`` (``pk``: column numbers in column
+    order): not without a key or image, or when the image does not carry one of its columns;
+    an index past the image raises the reference's IndexError."""
+    cdef Py_ssize_t i, k
+    cdef object v
+    if n == 0 or image is None:
+        return 0
+    for i in range(n):
+        k = pk[i]
+        if PyList_CheckExact(image) and 0 <= k < PyList_GET_SIZE(image):
+            v = <object>PyList_GET_ITEM(image, k)
+        elif PyTuple_CheckExact(image) and 0 <= k < PyTuple_GET_SIZE(image):
+            v = <object>PyTuple_GET_ITEM(image, k)
+        else:
+            v = PySequence_GetItem(image, k)
+        if v is _ABSENT:
+            return 0
+    return 1
+
+
 cdef inline void put_be(char *p, uint64_t v, int width) noexcept:
     cdef int i
     for i in range(width - 1, -1, -1):
@@ -984,6 +1021,18 @@ cdef class BatchBuilder:
     cdef dict index
     cdef readonly list distinct, which
     cdef readonly Py_ssize_t rows
+    # ``add_transaction``: what it found for the last table map, source file and transaction source
+    cdef object last_tm, last_pk_list, pk_order, tm_layout, tm_db, tm_table
+    cdef object last_src, last_fname, last_tsrc, last_fno
+    cdef Py_ssize_t *pk_c  # pk_order in C
+    cdef Py_ssize_t npk
+
+    def __cinit__(self):
+        self.pk_c = NULL
+        self.npk = 0
+
+    def __dealloc__(self):
+        free(self.pk_c)
 
     def __init__(self, images, name_images):
         self.images, self.name_images = images, name_images
@@ -1024,6 +1073,165 @@ cdef class BatchBuilder:
             raise
         self.rows += 1
 
+    cdef void _save(self) noexcept:
+        self.source.save(); self.file.save(); self.gtid.save(); self.db.save(); self.table.save()
+        self.op.save(); self.okey.save()
+        self.file_number.save(); self.position.save(); self.txn_position.save(); self.last_committed.save()
+        self.sequence_number.save(); self.commit_ts.save(); self.server_id.save()
+        self.before.save(); self.after.save(); self.pk.save(); self.pk_before.save()
+
+    cdef void _restore(self) noexcept:
+        self.source.restore(); self.file.restore(); self.gtid.restore(); self.db.restore(); self.table.restore()
+        self.op.restore(); self.okey.restore()
+        self.file_number.restore(); self.position.restore(); self.txn_position.restore()
+        self.last_committed.restore(); self.sequence_number.restore(); self.commit_ts.restore()
+        self.server_id.restore()
+        self.before.restore(); self.after.restore(); self.pk.restore(); self.pk_before.restore()
+
+    def add_transaction(self, t, source, Py_ssize_t start, Py_ssize_t size, layouts, file_number, file_name):
+        """The row changes of the finished, non-DDL transaction ``t`` (``changes.row_changes(t,
+        None, source)`` is the reference) from its change number ``start`` on, each straight from
+        the decoded rows into the buffers, until the batch holds ``size`` rows. ``layouts``,
+        ``file_number``, ``file_name``: the change model's (``changes._layouts`` …). Returns (the
+        next change's number, status): 0 every change taken, 1 the batch is full, 2 that change is
+        not taken (a misfit, or an error the reference may raise; nothing of it is kept): the
+        caller adds it and the rest of ``t`` change by change."""
+        cdef list events = t.events
+        cdef object ev, b, tm, rows, pair, before, after, kb, ka, op, offset, sid, gtid, lc, seq, ts, tsrc
+        cdef object fno, tstart
+        cdef Py_ssize_t ei, ri, nrows, n = 0
+        cdef uint64_t major = 0, minor = 0
+        cdef bint bad_key = 0, update, has_a, has_b
+        cdef char okey[35]
+        tsrc = t.source
+        if tsrc is not self.last_tsrc:
+            self.last_fno = file_number(tsrc)
+            self.last_tsrc = tsrc
+        fno = self.last_fno
+        tstart = t.start
+        gtid, lc, seq = t.gtid, t.last_committed, t.sequence_number
+        ts = t.commit_time_us or None
+        if PyLong_CheckExact(fno) and PyLong_CheckExact(tstart) and fno >= 0 and tstart >= 0:
+            try:
+                major = PyLong_AsUnsignedLongLong(fno)
+                minor = PyLong_AsUnsignedLongLong(tstart)
+            except OverflowError:
+                bad_key = 1
+        else:
+            bad_key = 1
+        put_be(okey, major, 8)
+        put_be(okey + 8, minor, 8)
+        memset(okey + 16, 0, 10)
+        okey[34] = 1
+        for ei in range(len(events)):
+            ev = events[ei]
+            b = ev.body
+            if not isinstance(b, _ROWS):
+                continue
+            tm = b.table
+            if tm is None or b.undecoded_reason:
+                continue
+            rows = b.rows
+            nrows = len(rows)
+            if n + nrows <= start:
+                n += nrows
+                continue
+            if tm is not self.last_tm or tm.primary_key is not self.last_pk_list:
+                try:
+                    self._use_table(tm, layouts)
+                except Exception:  # the reference's error, raised where it raises it
+                    return n if n > start else start, 2
+            op = b.operation
+            if op not in _ROW_OPS or ei > 0xFFFFFFFF:
+                return n if n > start else start, 2
+            update = op == "update"
+            if ev.source is not self.last_src:
+                self.last_fname = file_name(ev.source)
+                self.last_src = ev.source
+            offset = ev.offset
+            sid = ev.header.server_id
+            try:
+                self._use_layout(self.tm_layout)
+            except Exception:
+                return n if n > start else start, 2
+            put_be(okey + 26, <uint64_t>ei, 4)
+            for ri in range(nrows):
+                if n < start:
+                    n += 1
+                    continue
+                if bad_key or ri > 0xFFFFFFFF:
+                    return n, 2
+                pair = rows[ri]
+                self._save()
+                try:
+                    if not PyTuple_CheckExact(pair) or PyTuple_GET_SIZE(pair) != 2:
+                        raise Misfit()
+                    before = <object>PyTuple_GET_ITEM(pair, 0)
+                    after = <object>PyTuple_GET_ITEM(pair, 1)
+                    has_b = _has_key(self.pk_c, self.npk, before)
+                    # a minimal after image leaves out a key that did not change: the before image has it
+                    has_a = _has_key(self.pk_c, self.npk, after)
+                    self.source.add(source)
+                    self.file.add(self.last_fname)
+                    self.file_number.add(fno)
+                    self.position.add(offset)
+                    self.txn_position.add(tstart)
+                    put_be(okey + 30, <uint64_t>ri, 4)
+                    self.okey.add_raw(okey, 35, 1)
+                    self.gtid.add(gtid)
+                    self.last_committed.add(lc)
+                    self.sequence_number.add(seq)
+                    self.commit_ts.add(ts)
+                    self.server_id.add(sid)
+                    self.db.add(self.tm_db)
+                    self.table.add(self.tm_table)
+                    self.op.add(op)
+                    self.before.put(self.img, before)
+                    self.after.put(self.img, after)
+                    self.pk.put(self.key, after if has_a else before if has_b else None, self.pk_c)
+                    self.pk_before.put(self.key, before if update and has_b else None, self.pk_c)
+                except Exception:
+                    self._restore()
+                    return n, 2
+                self.which.append(self.last_index)
+                self.rows += 1
+                n += 1
+                if self.rows >= size:
+                    return n, 1
+        return n, 0
+
+    cdef int _use_table(self, object tm, object layouts) except -1:
+        """The layout, key columns (``changes._column_order``) and names of a table map."""
+        cdef Py_ssize_t j
+        self.last_tm = None
+        self.tm_layout = layouts(tm)
+        pk = tm.primary_key
+        self.pk_order = tuple(pk if len(pk) < 2 or pk == sorted(pk) else sorted(pk))
+        self.npk = 0
+        free(self.pk_c)
+        self.pk_c = <Py_ssize_t *>malloc((len(self.pk_order) + 1) * sizeof(Py_ssize_t))
+        if self.pk_c == NULL:
+            raise MemoryError()
+        for j in range(len(self.pk_order)):
+            self.pk_c[j] = self.pk_order[j]
+        self.npk = len(self.pk_order)
+        self.tm_db, self.tm_table = tm.database, tm.table
+        self.last_tm, self.last_pk_list = tm, pk
+        return 0
+
+    cdef int _use_layout(self, object layout) except -1:
+        cdef object enc, index
+        if layout is not self.last_layout:
+            enc = self.images(layout)
+            self.img, self.key = enc.image, enc.key
+            self.last_layout = layout
+            index = self.index.get(id(layout))
+            if index is None:
+                index = self.index[id(layout)] = len(self.distinct)
+                self.distinct.append(layout)
+            self.last_index = index
+        return 0
+
     cdef int _add(self, object c) except -1:
         cdef object origin, layout, docs, enc, index
         if not isinstance(c, tuple) or PyTuple_GET_SIZE(c) != 13:
@@ -1061,15 +1269,7 @@ cdef class BatchBuilder:
             self.pk_before.add_null()
             self.which.append(None)
             return 0
-        if layout is not self.last_layout:
-            enc = self.images(layout)
-            self.img, self.key = enc.image, enc.key
-            self.last_layout = layout
-            index = self.index.get(id(layout))
-            if index is None:
-                index = self.index[id(layout)] = len(self.distinct)
-                self.distinct.append(layout)
-            self.last_index = index
+        self._use_layout(layout)
         self.before.add(self.img, <object>PyTuple_GET_ITEM(c, 3))
         self.after.add(self.img, <object>PyTuple_GET_ITEM(c, 4))
         self.pk.add(self.key, <object>PyTuple_GET_ITEM(c, 5))
@@ -1098,3 +1298,107 @@ cdef class BatchBuilder:
             else:
                 arrays.append((<_Int64s>b).array(type))
         return arrays
+
+
+# ---- transactions for the one pass (``binlake.txn.TransactionGrouper`` is the reference) ----
+
+from binlake.events.table_map import TableMap as _TABLE_MAP_CLS
+from binlake.events.query import Query as _QUERY_CLS
+from binlake.events.control import Xid as _XID_CLS
+from binlake import txn as _txn
+
+cdef object _TABLE_MAP = _TABLE_MAP_CLS
+cdef object _QUERY = _QUERY_CLS
+cdef object _XID = _XID_CLS
+cdef frozenset _OWN_RULES = frozenset(int(c) for c in _txn._OWN_RULES)
+cdef frozenset _GTID_EVENTS = frozenset(int(c) for c in _txn.GTID_EVENTS)
+cdef long _TRANSACTION_PAYLOAD = 40
+cdef object _COMMIT = _txn.COMMIT
+
+
+cdef class Grouper:
+    """``TransactionGrouper.feed`` with the events of a plain transaction in C: its GTID (none
+    open, nothing pending), BEGIN, table maps, rows events and XID. Every other event goes to the
+    pure grouper ``g``, whose state this shares (``g.current`` …, read and written in its
+    ``__dict__``), so its rules stay the one reference."""
+
+    cdef object g
+    cdef dict d
+    cdef bint keep
+    cdef list _empty
+
+    def __init__(self, g):
+        self.g = g
+        self.d = g.__dict__
+        self.keep = g.keep_events
+        for name in ("current", "pending", "_payload_size", "_last_end", "_last_source"):
+            if name not in self.d:
+                raise ValueError("not a TransactionGrouper")
+
+    def feed(self, file_seq, ev):
+        """``TransactionGrouper.feed``: the transactions ``ev`` finishes."""
+        return self._feed(file_seq, ev)
+
+    def pull(self, it, file_seq):
+        """Events from the iterator ``it`` until one finishes a transaction: the transactions it
+        finishes (unfinished ones included, as ``feed`` gives them); None when ``it`` is exhausted."""
+        cdef list out
+        for ev in it:
+            out = self._feed(file_seq, ev)
+            if out:
+                return out
+        return None
+
+    cdef list _feed(self, object file_seq, object ev):
+        cdef object body = ev.body
+        cdef object cls = type(body)
+        cdef object t = self.d["current"]
+        cdef object code = ev.kind
+        if t is not None:
+            if (cls is _ROWS or cls is _TABLE_MAP) and code not in _OWN_RULES:
+                self._add(t, ev, body, cls)
+                return []
+            if cls is _QUERY and code not in _OWN_RULES and body.query == "BEGIN":
+                self._add(t, ev, body, cls)
+                t.began = True  # ``statement_ends``: BEGIN opens, and ends nothing
+                return []
+            if cls is _XID and code not in _OWN_RULES:
+                self._add(t, ev, body, cls)
+                t.xid = body.xid
+                return [self._finish(t, ev)]
+        elif code in _GTID_EVENTS and not self.d["pending"]:
+            t = self.g._start(file_seq, ev)
+            self.g._take_gtid(t, ev)
+            self._add(t, ev, body, cls)
+            return []
+        return self.g.feed(file_seq, ev)
+
+    cdef int _add(self, object t, object ev, object b, object cls) except -1:
+        cdef object size, key
+        cdef dict d = self.d
+        if self.keep:
+            t.events.append(ev)
+        if ev.inner_index is None:
+            size = ev.header.event_size
+            if ev.kind == _TRANSACTION_PAYLOAD:
+                d["_payload_size"] = size
+        else:
+            size = d["_payload_size"]
+        d["_last_end"] = ev.offset + size
+        d["_last_source"] = ev.source
+        if cls is _TABLE_MAP:
+            key = (b.database, b.table)
+            if key not in t.tables:
+                t.tables.append(key)
+        elif cls is _ROWS:
+            t.rows += len(b.rows) if b.counted is None else b.counted
+        return 0
+
+    cdef object _finish(self, object t, object ev):
+        """``TransactionGrouper._finish(ev, COMMIT)`` of an XID event."""
+        t.kind = _COMMIT
+        t.end = ev.offset + (self.d["_payload_size"] if ev.inner_index is not None else ev.header.event_size)
+        t.end_source = ev.source
+        t.commit_header_ts = ev.header.timestamp
+        self.d["current"] = None
+        return t

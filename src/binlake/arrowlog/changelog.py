@@ -10,6 +10,7 @@ and the global binlog alike); ``before``/``after`` are VARIANT objects column na
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -17,7 +18,9 @@ import pyarrow as pa
 
 from binlake.arrowlog import variant
 from binlake.arrowlog.images import LayoutImages, _fastvariant, image_cache, use_compiled_images
-from binlake.changes import Layout, Op, RowChange
+from binlake.changes import Layout, Op, RowChange, _file_name, _layouts, file_number, row_changes
+from binlake.events.base import Event
+from binlake.txn import DDL, Transaction, TransactionGrouper
 
 # a VARIANT column as Spark's Python data source takes it from Arrow
 VARIANT = pa.struct(
@@ -139,38 +142,104 @@ def changelog_batches(
         yield _batch(buf, images)
 
 
-def _fast_batches(
-    changes: Iterable[RowChange], size: int, images: Callable[[Layout], LayoutImages]
+def transaction_batches(
+    transactions: Iterable[Transaction], source: str = "", size: int = 4096, compiled: bool | None = None
 ) -> Iterator[pa.RecordBatch]:
-    """``changelog_batches`` by the compiled builder, change by change. A change it does not take
+    """The change log of finished transactions: ``changelog_batches`` of their ``row_changes``
+    (the reference, taken when not ``compiled``), the compiled way in one pass: a transaction's rows
+    go from the decoded rows events straight into the batch's buffers, without a ``RowChange`` per
+    row. A DDL transaction (its renames and drops), and the rest of one whose change the one pass
+    does not take, go change by change: the same rows in the same order."""
+    on = use_compiled_images(compiled)
+    if not on:
+        yield from changelog_batches(
+            (c for t in transactions for c in row_changes(t, None, source)), size, compiled=False
+        )
+        return
+    fill = _Filler(size, image_cache(True))
+    for t in transactions:
+        taken = 0
+        if fill.pure is None and t.kind != DDL:
+            while True:
+                taken, status = fill.builder.add_transaction(
+                    t, source, taken, size, _layouts, file_number, _file_name
+                )
+                if status != _FULL:
+                    break
+                yield from fill.flush()
+            if status == _ALL:
+                continue
+        yield from fill.changes(itertools.islice(row_changes(t, None, source), taken, None))
+    yield from fill.finish()
+
+
+def fed(
+    events: Iterable[Event], file_seq: int, grouper: TransactionGrouper, compiled: bool | None = None
+) -> Iterator[Transaction]:
+    """What ``grouper.feed(file_seq, ev)`` returns for each of ``events``, in order (unfinished
+    transactions included); ``compiled`` (default: when the compiled change log is chosen): the
+    common events of a transaction grouped by ``_fastvariant.Grouper``, the rest by ``grouper``."""
+    if not use_compiled_images(compiled):
+        for ev in events:
+            yield from grouper.feed(file_seq, ev)
+        return
+    assert _fastvariant is not None
+    fast, it = _fastvariant.Grouper(grouper), iter(events)
+    while (done := fast.pull(it, file_seq)) is not None:
+        yield from done
+
+
+_ALL, _FULL = 0, 1  # ``BatchBuilder.add_transaction``'s status (2: a change it does not take)
+
+
+class _Filler:
+    """Batches of up to ``size`` changes by the compiled builder; a change it does not take
     (``_fastvariant.Misfit``, or an encoder's error) ends the batch before it and starts one built
     the pure way, which gives its rows or raises the reference's error: the same rows in the same
     order, batch boundaries moved."""
-    assert _fastvariant is not None
-    builder = _fastvariant.BatchBuilder(images, _name_images)
-    pure: list[RowChange] | None = None  # a batch being gathered for the pure builder
-    for c in changes:
-        if pure is not None:
-            pure.append(c)
-            if len(pure) >= size:
-                yield _batch(pure, images, _fastvariant.VariantColumn)
-                pure = None
-            continue
-        try:
-            builder.add(c)
-        except Exception:
-            if builder.rows:
-                yield _built(builder)
-                builder = _fastvariant.BatchBuilder(images, _name_images)
-            pure = [c]
-            continue
-        if builder.rows >= size:
-            yield _built(builder)
-            builder = _fastvariant.BatchBuilder(images, _name_images)
-    if pure:
-        yield _batch(pure, images, _fastvariant.VariantColumn)
-    if builder.rows:
-        yield _built(builder)
+
+    def __init__(self, size: int, images: Callable[[Layout], LayoutImages]) -> None:
+        assert _fastvariant is not None
+        self.size, self.images = size, images
+        self.builder = _fastvariant.BatchBuilder(images, _name_images)
+        self.pure: list[RowChange] | None = None  # a batch being gathered for the pure builder
+
+    def flush(self) -> Iterator[pa.RecordBatch]:
+        """The compiled builder's batch, and a new builder."""
+        if self.builder.rows:
+            yield _built(self.builder)
+            self.builder = _fastvariant.BatchBuilder(self.images, _name_images)  # type: ignore[union-attr]
+
+    def changes(self, changes: Iterable[RowChange]) -> Iterator[pa.RecordBatch]:
+        for c in changes:
+            if self.pure is not None:
+                self.pure.append(c)
+                if len(self.pure) >= self.size:
+                    yield _batch(self.pure, self.images, _fastvariant.VariantColumn)  # type: ignore[union-attr]
+                    self.pure = None
+                continue
+            try:
+                self.builder.add(c)
+            except Exception:
+                yield from self.flush()
+                self.pure = [c]
+                continue
+            if self.builder.rows >= self.size:
+                yield from self.flush()
+
+    def finish(self) -> Iterator[pa.RecordBatch]:
+        if self.pure:
+            yield _batch(self.pure, self.images, _fastvariant.VariantColumn)  # type: ignore[union-attr]
+        yield from self.flush()
+
+
+def _fast_batches(
+    changes: Iterable[RowChange], size: int, images: Callable[[Layout], LayoutImages]
+) -> Iterator[pa.RecordBatch]:
+    """``changelog_batches`` by the compiled builder, change by change (``_Filler``)."""
+    fill = _Filler(size, images)
+    yield from fill.changes(changes)
+    yield from fill.finish()
 
 
 def _built(builder: Any) -> pa.RecordBatch:

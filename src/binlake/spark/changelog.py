@@ -14,7 +14,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from binlake.arrowlog.changelog import CHANGELOG_SCHEMA, SPARK_DDL, changelog_batches, rows_of
+import pyarrow as pa
+
+from binlake.arrowlog.changelog import (
+    CHANGELOG_SCHEMA,
+    SPARK_DDL,
+    changelog_batches,
+    fed,
+    rows_of,
+    transaction_batches,
+)
 from binlake.arrowlog.images import PARTIAL_JSON_KEY
 from binlake.changes import NAME_OPS as _NAME_OPS
 from binlake.changes import ROW_OPS as _ROW_OPS
@@ -22,7 +31,7 @@ from binlake.changes import RowChange, file_number, row_changes
 from binlake.errors import UnappliableChangeError
 from binlake.filters import Selection
 from binlake.reader import BinlogReader
-from binlake.txn import UNFINISHED, TransactionGrouper
+from binlake.txn import UNFINISHED, Transaction, TransactionGrouper
 
 ROW_OPS = tuple(o.value for o in _ROW_OPS)
 NAME_OPS = tuple(o.value for o in _NAME_OPS)
@@ -62,15 +71,44 @@ def file_changes(
 ) -> Iterator[RowChange]:
     """The changes of the complete transactions of one binlog file (an unfinished tail is not
     emitted: it is re-read once the server has finished it)."""
+    for t in file_transactions(path, observers, start, stop, selection):
+        yield from row_changes(t, selection, source)
+
+
+def file_transactions(
+    path: str | Path,
+    observers: list[Any] | None = None,
+    start: int | None = None,
+    stop: int | None = None,
+    selection: Selection | Any | None = None,
+) -> Iterator[Transaction]:
+    """The complete transactions of one binlog file that ``selection`` keeps, events kept."""
     g = TransactionGrouper(keep_events=True)
     reader = BinlogReader(path, observers=observers, start_position=start, stop_position=stop)
     fno = file_number(str(path))
-    for ev in reader:
-        for t in g.feed(fno, ev):
-            if t.kind != UNFINISHED and (selection is None or selection.keeps_transaction(t)):
-                yield from row_changes(t, selection, source)
+    for t in fed(reader, fno, g):
+        if t.kind != UNFINISHED and (selection is None or selection.keeps_transaction(t)):
+            yield t
+
+
+def file_batches(
+    path: str | Path,
+    source: str = "",
+    observers: list[Any] | None = None,
+    start: int | None = None,
+    stop: int | None = None,
+    selection: Selection | Any | None = None,
+) -> Iterator[pa.RecordBatch]:
+    """``to_batches(file_changes(...))``: the change log of one binlog file as record batches,
+    without a ``RowChange`` per row where the compiled builder is chosen and nothing is selected
+    (``arrowlog.changelog.transaction_batches``)."""
+    if selection is not None:
+        return to_batches(file_changes(path, source, observers, start, stop, selection))
+    return transaction_batches(file_transactions(path, observers, start, stop), source)
 
 
 to_batches = changelog_batches
 
-__all__ = ["CHANGELOG_SCHEMA", "SPARK_DDL", "changelog_batches", "file_number", "rows_of", "to_batches"]
+__all__ = [
+    "CHANGELOG_SCHEMA", "SPARK_DDL", "changelog_batches", "file_batches", "file_number", "rows_of", "to_batches",
+]  # fmt: skip

@@ -28,7 +28,7 @@ from binlake.filters import Selection
 from binlake.schema import SchemaHistory, SchemaTracker
 from binlake.schema.ddlpass import DdlPass, snapshot
 from binlake.sizes import parse_size
-from binlake.spark.changelog import SPARK_DDL, file_changes, to_batches
+from binlake.spark.changelog import SPARK_DDL, file_batches
 from binlake.spark.pushdown import AllOf, selection_from_filters
 
 DEFAULT_SPLIT = "32MB"
@@ -114,7 +114,7 @@ def read_range(
     chosen = [
         sel for sel in (Selection.from_options(options), pushed) if sel is not None and sel != Selection()
     ]
-    rows = file_changes(
+    yield from file_batches(
         part.path,
         source,
         observers,
@@ -122,7 +122,6 @@ def read_range(
         stop=part.end,
         selection=None if not chosen else chosen[0] if len(chosen) == 1 else AllOf(*chosen),
     )
-    yield from to_batches(rows)
 
 
 def plan_ranges(files: list[str], split_bytes: int) -> list[RangePartition]:

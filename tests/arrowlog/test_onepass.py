@@ -1,0 +1,239 @@
+"""The change log in one compiled pass (``arrowlog.changelog.transaction_batches`` and
+``fed``, ``_fastvariant.BatchBuilder.add_transaction`` and ``_fastvariant.Grouper``) against the
+reference: transactions of the pure ``TransactionGrouper``, their ``row_changes``, batches by the
+pure builder. The same transactions, the same record batches (bytes, batch boundaries) or the same
+error, on the corpus, generated series with DDL of every flavour, and event streams and fields the
+one pass does not take."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from binlake.arrowlog.changelog import CHANGELOG_SCHEMA, changelog_batches, fed, transaction_batches
+from binlake.changes import file_number, row_changes
+from binlake.errors import BinlogError
+from binlake.events.base import Event
+from binlake.events.control import Xid
+from binlake.events.gtid import Gtid, MariaGtid
+from binlake.events.query import Query
+from binlake.events.rows import ABSENT, Rows
+from binlake.generate import generate
+from binlake.reader import BinlogReader
+from binlake.spark.changelog import file_batches, file_changes, to_batches
+from binlake.txn import UNFINISHED, Transaction, TransactionGrouper
+from tests.conftest import corpus_index
+
+pytest.importorskip(
+    "binlake.arrowlog._fastvariant", reason="the compiled change log is not built (./dev setup)"
+)
+
+RECORDS = [r for r in corpus_index()["records"] if "path" in r and not r.get("problems")]
+
+
+def events_of(path: Path) -> list[Event]:
+    """A file's events up to the first it cannot decode (a damaged tail ends the list)."""
+    out: list[Event] = []
+    try:
+        for ev in BinlogReader(path):
+            out.append(ev)
+    except BinlogError:
+        pass
+    return out
+
+
+def grouped(events: list[Event], compiled: bool) -> tuple[list[Transaction], TransactionGrouper]:
+    g = TransactionGrouper()
+    return list(fed(events, 7, g, compiled=compiled)), g
+
+
+def same_grouping(events: list[Event]) -> list[Transaction]:
+    """The compiled grouping gives the reference's transactions, and leaves its state."""
+    want, gw = grouped(events, False)
+    got, gg = grouped(events, True)
+    assert got == want
+    for name in ("current", "pending", "_payload_size", "_last_end", "_last_source"):
+        assert getattr(gg, name) == getattr(gw, name), name
+    assert gg.finish() == gw.finish()
+    return want
+
+
+def reference(transactions: list[Transaction], size: int, source: str = "") -> Any:
+    changes = (c for t in transactions for c in row_changes(t, None, source))
+    return list(changelog_batches(changes, size, compiled=False))
+
+
+def outcome(build: Callable[[], list[pa.RecordBatch]]) -> Any:
+    """The batches, or the error (type and message) building them raised."""
+    try:
+        return build()
+    except Exception as e:  # noqa: BLE001 - the error is what is compared
+        return (type(e), str(e))
+
+
+def same_batches(
+    transactions: list[Transaction], size: int = 4096, source: str = "", boundaries: bool = True
+) -> int:
+    """The one pass gives the reference's record batches (or its error); returns the rows."""
+    finished = [t for t in transactions if t.kind != UNFINISHED]
+    want = outcome(lambda: reference(finished, size, source))
+    got = outcome(lambda: list(transaction_batches(finished, source, size, compiled=True)))
+    if isinstance(want, tuple):
+        assert got == want
+        return 0
+    assert not isinstance(got, tuple), got
+    if boundaries:
+        assert [b.num_rows for b in got] == [b.num_rows for b in want]
+        for a, b in zip(got, want, strict=True):
+            assert a.equals(b)
+            for name in ("before", "after", "pk", "pk_before"):
+                for part in ("value", "metadata"):
+                    assert a.column(name).field(part).to_pylist() == b.column(name).field(part).to_pylist()
+    schema = CHANGELOG_SCHEMA
+    assert pa.Table.from_batches(got, schema).equals(pa.Table.from_batches(want, schema))
+    return sum(b.num_rows for b in want)
+
+
+@pytest.mark.parametrize("rec", RECORDS or [{}], ids=[r["path"] for r in RECORDS] or ["no corpus"])
+def test_corpus_alike(corpus: Path, rec: dict) -> None:
+    if "path" not in rec:
+        pytest.skip("no corpus")
+    events = events_of(corpus / rec["path"])
+    transactions = same_grouping(events)
+    same_batches(transactions)
+    same_batches(transactions, size=3, source="src")
+
+
+@pytest.mark.parametrize("flavor", ["mysql80", "mariadb", "mysql57"])
+def test_generated_series_alike(tmp_path: Path, flavor: str) -> None:
+    """Every type, DDL (renames, drops, added columns) every 15 transactions."""
+    result = generate(tmp_path / "bin", flavor=flavor, seed=11, target_bytes=500_000, ddl_every=15)
+    rows = 0
+    for f in result.files:
+        transactions = same_grouping(events_of(Path(f)))
+        assert any(t.kind == "ddl" for t in transactions)
+        rows += same_batches(transactions)
+        same_batches(transactions, size=5)
+    assert rows > 1000
+
+
+def test_file_batches_are_the_data_sources_batches(tmp_path: Path) -> None:
+    """``file_batches`` (the data source) gives ``to_batches(file_changes(...))``, pure and compiled,
+    ranges and selections included."""
+    result = generate(tmp_path / "bin", seed=4, target_bytes=300_000, ddl_every=25)
+    f = result.files[0]
+    for kw in ({}, {"source": "s", "start": None, "stop": None}):
+        got = pa.Table.from_batches(list(file_batches(f, **kw)))
+        want = pa.Table.from_batches(list(changelog_batches(file_changes(f, **kw), compiled=False)))
+        assert got.equals(want)
+    cut = [t for t in (grouped(events_of(Path(f)), False)[0]) if t.kind != UNFINISHED][10]
+    got = list(file_batches(f, start=cut.start, stop=None))
+    assert pa.Table.from_batches(got).equals(
+        pa.Table.from_batches(list(to_batches(file_changes(f, start=cut.start))))
+    )
+
+
+def _mutations(events: list[Event]) -> Iterator[list[Event]]:
+    """Streams the grouper's slow paths take: commits missing (a GTID abandons the open
+    transaction), GTIDs missing (BEGIN opens), BEGINs missing, an XID with nothing open."""
+    xids = [e for e in events if isinstance(e.body, Xid)]
+    yield [e for e in events if not isinstance(e.body, Xid)]
+    yield [e for e in events if not isinstance(e.body, (Gtid, MariaGtid))]
+    yield [e for e in events if not (isinstance(e.body, Query) and e.body.query == "BEGIN")]
+    yield xids[:3] + events
+    yield events[: len(events) // 2] + events[: len(events) // 2]
+
+
+def test_odd_streams_group_alike(tmp_path: Path) -> None:
+    for flavor in ("mysql80", "mariadb"):
+        result = generate(tmp_path / flavor, flavor=flavor, seed=2, target_bytes=150_000, ddl_every=10)
+        events = events_of(Path(result.files[0]))
+        for stream in _mutations(events):
+            same_batches(same_grouping(stream), boundaries=False)
+
+
+def _with_event(t: Transaction, i: int, ev: Event) -> Transaction:
+    events = list(t.events)
+    events[i] = ev
+    return dataclasses.replace(t, events=events)
+
+
+def test_fields_the_one_pass_does_not_take(tmp_path: Path) -> None:
+    """A position past int64, a transaction start past the order key's range, a gtid that is not
+    text, a value the column's encoder refuses, a rows event of another operation, a row that is
+    not a pair: the same rows or the same error as the reference, from any change on."""
+    result = generate(tmp_path / "bin", seed=8, target_bytes=100_000)
+    ts = [t for t in grouped(events_of(Path(result.files[0])), False)[0] if t.kind == "commit"]
+    t = next(t for t in ts if sum(isinstance(e.body, Rows) and len(e.body.rows) for e in t.events) >= 2)
+    i = next(i for i, e in enumerate(t.events) if isinstance(e.body, Rows))
+    ev, body = t.events[i], t.events[i].body
+    row = body.rows[0]
+    image = list(row[1] if row[1] is not None else row[0])
+    odd = [
+        _with_event(t, i, dataclasses.replace(ev, offset=2**64)),
+        _with_event(t, i, dataclasses.replace(ev, offset=2**40)),
+        dataclasses.replace(t, start=2**64),
+        dataclasses.replace(t, start=-1),
+        dataclasses.replace(t, gtid=b"x"),
+        dataclasses.replace(t, commit_ts_us=None, commit_header_ts=0, last_committed=-1),
+        _with_event(t, i, dataclasses.replace(ev, body=dataclasses.replace(body, operation="rename_table"))),
+        _with_event(t, i, dataclasses.replace(ev, body=dataclasses.replace(body, rows=[row, (image,)]))),
+        _with_event(
+            t,
+            i,
+            dataclasses.replace(ev, body=dataclasses.replace(body, rows=[row, (None, ["x"] * len(image))])),
+        ),
+        _with_event(
+            t, i, dataclasses.replace(ev, body=dataclasses.replace(body, rows=[row, (None, image[:1])]))
+        ),
+    ]
+    for bad in odd:
+        for size in (1, 2, 4096):
+            same_batches([ts[0], bad, ts[-1]], size=size, boundaries=False)
+
+
+def test_pure_when_not_compiled(tmp_path: Path) -> None:
+    result = generate(tmp_path / "bin", seed=6, target_bytes=100_000, ddl_every=10)
+    ts = [t for t in grouped(events_of(Path(result.files[0])), False)[0] if t.kind != UNFINISHED]
+    got = list(transaction_batches(ts, size=100, compiled=False))
+    assert [b.num_rows for b in got] == [b.num_rows for b in reference(ts, 100)]
+    assert pa.Table.from_batches(got).equals(pa.Table.from_batches(reference(ts, 100)))
+    assert file_number(result.files[0]) == 1
+
+
+def test_minimal_images_alike(tmp_path: Path) -> None:
+    """MINIMAL/NOBLOB images: columns left out (``ABSENT``), the key among them: an after image
+    without its key takes the before image's, an image without a key gives none."""
+    result = generate(tmp_path / "bin", seed=12, target_bytes=100_000)
+    ts = [t for t in grouped(events_of(Path(result.files[0])), False)[0] if t.kind == "commit"]
+    odd = []
+    for op in ("update", "insert", "delete"):
+        t, i = next(
+            (t, i)
+            for t in ts
+            for i, e in enumerate(t.events)
+            if isinstance(e.body, Rows) and e.body.operation == op and e.body.table.primary_key
+        )
+        ev, body = t.events[i], t.events[i].body
+        pk = body.table.primary_key
+        full = list(body.rows[0][1] if op != "delete" else body.rows[0][0])
+
+        def without(image: list[Any], cols: list[int]) -> list[Any]:
+            return [ABSENT if j in cols else v for j, v in enumerate(image)]
+
+        others = [j for j in range(len(full)) if j not in pk][:2]
+        images = [without(full, pk), without(full, others), without(full, pk[:1] + others), full]
+        if op == "update":
+            rows = [(b, a) for b in images for a in images]
+        elif op == "insert":
+            rows = [(None, a) for a in images]
+        else:
+            rows = [(b, None) for b in images]
+        odd.append(_with_event(t, i, dataclasses.replace(ev, body=dataclasses.replace(body, rows=rows))))
+    for size in (1, 3, 4096):
+        assert same_batches(odd, size=size) >= 20
