@@ -432,14 +432,10 @@ class Generator:
                 self.state[table].pop(before[0])
             else:
                 self.state[table][after[0]] = after
-        if rng.random() < self.cfg.rollback_rate:  # rolled back: undo in the truth, write nothing
-            for table, items in changes.items():
-                for op, before, after in reversed(items):
-                    if op == "insert":
-                        self.state[table].pop(after[0])
-                    else:
-                        self.state[table][before[0]] = before
+        self._undo(changes)
+        if rng.random() < self.cfg.rollback_rate:  # rolled back: nothing in the truth, nothing written
             return
+        self._as_written(changes)
         code, g = self._gtid(commit)
         events = [(code, g, commit // 10**6), self._query("BEGIN", start_s)]
         rows = 0
@@ -459,6 +455,31 @@ class Generator:
             g.transaction_length = self._length(w, events, encoded)
         where = w.transaction(events, encoded)
         self._log(txlog, result, g, commit, "commit", rows, where)
+
+    def _undo(self, changes: dict[str, list[tuple[str, Any, Any]]]) -> None:
+        """The tables as before a transaction's changes (applied as its statements ran)."""
+        for table, items in changes.items():
+            for op, before, after in reversed(items):
+                if op == "insert":
+                    self.state[table].pop(after[0])
+                else:
+                    self.state[table][before[0]] = before
+
+    def _as_written(self, changes: dict[str, list[tuple[str, Any, Any]]]) -> None:
+        """A transaction's changes applied to the truth in the order the binlog holds them: per
+        table its inserts, then updates, then deletes (one rows event each). Where the statements
+        ran in another order on one key (deleted, then inserted again) the truth is what the events
+        do, which a replica and every sink reproduce."""
+        for table, items in changes.items():
+            state = self.state[table]
+            for op in ("insert", "update", "delete"):
+                for o, before, after in items:
+                    if o != op:
+                        continue
+                    if op == "delete":
+                        state.pop(before[0], None)
+                    else:
+                        state[after[0]] = after
 
     def _rows_code(self, op: str) -> int:
         if self.flavor.mariadb:
