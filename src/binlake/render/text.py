@@ -22,7 +22,8 @@ DELIM = "/*!*/;"
 
 
 def _table_label(tm: table_map.TableMap) -> str:
-    """A rows event's table in its ``###`` head line (control characters escaped: ``comment_text``)."""
+    """A table in dump text's comment lines (``###`` heads, Table_map): quoted as mariadb-binlog
+    quotes it (a backquote doubled), control characters escaped (``comment_text``)."""
     return comment_text(f"{quote_ident(tm.database)}.{quote_ident(tm.table)}")
 
 
@@ -155,8 +156,7 @@ def _describe(ev: Event) -> tuple[str, list[str]]:
         lines += [b.query, DELIM]
         return (f"Query\tthread_id={b.thread_id}\texec_time={b.exec_time}\terror_code={b.error_code}", lines)
     if isinstance(b, table_map.TableMap):
-        name = comment_text(f"`{b.database}`.`{b.table}`")
-        return (f"Table_map: {name} mapped to number {b.table_id}", [])
+        return (f"Table_map: {_table_label(b)} mapped to number {b.table_id}", [])
     if isinstance(b, rows.Rows):
         flags = " flags: STMT_END_F" if b.end_of_statement else ""
         return (f"{_ROWS_NAMES[b.operation]}: table id {b.table_id}{flags}", [])
