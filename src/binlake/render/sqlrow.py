@@ -127,7 +127,10 @@ def where_columns(tm: TableMap) -> list[int]:
 
 
 def _op(col: ColumnDef) -> tuple[str, int, Any]:
-    """How the compiled formatter (``render._fastjoin``) writes a value of this column."""
+    """How the compiled formatter (``render._fastjoin``) writes a value of this column (SQL's SET:
+    its names joined and quoted)."""
+    if col.real_type == ColumnType.SET:
+        return ("set", 0, None)
     return joined.column_op(col.real_type, col.meta, _INTEGERS, 0)
 
 
