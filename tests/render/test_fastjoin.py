@@ -238,12 +238,12 @@ def test_decimal_columns_format_alike() -> None:
 
 
 def test_bit_columns_format_alike() -> None:
-    """SQL's ``b'...'`` of every BIT width (C to 61 bits) for random and edge values."""
+    """SQL's ``b'...'`` of every BIT width (C to 64 bits) for random and edge values."""
     rng = random.Random(18)
     for width in range(1, 65):
         col = ColumnDef(0, ColumnType.BIT, ((width // 8) << 8) | (width % 8), True, name="b")
         ps, fs = both_sql(_table([col], [0]))
-        values = [0, 1, 2**width - 1, 2**61 - 1, 2**61, 2**63, 2**64 - 1, -1, True, 1.0]
+        values = [0, 1, 2**width - 1, 2**61 - 1, 2**61, 2**63, 2**64 - 1, 2**64, 2**70, -1, -(2**63), True, 1.0]
         for v in values + [rng.getrandbits(width) for _ in range(300)]:
             assert_sql_alike(fs.insert, ps.insert, [v], msg=(width, v))
             assert_sql_alike(fs.update, ps.update, [v], [v], msg=(width, v))

@@ -81,7 +81,7 @@ cdef enum:
     OP_TIME = 7  # ``format_time``, ``arg`` fractional digits, quoted
     OP_JSON = 8  # the text of an ``aux`` (Json) document, quoted as OP_STR when nothing to escape
     OP_FLOAT32 = 9  # ``float32_text`` of a float32 value (arg 1: ``repr(float(...))`` of finite ones)
-    OP_BIT = 10  # ``"b'" + format(v, "0{arg}b") + "'"`` of an int (SQL)
+    OP_BIT = 10  # ``"b'" + format(v, "0{arg}b") + "'"`` of an int in 0 .. 2**64 - 1 (SQL)
     OP_SET = 11  # ``Q(",".join(v))`` of a tuple of str (SQL)
 
 OPS = {
@@ -581,6 +581,8 @@ cdef class Joined:
         cdef const char *sign
         cdef object t
         cdef Py_ssize_t mark
+        cdef unsigned long long ux
+        cdef char bits[72]  # b'...' of up to 64 bits
         if code == OP_INT:
             if type(v) is int:
                 x = PyLong_AsLongLongAndOverflow(v, &overflow)
@@ -633,10 +635,13 @@ cdef class Joined:
                 _emit(out, bout, _base64_object(v) if self.dialect == 0 else _hex_literal(v))
                 return 0
         elif code == OP_BIT:
-            if type(v) is int and 1 <= self.args[i] <= 61:
-                x = PyLong_AsLongLongAndOverflow(v, &overflow)
-                if overflow == 0 and 0 <= x < (1LL << 61):
-                    _emit_c(out, bout, buf, bits_text(buf, <unsigned long long>x, self.args[i]))
+            if type(v) is int and 1 <= self.args[i] <= 64:
+                try:
+                    ux = v  # 0 .. 2**64 - 1 (BIT(64) too); else the generated expression
+                except OverflowError:
+                    pass
+                else:
+                    _emit_c(out, bout, bits, bits_text(bits, ux, self.args[i]))
                     return 0
         elif code == OP_FLOAT32:
             if type(v) is float:
