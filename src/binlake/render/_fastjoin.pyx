@@ -11,6 +11,11 @@ escape, naive or UTC DATETIMEs, DATEs, TIMEs and JSON documents' text are writte
 value by ``slow`` for its column, so the text is the generated formatter's by construction. Images
 of another length or type, with an ``ABSENT`` column, or with a value of the class ``reject`` in a
 JSON column (a partial JSON update, for DELETE and UPDATE) go to the generated function as a whole.
+
+A statement is written as text (``Joined(*images)``) or into a bytearray as UTF-8 with surrogate
+escapes (``Joined.into``: no text per value; a plain JSON document is written from its value, JSON-
+then SQL-escaped, where ``Json.text()`` would give the C encoder's text). ``SqlBlocks`` writes a
+whole transaction of ``sql`` that way and ``EventJson`` a whole line of ``dump --format json``.
 """
 
 from cpython.datetime cimport (

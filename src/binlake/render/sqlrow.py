@@ -9,6 +9,8 @@ strings, binary strings, temporal values and JSON documents are written inline b
 check, BIT, SET and FLOAT too. Everything else (GEOMETRY, VECTOR, zero dates, an unexpected value
 type) calls ``literal`` for its column; an image with an ``ABSENT`` column or a partial JSON
 update takes the reference as a whole. Tests hold the two equal on the corpus and generated series.
+With the compiled formatter (``render._fastjoin``), the same concatenation is handed to C as data,
+and the generated functions are compiled only when C first calls them (most layouts never do).
 """
 
 from __future__ import annotations
