@@ -214,11 +214,11 @@ class SqlOptions(Options):
 
 
 def cmd_sql(o: SqlOptions) -> int:
-    from binlake.render.output import write_lines_to
-    from binlake.render.sql import render_sql_blocks
+    from binlake.render.output import write_blocks_to
+    from binlake.render.sql import render_sql_bytes
 
     transactions = selected_transactions(o.read, streams_output=True)
-    write_lines_to(render_sql_blocks(transactions, flashback=o.flashback))
+    write_blocks_to(render_sql_bytes(transactions, flashback=o.flashback))
     return 0
 
 

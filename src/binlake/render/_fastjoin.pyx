@@ -11,6 +11,11 @@ escape, naive or UTC DATETIMEs, DATEs, TIMEs and JSON documents' text are writte
 value by ``slow`` for its column, so the text is the generated formatter's by construction. Images
 of another length or type, with an ``ABSENT`` column, or with a value of the class ``reject`` in a
 JSON column (a partial JSON update, for DELETE and UPDATE) go to the generated function as a whole.
+
+A statement is written as text (``Joined(*images)``) or into a bytearray as UTF-8 with surrogate
+escapes (``Joined.into``: no text per value; a plain JSON document is written from its value, JSON-
+then SQL-escaped, where ``Json.text()`` would give the C encoder's text). ``SqlBlocks`` writes a
+whole transaction of ``sql`` that way and ``EventJson`` a whole line of ``dump --format json``.
 """
 
 from cpython.datetime cimport (
@@ -50,7 +55,7 @@ import datetime as _dt
 import_datetime()
 
 # the interface ``jsonrow``/``sqlrow`` expect (a build older than this source is not used)
-INTERFACE = 3
+INTERFACE = 4
 
 cdef extern from "Python.h":
     Py_ssize_t PyUnicode_GET_LENGTH(object)
@@ -81,7 +86,8 @@ cdef enum:
     OP_TIME = 7  # ``format_time``, ``arg`` fractional digits, quoted
     OP_JSON = 8  # the text of an ``aux`` (Json) document, quoted as OP_STR when nothing to escape
     OP_FLOAT32 = 9  # ``float32_text`` of a float32 value (arg 1: ``repr(float(...))`` of finite ones)
-    OP_BIT = 10  # ``"b'" + format(v, "0{arg}b") + "'"`` of an int (SQL)
+    OP_BIT = 10  # ``"b'" + format(v, "0{arg}b") + "'"`` of an int in 0 .. 2**64 - 1 (SQL)
+    OP_SET = 11  # ``Q(",".join(v))`` of a tuple of str (SQL)
 
 OPS = {
     "slow": OP_SLOW,
@@ -95,6 +101,7 @@ OPS = {
     "json": OP_JSON,
     "float32": OP_FLOAT32,
     "bit": OP_BIT,
+    "set": OP_SET,
 }
 
 # dialects: what a string is quoted with and which characters make it take ``slow``
@@ -299,6 +306,156 @@ cdef int _float32_text(double v, char *buf):
     return 0  # none read back: ``repr(v)`` there
 
 
+# ---- text written into a bytearray as UTF-8 with surrogate escapes (what the output writer does) ----
+
+cdef inline int _put(bytearray out, const char *p, Py_ssize_t n) except -1:
+    cdef Py_ssize_t size = PyByteArray_GET_SIZE(out)
+    PyByteArray_Resize(out, size + n)
+    memcpy(PyByteArray_AS_STRING(out) + size, p, n)
+    return 0
+
+
+cdef inline int _put_bytes(bytearray out, bytes b) except -1:
+    return _put(out, PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b))
+
+
+cdef inline int _put_str(bytearray out, str s) except -1:
+    """``s`` as UTF-8 with surrogate escapes (ASCII text copied as it is; the encoder's error else)."""
+    if PyUnicode_IS_ASCII(s):
+        return _put(out, <const char *>PyUnicode_DATA(s), PyUnicode_GET_LENGTH(s))
+    return _put_bytes(out, PyUnicode_AsEncodedString(s, "utf-8", "surrogateescape"))
+
+
+cdef inline int _put_int(bytearray out, object v) except -1:
+    """``%d`` / ``str`` of an int (any int class: its value)."""
+    cdef int overflow = 0
+    cdef char buf[32]
+    cdef long long x = PyLong_AsLongLongAndOverflow(v, &overflow)
+    if overflow:
+        return _put_str(out, PyObject_Str(int(v)))
+    return _put(out, buf, i64_text(buf, x))
+
+
+cdef inline int _emit(list out, bytearray bout, object s) except -1:
+    """``s`` (text) appended to ``out``, or written into ``bout`` when it is given."""
+    if bout is None:
+        out.append(s)
+        return 0
+    if type(s) is not str:
+        raise TypeError("a formatter gave something other than text")
+    return _put_str(bout, <str>s)
+
+
+cdef inline int _emit_c(list out, bytearray bout, const char *p, Py_ssize_t n) except -1:
+    """ASCII ``p[:n]`` appended to ``out`` as text, or written into ``bout``."""
+    if bout is None:
+        out.append(PyUnicode_FromStringAndSize(p, n))
+        return 0
+    return _put(bout, p, n)
+
+
+cdef bint _all_str(tuple v):
+    cdef Py_ssize_t j
+    for j in range(PyTuple_GET_SIZE(v)):
+        if type(<object>PyTuple_GET_ITEM(v, j)) is not str:
+            return False
+    return True
+
+
+cdef int _sql_json_str(bytearray out, str s) except -1:
+    """A JSON string as ``json.encoder.encode_basestring`` writes it, then escaped as
+    ``quote_str`` escapes (its backslashes doubled, ``'`` escaped; its control characters are
+    escaped by JSON already)."""
+    cdef int kind = PyUnicode_KIND(s)
+    cdef void *data = PyUnicode_DATA(s)
+    cdef Py_ssize_t j, n = PyUnicode_GET_LENGTH(s)
+    cdef Py_UCS4 c
+    cdef str q
+    for j in range(n):
+        c = PyUnicode_READ(kind, data, j)
+        if c < 0x20 or c == 34 or c == 92 or c == 39:
+            break
+    else:
+        _put(out, '"', 1)
+        _put_str(out, s)
+        return _put(out, '"', 1)
+    q = _sql_quoted(_json_quoted(s))
+    return _put_str(out, q[1:PyUnicode_GET_LENGTH(q) - 1])
+
+
+cdef bint _float_as_mysql(str r):
+    """``repr`` of a finite float that ``json_binary.double_text`` writes the same: no exponent,
+    fewer than 16 digits before the point (``Json.text``'s check, ``_REPR_MAY_DIFFER``)."""
+    cdef Py_ssize_t j, n = PyUnicode_GET_LENGTH(r), digits = 0
+    cdef const char *p
+    if not PyUnicode_IS_ASCII(r):
+        return False
+    p = <const char *>PyUnicode_DATA(r)
+    for j in range(n):
+        if p[j] == 101:  # e
+            return False
+        if 48 <= p[j] <= 57:
+            digits += 1
+        elif p[j] == 46 and digits >= 16:
+            return False
+        else:
+            digits = 0
+    return True
+
+
+cdef bint _sql_json(bytearray out, object x, int depth) except -1:
+    """``Json.text()`` of a plain document's value, SQL-escaped into ``out`` (as ``quote_str`` of
+    the text, without its quotes): None, bools, ints, finite floats whose ``repr`` MySQL writes
+    alike, str, and dicts with str keys and lists of those; False (``out`` part written: the
+    caller cuts it) for anything else, which ``Json.text()`` writes."""
+    cdef Py_ssize_t pos = 0, j
+    cdef PyObject *k
+    cdef PyObject *v
+    cdef bint first = True
+    cdef str r
+    if depth > 64:
+        return False
+    if x is None:
+        _put(out, "null", 4)
+    elif type(x) is bool:
+        _put(out, "true", 4) if x else _put(out, "false", 5)
+    elif type(x) is int:
+        _put_int(out, x)
+    elif type(x) is str:
+        _sql_json_str(out, <str>x)
+    elif type(x) is float:
+        if not isfinite(PyFloat_AS_DOUBLE(x)):
+            return False
+        r = PyObject_Repr(x)
+        if not _float_as_mysql(r):
+            return False
+        _put_str(out, r)
+    elif type(x) is dict:
+        _put(out, "{", 1)
+        while PyDict_Next(<dict>x, &pos, &k, &v):
+            if type(<object>k) is not str:
+                return False
+            if not first:
+                _put(out, ", ", 2)
+            first = False
+            _sql_json_str(out, <str>k)
+            _put(out, ": ", 2)
+            if not _sql_json(out, <object>v, depth + 1):
+                return False
+        _put(out, "}", 1)
+    elif type(x) is list:
+        _put(out, "[", 1)
+        for j in range(PyList_GET_SIZE(x)):
+            if j:
+                _put(out, ", ", 2)
+            if not _sql_json(out, <object>PyList_GET_ITEM(x, j), depth + 1):
+                return False
+        _put(out, "]", 1)
+    else:
+        return False
+    return True
+
+
 cdef class Joined:
     """``formatter(*images)``: the text the generated function ``fallback`` returns for them."""
 
@@ -310,6 +467,9 @@ cdef class Joined:
     cdef int dialect
     cdef tuple befores, auxes, slows
     cdef str tail, null, quote
+    cdef tuple bbefores  # ``befores`` encoded (None: one does not encode, ``into`` never writes)
+    cdef bytes btail, bnull
+    cdef char qc
     cdef object absent, reject, fallback
     cdef tuple reject_columns
 
@@ -330,6 +490,8 @@ cdef class Joined:
         self.dialect = DIALECTS[dialect]
         self.null = "null" if self.dialect == 0 else "NULL"
         self.quote = '"' if self.dialect == 0 else "'"
+        self.qc = 34 if self.dialect == 0 else 39
+        self.bnull = self.null.encode()
         self.codes = <int *>PyMem_Malloc(max(n, 1) * sizeof(int))
         self.args = <int *>PyMem_Malloc(max(n, 1) * sizeof(int))
         self.images = <int *>PyMem_Malloc(max(n, 1) * sizeof(int))
@@ -347,6 +509,11 @@ cdef class Joined:
             slows.append(slow)
         self.befores, self.auxes, self.slows = tuple(befores), tuple(auxes), tuple(slows)
         self.tail = tail
+        try:
+            self.bbefores = tuple(b.encode("utf-8", "surrogateescape") for b in self.befores)
+            self.btail = tail.encode("utf-8", "surrogateescape")
+        except UnicodeError:
+            self.bbefores = None
         self.absent, self.reject, self.fallback = absent, reject, fallback
         for column in reject_columns:
             if not 0 <= column < width:
@@ -385,8 +552,31 @@ cdef class Joined:
     cdef bint _plain(self, object s):
         return _plain_json(s) if self.dialect == 0 else _plain_sql(s)
 
-    cdef int _value(self, Py_ssize_t i, object v, list out) except -1:
-        """Appends the text of ``v`` (not None) in slot ``i``: here, or by ``slow``."""
+    cdef inline int _quoted(self, list out, bytearray bout, object t) except -1:
+        """The text ``t`` (nothing to escape) between the dialect's quotes."""
+        if bout is None:
+            out.append(self.quote)
+            out.append(t)
+            out.append(self.quote)
+            return 0
+        _put(bout, &self.qc, 1)
+        _put_str(bout, <str>t)
+        return _put(bout, &self.qc, 1)
+
+    cdef inline int _quoted_c(self, list out, bytearray bout, const char *p, Py_ssize_t n) except -1:
+        """ASCII ``p[:n]`` between the dialect's quotes."""
+        if bout is None:
+            out.append(self.quote)
+            out.append(PyUnicode_FromStringAndSize(p, n))
+            out.append(self.quote)
+            return 0
+        _put(bout, &self.qc, 1)
+        _put(bout, p, n)
+        return _put(bout, &self.qc, 1)
+
+    cdef int _value(self, Py_ssize_t i, object v, list out, bytearray bout) except -1:
+        """Appends the text of ``v`` (not None) in slot ``i`` to ``out``, or writes it into ``bout``
+        when given: here, or by ``slow``."""
         cdef int code = self.codes[i]
         cdef long long x
         cdef int overflow = 0
@@ -395,18 +585,21 @@ cdef class Joined:
         cdef long long us, secs
         cdef const char *sign
         cdef object t
+        cdef Py_ssize_t mark
+        cdef unsigned long long ux
+        cdef char bits[72]  # b'...' of up to 64 bits
         if code == OP_INT:
             if type(v) is int:
                 x = PyLong_AsLongLongAndOverflow(v, &overflow)
                 if overflow == 0:
                     k = i64_text(buf, x)
-                    out.append(PyUnicode_FromStringAndSize(buf, k))
+                    _emit_c(out, bout, buf, k)
                 else:
-                    out.append(PyObject_Str(v))
+                    _emit(out, bout, PyObject_Str(v))
                 return 0
         elif code == OP_FLOAT:
             if type(v) is float and (self.args[i] == 0 or isfinite(PyFloat_AS_DOUBLE(v))):
-                out.append(PyObject_Repr(v))
+                _emit(out, bout, PyObject_Repr(v))
                 return 0
         elif code == OP_DECIMAL:
             if type(v) is self.auxes[i]:
@@ -414,41 +607,55 @@ cdef class Joined:
                 if not _plain_decimal(t):  # ``str`` in plain notation is ``format(v, "f")``
                     t = PyObject_Format(v, "f")
                 if self.args[i]:
-                    out.append(self.quote)
-                    out.append(t)
-                    out.append(self.quote)
+                    self._quoted(out, bout, t)
                 else:
-                    out.append(t)
+                    _emit(out, bout, t)
+                return 0
+        elif code == OP_SET:
+            if type(v) is tuple and _all_str(<tuple>v):
+                t = PyUnicode_Join(",", v)
+                if self._plain(t):
+                    self._quoted(out, bout, t)
+                else:
+                    _emit(out, bout, _json_quoted(t) if self.dialect == 0 else _sql_quoted(t))
                 return 0
         elif code == OP_STR or code == OP_JSON:
+            if code == OP_JSON and bout is not None and self.dialect == 1 and type(v) is self.auxes[i]:
+                if v.plain is True:  # ``Q(v.text())`` written here (else: as below)
+                    mark = PyByteArray_GET_SIZE(bout)
+                    _put(bout, "'", 1)
+                    if _sql_json(bout, v.value, 0):
+                        return _put(bout, "'", 1)
+                    PyByteArray_Resize(bout, mark)
             t = v if code == OP_STR else None
             if code == OP_JSON and type(v) is self.auxes[i]:
                 t = v.text()
             if type(t) is str and self._plain(t):
-                out.append(self.quote)
-                out.append(t)
-                out.append(self.quote)
+                self._quoted(out, bout, t)
                 return 0
             if type(t) is str:  # ``Q(t)``: the dialect's escapes in C
-                out.append(_json_quoted(t) if self.dialect == 0 else _sql_quoted(t))
+                _emit(out, bout, _json_quoted(t) if self.dialect == 0 else _sql_quoted(t))
                 return 0
             if code == OP_STR and self.args[i] and type(v) is bytes:
-                out.append(_base64_object(v) if self.dialect == 0 else _hex_literal(v))
+                _emit(out, bout, _base64_object(v) if self.dialect == 0 else _hex_literal(v))
                 return 0
         elif code == OP_BIT:
-            if type(v) is int and 1 <= self.args[i] <= 61:
-                x = PyLong_AsLongLongAndOverflow(v, &overflow)
-                if overflow == 0 and 0 <= x < (1LL << 61):
-                    out.append(PyUnicode_FromStringAndSize(buf, bits_text(buf, <unsigned long long>x, self.args[i])))
+            if type(v) is int and 1 <= self.args[i] <= 64:
+                try:
+                    ux = v  # 0 .. 2**64 - 1 (BIT(64) too); else the generated expression
+                except OverflowError:
+                    pass
+                else:
+                    _emit_c(out, bout, bits, bits_text(bits, ux, self.args[i]))
                     return 0
         elif code == OP_FLOAT32:
             if type(v) is float:
                 k = _float32_text(PyFloat_AS_DOUBLE(v), buf)
                 if k > 0:
                     if self.args[i]:
-                        out.append(PyObject_Repr(PyFloat_FromDouble(strtod(buf, NULL))))
+                        _emit(out, bout, PyObject_Repr(PyFloat_FromDouble(strtod(buf, NULL))))
                     else:
-                        out.append(PyUnicode_FromStringAndSize(buf, k))
+                        _emit_c(out, bout, buf, k)
                     return 0
         elif code == OP_DATETIME:
             if PyDateTime_CheckExact(v) and (datetime_tzinfo(v) is None or datetime_tzinfo(v) is UTC):
@@ -468,9 +675,7 @@ cdef class Joined:
                     buf[19] = 46  # .
                     padded(buf + 20, PyDateTime_DATE_GET_MICROSECOND(v), 6)
                     k = 20 + self.args[i]
-                out.append(self.quote)
-                out.append(PyUnicode_FromStringAndSize(buf, k))
-                out.append(self.quote)
+                self._quoted_c(out, bout, buf, k)
                 return 0
         elif code == OP_DATE:
             if PyDate_CheckExact(v):
@@ -480,9 +685,7 @@ cdef class Joined:
                 buf[7] = 45
                 padded(buf + 8, PyDateTime_GET_DAY(v), 2)
                 k = 10
-                out.append(self.quote)
-                out.append(PyUnicode_FromStringAndSize(buf, k))
-                out.append(self.quote)
+                self._quoted_c(out, bout, buf, k)
                 return 0
         elif code == OP_TIME:
             if PyDelta_CheckExact(v) and -100000 < timedelta_days(v) < 100000:
@@ -501,68 +704,73 @@ cdef class Joined:
                 if self.args[i]:
                     k += snprintf(buf + k, 64 - k, ".%06lld", us % 1000000)
                     k -= 6 - self.args[i]
-                out.append(self.quote)
-                out.append(PyUnicode_FromStringAndSize(buf, k))
-                out.append(self.quote)
+                self._quoted_c(out, bout, buf, k)
                 return 0
-        out.append(self.slows[i](v))
+        _emit(out, bout, self.slows[i](v))
         return 0
+
+    cdef inline object _at(self, tuple images, Py_ssize_t i):
+        cdef object image = images[self.images[i]]
+        return (
+            <object>PyList_GET_ITEM(image, self.columns[i])
+            if type(image) is list
+            else <object>PyTuple_GET_ITEM(image, self.columns[i])
+        )
+
+    cdef bint _takes(self, tuple images) except -1:
+        cdef object image
+        if PyTuple_GET_SIZE(images) != self.nimages:
+            return False
+        for image in images:
+            if not self._whole(image):
+                return False
+        return True
 
     def __call__(self, *images):
         cdef Py_ssize_t i
         cdef list out
-        cdef object image, v
-        if len(images) != self.nimages:
+        cdef object v
+        if not self._takes(images):
             return self.fallback(*images)
-        for image in images:
-            if not self._whole(image):
-                return self.fallback(*images)
         out = []
         for i in range(self.n):
             out.append(self.befores[i])
-            image = images[self.images[i]]
-            v = (
-                <object>PyList_GET_ITEM(image, self.columns[i])
-                if type(image) is list
-                else <object>PyTuple_GET_ITEM(image, self.columns[i])
-            )
+            v = self._at(images, i)
             if v is None:
                 out.append(self.null)
             else:
-                self._value(i, v, out)
+                self._value(i, v, out, None)
         out.append(self.tail)
         return PyUnicode_Join("", out)
 
+    def write(self, bytearray out, *images):
+        """Appends ``self(*images)`` encoded (UTF-8, surrogate escapes) to ``out`` as ``SqlBlocks``
+        writes it (``into``); on an error ``out`` is as it was."""
+        cdef Py_ssize_t start = PyByteArray_GET_SIZE(out)
+        try:
+            self.into(out, images)
+        except BaseException:
+            PyByteArray_Resize(out, start)
+            raise
+
+    cdef int into(self, bytearray bout, tuple images) except -1:
+        """Writes ``self(*images)`` into ``bout`` (UTF-8, surrogate escapes); the generated
+        function's text (encoded here) for images it does not take."""
+        cdef Py_ssize_t i
+        cdef object v
+        if self.bbefores is None or not self._takes(images):
+            return _emit(None, bout, self.fallback(*images))
+        for i in range(self.n):
+            _put_bytes(bout, <bytes>PyTuple_GET_ITEM(self.bbefores, i))
+            v = self._at(images, i)
+            if v is None:
+                _put_bytes(bout, self.bnull)
+            else:
+                self._value(i, v, None, bout)
+        return _put_bytes(bout, self.btail)
+
 
 # ---- whole JSON event lines (``render.jsonl.JsonLines.line``), written as UTF-8 into a bytearray ----
-
-cdef inline int _put(bytearray out, const char *p, Py_ssize_t n) except -1:
-    cdef Py_ssize_t size = PyByteArray_GET_SIZE(out)
-    PyByteArray_Resize(out, size + n)
-    memcpy(PyByteArray_AS_STRING(out) + size, p, n)
-    return 0
-
-
-cdef inline int _put_bytes(bytearray out, bytes b) except -1:
-    return _put(out, PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b))
-
-
-cdef inline int _put_str(bytearray out, str s) except -1:
-    """``s`` as UTF-8 with surrogate escapes (ASCII text copied as it is; the encoder's error else)."""
-    if PyUnicode_IS_ASCII(s):
-        return _put(out, <const char *>PyUnicode_DATA(s), PyUnicode_GET_LENGTH(s))
-    return _put_bytes(out, PyUnicode_AsEncodedString(s, "utf-8", "surrogateescape"))
-
-
-cdef inline int _put_int(bytearray out, object v) except -1:
-    """``%d`` / ``str`` of an int (any int class: its value)."""
-    cdef int overflow = 0
-    cdef char buf[32]
-    cdef long long x = PyLong_AsLongLongAndOverflow(v, &overflow)
-    if overflow:
-        return _put_str(out, PyObject_Str(int(v)))
-    return _put(out, buf, i64_text(buf, x))
-
 
 cdef bint _plain_dict(dict d, int depth):
     """What ``jsonl._already_plain`` accepts and this writes as ``encode`` does: string keys; values
@@ -838,3 +1046,108 @@ cdef class EventJson:
             _put_str(out, self.line(ev))
             _put(out, "\n", 1)
 
+
+
+# ---- a transaction's redo or flashback SQL (``render.sql._block``), written as UTF-8 into a bytearray ----
+
+cdef class SqlBlocks:
+    """``write(t, out, flashback)``: appends the lines of ``render.sql._block`` for a transaction
+    that is not DDL — its header, ``BEGIN;``, a statement per row change of its rows events (in
+    order, or newest first with INSERT and DELETE swapped and UPDATE's images swapped), ``COMMIT;``,
+    each with its newline; nothing without a statement — with the statements written into ``out``
+    by the layout's compiled formatter (``Joined.into``), or encoded from the text of any other
+    formatter. A DDL transaction or odd fields: False, and the caller writes the block (an error:
+    ``out`` as it was, and the caller's pure block says what happens), so the bytes (or the error)
+    are the pure path's by construction."""
+
+    cdef object rows_cls, row_sql, ddl
+    cdef dict maps
+
+    def __init__(self, rows_cls, row_sql, ddl):
+        """``rows_cls``: the rows body class; ``row_sql(table_map)``: the layout's ``RowSql``;
+        ``ddl``: the kind of a DDL transaction."""
+        self.rows_cls, self.row_sql, self.ddl = rows_cls, row_sql, ddl
+        self.maps = {}
+
+    cdef object _fns(self, object tm):
+        """``row_sql(tm)``, kept by the map's id (with the map: its id stays its own)."""
+        entry = self.maps.get(id(tm))
+        if entry is None or (<tuple>entry)[0] is not tm:
+            if len(self.maps) >= 4096:
+                self.maps.clear()
+            entry = self.maps[id(tm)] = (tm, self.row_sql(tm))
+        return (<tuple>entry)[1]
+
+    cdef inline int _one(self, bytearray out, object make, tuple images) except -1:
+        if type(make) is Joined:
+            (<Joined>make).into(out, images)
+        else:
+            _emit(None, out, make(*images))
+        return _put(out, "\n", 1)
+
+    cdef bint _rows(self, bytearray out, object b, bint flashback) except -1:
+        """The statements of one rows event; False when it has none."""
+        cdef object fns = self._fns(b.table)
+        cdef object op = b.operation
+        cdef object rows = b.rows
+        cdef object make, row, before, after
+        cdef int which
+        cdef bint wrote = False
+        if op == "insert":
+            make, which = (fns.delete if flashback else fns.insert), 1
+        elif op == "delete":
+            make, which = (fns.insert if flashback else fns.delete), 0
+        else:
+            make, which = fns.update, 2
+        for row in (reversed(rows) if flashback else rows):
+            before, after = row
+            if which == 1:
+                self._one(out, make, (after,))
+            elif which == 0:
+                self._one(out, make, (before,))
+            elif flashback:  # a partial-JSON edit is undone too: the before image holds the whole document
+                self._one(out, make, (after, before))
+            else:
+                self._one(out, make, (before, after))
+            wrote = True
+        return wrote
+
+    cdef bint _block(self, object t, bytearray out, bint flashback) except -1:
+        cdef object events = t.events
+        cdef object gtid = t.gtid
+        cdef object source = t.source
+        cdef object first = t.start
+        cdef object ev, b
+        cdef Py_ssize_t start = PyByteArray_GET_SIZE(out)
+        cdef bint wrote = False
+        if t.kind == self.ddl or type(events) is not list or type(source) is not str or type(first) is not int:
+            return False
+        if gtid is not None and type(gtid) is not str:
+            return False
+        _put(out, "-- ", 3)
+        _put_str(out, <str>gtid if gtid else "anonymous")
+        _put(out, " at ", 4)
+        _put_str(out, <str>source)
+        _put(out, ":", 1)
+        _put_int(out, first)
+        _put(out, "\nBEGIN;\n", 8)
+        for ev in (reversed(events) if flashback else events):
+            b = ev.body
+            if isinstance(b, self.rows_cls) and b.table is not None and not b.undecoded_reason:
+                if self._rows(out, b, flashback):
+                    wrote = True
+        if not wrote:
+            PyByteArray_Resize(out, start)
+            return True
+        _put(out, "COMMIT;\n", 8)
+        return True
+
+    def write(self, t, bytearray out, bint flashback):
+        """Appends the block of ``t`` (see the class); True when written (or it has none), False
+        when the caller must write it; on an error ``out`` is as it was."""
+        cdef Py_ssize_t start = PyByteArray_GET_SIZE(out)
+        try:
+            return self._block(t, out, flashback)
+        except BaseException:
+            PyByteArray_Resize(out, start)
+            raise

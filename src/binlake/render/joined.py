@@ -107,5 +107,12 @@ def event_json(*parts: Any) -> Any:
     return None if fast is None else fast.EventJson(*parts)
 
 
+def sql_blocks(*parts: Any) -> Any:
+    """The compiled writer of whole redo/flashback SQL blocks (``render._fastjoin.SqlBlocks``,
+    built from ``sql.render_sql_bytes``' pure parts), or None when not compiled."""
+    fast = FORMATTER.module
+    return None if fast is None else fast.SqlBlocks(*parts)
+
+
 # optional: without a compiler at install time, the generated functions are the path
-FORMATTER = native.OptionalModule("binlake.render._fastjoin", 3)
+FORMATTER = native.OptionalModule("binlake.render._fastjoin", 4)

@@ -19,6 +19,7 @@ from binlake.errors import BinlogError
 from binlake.events.query import Query
 from binlake.events.rows import ABSENT, PartialJson, Rows
 from binlake.events.table_map import TableMap
+from binlake.render import joined
 from binlake.render.sqlrow import NOT_COMPARABLE, RowSql, RowSqlCache, compile_row_sql
 from binlake.render.values import float32_text
 from binlake.statements import DATABASE_DDL, classify
@@ -218,6 +219,82 @@ def render_sql_blocks(transactions: Iterable[Transaction], flashback: bool = Fal
         if stmts:
             blocks.append("\n".join(_block(t, stmts)))
     yield from reversed(blocks)
+
+
+def _pure_block(t: Transaction, flashback: bool) -> str | None:
+    """``render_sql_blocks``' item of one transaction (None: it has no statement)."""
+    stmts = flashback_statements(t) if flashback else redo_statements(t)
+    return "\n".join(_block(t, stmts)) if stmts else None
+
+
+def _encoded(text: str) -> bytes:
+    return (text + "\n").encode("utf-8", "surrogateescape")
+
+
+def render_sql_bytes(
+    transactions: Iterable[Transaction], flashback: bool = False, batch_bytes: int = 1 << 20
+) -> Iterator[bytes | bytearray]:
+    """``render_sql_blocks``' items with their newlines, encoded (UTF-8, surrogate escapes), in
+    blocks of about ``batch_bytes``; what came before an error is given too, as ``write_lines``
+    writes it. With the compiled formatter (``joined.sql_blocks``), C writes each transaction's
+    block into the output; a DDL transaction, or one C does not write (odd fields, an error), is
+    the pure block, so the bytes and the error are the pure path's."""
+    writer = joined.sql_blocks(Rows, _ROW_SQL.get, DDL)
+    if writer is None:
+        for item in render_sql_blocks(transactions, flashback):
+            yield _encoded(item)
+        return
+    write = writer.write
+    yield _encoded("\n".join(HEADER))
+    out = bytearray()
+    if not flashback:
+        try:
+            for t in transactions:
+                try:
+                    done = write(t, out, False)
+                except Exception:  # noqa: BLE001 (the pure block says what happens)
+                    done = False
+                if not done:
+                    text = _pure_block(t, False)
+                    if text is not None:
+                        out += _encoded(text)
+                if len(out) >= batch_bytes:
+                    yield out
+                    out = bytearray()
+        except Exception:
+            if out:
+                yield out
+            raise
+        if out:
+            yield out
+        return
+    # undo runs newest first: each transaction's block is kept (encoded, or the pure text) to the end
+    blocks: list[bytearray | str] = []
+    for t in transactions:
+        block = bytearray()
+        try:
+            done = write(t, block, True)
+        except Exception:  # noqa: BLE001
+            done = False
+        if done:
+            if block:
+                blocks.append(block)
+        else:
+            text = _pure_block(t, True)
+            if text is not None:
+                blocks.append(text)
+    try:
+        for b in reversed(blocks):
+            out += b if not isinstance(b, str) else _encoded(b)
+            if len(out) >= batch_bytes:
+                yield out
+                out = bytearray()
+    except Exception:
+        if out:
+            yield out
+        raise
+    if out:
+        yield out
 
 
 def _block(t: Transaction, stmts: list[str]) -> Iterator[str]:
