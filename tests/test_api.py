@@ -116,7 +116,7 @@ def test_position_search_by_gtids_and_by_time(series: Any) -> None:
     after = list(binlake.transactions(directory, start=found.position))
     assert summary(after) == truth[k:]
 
-    when = dt.datetime.fromtimestamp(want["commit_us"] / 1e6, dt.timezone.utc)
+    when = dt.datetime.fromtimestamp(want["commit_us"] / 1e6, dt.UTC)
     for at in (when, when.replace(tzinfo=None), when.strftime("%Y-%m-%d %H:%M:%S.%f")):
         found = binlake.find_position(directory, at)
         assert found.transaction is not None and found.transaction.gtid == want["gtid"]

@@ -40,7 +40,7 @@ def test_time_selection_uses_commit_time(corpus: Path) -> None:
     import datetime as dt
 
     def iso(us: int) -> str:
-        return dt.datetime.fromtimestamp(us / 1e6, dt.timezone.utc).isoformat()
+        return dt.datetime.fromtimestamp(us / 1e6, dt.UTC).isoformat()
 
     got = gtids_of(select(corpus, "--start-datetime", iso(t3), "--stop-datetime", iso(t6)))
     assert got == [t.gtid for t in txns[2:5]]
@@ -93,7 +93,7 @@ def test_selection_options_round_trip() -> None:
 
     sel = Selection(
         start_time=dt.datetime(2024, 1, 2, 3, 4, 5, 6000, tzinfo=dt.timezone(dt.timedelta(hours=2))),
-        stop_time=dt.datetime(2024, 1, 3, tzinfo=dt.timezone.utc),
+        stop_time=dt.datetime(2024, 1, 3, tzinfo=dt.UTC),
         include_gtids=AnyGtidSet.parse("3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5:7,0-1-595,0-1-600-610"),
         exclude_gtids=AnyGtidSet.parse("0-1-3"),
         databases=["shop", "x*"],

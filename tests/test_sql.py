@@ -108,7 +108,7 @@ def test_literals_are_exact() -> None:
         == "'-16:08:04.250'"
     )
     assert (
-        lit(dt.datetime(2038, 1, 19, 3, 14, 7, tzinfo=dt.timezone.utc), ColumnType.TIMESTAMP2, 0)
+        lit(dt.datetime(2038, 1, 19, 3, 14, 7, tzinfo=dt.UTC), ColumnType.TIMESTAMP2, 0)
         == "'2038-01-19 03:14:07'"
     )
     assert lit(5, ColumnType.BIT, (1 << 8) | 5) == "b'0000000000101'"

@@ -68,7 +68,7 @@ def find_position(
         if isinstance(when, str):
             when = parse_datetime(when)
         elif when.tzinfo is None:
-            when = when.replace(tzinfo=dt.timezone.utc)
+            when = when.replace(tzinfo=dt.UTC)
         return find_by_time(series, when)
     assert gtids is not None
     return find_by_gtid_set(series, parse_executed(gtids) if isinstance(gtids, str) else gtids)

@@ -82,7 +82,7 @@ def fill_value(column: Column, default: ColumnDefault, when: int) -> Any:
         return _implicit(column)
     if kind is DefaultKind.NOW:
         if column.type in _TIMESTAMPS and not text:  # UTC: exact to the second the statement ran
-            return dt.datetime.fromtimestamp(when, dt.timezone.utc)
+            return dt.datetime.fromtimestamp(when, dt.UTC)
         return UnknownFill("it is the time the ALTER ran (fractions of a second or the server's time zone)")
     return _literal(column, text)
 

@@ -35,7 +35,7 @@ def parse_datetime(text: str) -> dt.datetime:
     value = dt.datetime.fromisoformat(
         text.strip().replace(" ", "T", 1) if " " in text.strip() else text.strip()
     )
-    return value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)
+    return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
 
 
 def _us(value: dt.datetime) -> int:

@@ -35,7 +35,7 @@ from binlake.writer import FLAVORS, BinlogWriter
 
 UTF8MB4 = 255
 BINARY = 63
-UTC = dt.timezone.utc
+UTC = dt.UTC
 MARIA_FL_TRANSACTIONAL = 4
 MARIA_FL_GROUP_COMMIT_ID = 2
 MARIA_FL_STANDALONE = 1

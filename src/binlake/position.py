@@ -86,7 +86,7 @@ class Found:
             lines.append(f"executed before: {str(self.executed) or '(empty)'}")
         t = self.transaction
         if t is not None:
-            when = dt.datetime.fromtimestamp(t.commit_time_us / 1e6, dt.timezone.utc)
+            when = dt.datetime.fromtimestamp(t.commit_time_us / 1e6, dt.UTC)
             rule = (
                 "exact (server commit timestamp)"
                 if self.exact

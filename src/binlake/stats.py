@@ -132,7 +132,7 @@ def _ts(us: int | None) -> str:
     return (
         "-"
         if us is None
-        else dt.datetime.fromtimestamp(us / 1e6, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+        else dt.datetime.fromtimestamp(us / 1e6, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     )
 
 
@@ -215,7 +215,7 @@ def write_plot(s: Stats, path: str) -> None:
         ):
             xs = sorted(data)
             ax.bar(
-                [dt.datetime.fromtimestamp(x, dt.timezone.utc) for x in xs],
+                [dt.datetime.fromtimestamp(x, dt.UTC) for x in xs],
                 [data[x] for x in xs],
                 width=1 / 86400,
             )

@@ -38,7 +38,7 @@ _fastvariant = pytest.importorskip(
 )
 
 RECORDS = corpus_index()["records"]
-UTC = dt.timezone.utc
+UTC = dt.UTC
 BIG = "é" * 70  # a long (non-short) string, not ASCII
 INTS = [0, 1, -1, 127, -128, 128, -129, 32767, -32768, 32768, 2**31 - 1, -(2**31), 2**31, 2**63 - 1, -(2**63)]
 INTS += [2**63, 2**64 - 1, 2**64, -(2**63) - 1, 10**40, True, False]

@@ -170,7 +170,7 @@ def test_spark_reads_what_binlake_decoded(spark: Any, tmp_path: Path) -> None:
             if isinstance(got, dt.datetime) and isinstance(want, dt.datetime):
                 got, want = (
                     got.replace(tzinfo=None),
-                    want.astimezone(dt.timezone.utc).replace(tzinfo=None) if want.tzinfo else want,
+                    want.astimezone(dt.UTC).replace(tzinfo=None) if want.tzinfo else want,
                 )
             assert got == want, (col, value, got)
             met.add(col.type)

@@ -117,7 +117,7 @@ def test_generated_all_types_format_alike(tmp_path: Path, flavor: str) -> None:
     assert sum(len(ev.body.rows) for ev in events) > 1_000  # type: ignore[union-attr]
 
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 
 class SubDatetime(dt.datetime):

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.slow
 def _plain(v: Any) -> Any:
     """PostgreSQL TIMESTAMP has no zone: compare instants as naive UTC."""
     if isinstance(v, dt.datetime) and v.tzinfo is not None:
-        return v.astimezone(dt.timezone.utc).replace(tzinfo=None)
+        return v.astimezone(dt.UTC).replace(tzinfo=None)
     if isinstance(v, (bytes, bytearray)):
         return bytes(v)
     return v

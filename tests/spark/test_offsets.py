@@ -43,7 +43,7 @@ def prefix_copy(files: list[Path], out: Path) -> str:
     for f in files[: cut.file_seq]:
         shutil.copy(f, out / f.name)
     (out / files[cut.file_seq].name).write_bytes(files[cut.file_seq].read_bytes()[: cut.start])
-    return dt.datetime.fromtimestamp(cut.commit_time_us / 1e6, dt.timezone.utc).isoformat()
+    return dt.datetime.fromtimestamp(cut.commit_time_us / 1e6, dt.UTC).isoformat()
 
 
 def test_sync_with_a_selection_equals_syncing_the_selected_part(

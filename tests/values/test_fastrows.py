@@ -154,11 +154,11 @@ def _sample(c: ColumnDef) -> Any:
         ColumnType.DATE: dt.date(2020, 2, 29),
         ColumnType.TIME: dt.timedelta(hours=-5, minutes=3),
         ColumnType.DATETIME: dt.datetime(2021, 3, 4, 5, 6, 7),
-        ColumnType.TIMESTAMP: dt.datetime(2021, 3, 4, 5, 6, 7, tzinfo=dt.timezone.utc),
+        ColumnType.TIMESTAMP: dt.datetime(2021, 3, 4, 5, 6, 7, tzinfo=dt.UTC),
         ColumnType.TIME2: dt.timedelta(hours=-838, microseconds=-10000 if c.meta else 0),
         ColumnType.DATETIME2: dt.datetime(1999, 12, 31, 23, 59, 59, 100000 if c.meta else 0),
         ColumnType.TIMESTAMP2: dt.datetime(
-            2038, 1, 19, 3, 14, 8, 120000 if c.meta else 0, tzinfo=dt.timezone.utc
+            2038, 1, 19, 3, 14, 8, 120000 if c.meta else 0, tzinfo=dt.UTC
         ),
         ColumnType.VARCHAR: "héllo" if c.collation not in (63,) else b"h\x00\xff",
         ColumnType.STRING: "abc" if c.collation != 63 else b"ab\x00\x00",

@@ -15,7 +15,7 @@ from binlake.values.columns import column_encoder
 from binlake.values.json_binary import JsonUInt, decode_json_binary, encode_json_binary
 from binlake.values.types import ColumnType
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 
 def roundtrip(col: ColumnDef, value: object) -> object:

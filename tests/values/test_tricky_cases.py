@@ -77,7 +77,7 @@ def test_06_07_timestamp() -> None:
     zero = dec(ColumnType.TIMESTAMP2, b"\0\0\0\0", 0)
     assert isinstance(zero, MysqlDateTime) and str(zero) == "0000-00-00 00:00:00"
     one = dec(ColumnType.TIMESTAMP2, (1).to_bytes(4, "big") + b"\x00\x64", 4)
-    assert one == dt.datetime(1970, 1, 1, 0, 0, 1, 10000, tzinfo=dt.timezone.utc)
+    assert one == dt.datetime(1970, 1, 1, 0, 0, 1, 10000, tzinfo=dt.UTC)
     assert one.utcoffset() == dt.timedelta(0)
 
 

@@ -74,7 +74,7 @@ _NAME_FIELDS = {
     Op.DROP_TABLE: ("db", "table"),
     Op.RENAME_COLUMN: ("column",),
 }
-_UTC = dt.timezone.utc
+_UTC = dt.UTC
 
 
 def columns_value(layout: Layout) -> list[dict[str, Any]]:

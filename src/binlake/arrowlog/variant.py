@@ -26,7 +26,7 @@ PRIMITIVE, SHORT_STRING, OBJECT, ARRAY = range(4)
 NULL_VALUE = b"\x00"
 EPOCH_DAY = dt.date(1970, 1, 1).toordinal()
 _EPOCH_NTZ = dt.datetime(1970, 1, 1)
-_EPOCH_UTC = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+_EPOCH_UTC = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _US = dt.timedelta(microseconds=1)
 _EXACT = Context(prec=100)  # decimals up to 38 digits are never rounded
 
@@ -144,7 +144,7 @@ def enc_timestamp_ntz(v: dt.datetime) -> bytes:
 def enc_timestamp(v: dt.datetime) -> bytes:
     """An instant (aware datetime; a naive one is taken as UTC)."""
     if v.tzinfo is None:
-        v = v.replace(tzinfo=dt.timezone.utc)
+        v = v.replace(tzinfo=dt.UTC)
     return _I64(TIMESTAMP << 2, (v - _EPOCH_UTC) // _US)
 
 

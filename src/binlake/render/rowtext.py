@@ -137,8 +137,8 @@ _ENV: dict[str, Any] = {
     "DT": dt.datetime,
     "DATE": dt.date,
     "TD": dt.timedelta,
-    "UTC": dt.timezone.utc,
-    "EPOCH": dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc),
+    "UTC": dt.UTC,
+    "EPOCH": dt.datetime(1970, 1, 1, tzinfo=dt.UTC),
     "FT": format_time,
     "JSON": Json,
 }

@@ -29,7 +29,7 @@ def _table_label(tm: table_map.TableMap) -> str:
 
 @functools.lru_cache(maxsize=4096)
 def _stamp(ts: int) -> str:
-    t = dt.datetime.fromtimestamp(ts, dt.timezone.utc)
+    t = dt.datetime.fromtimestamp(ts, dt.UTC)
     return f"{t:%y%m%d} {t.hour:2d}:{t:%M:%S}"
 
 

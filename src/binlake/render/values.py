@@ -100,7 +100,7 @@ def _int_text(value: int, col: ColumnDef) -> str:
 
 
 def _epoch(value: dt.datetime) -> tuple[str, int]:
-    delta = value - dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+    delta = value - dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
     return str(delta.days * 86400 + delta.seconds), delta.microseconds
 
 

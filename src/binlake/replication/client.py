@@ -13,7 +13,7 @@ import ssl
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 from binlake.errors import ConnectionLostError, ReplicationError
@@ -38,7 +38,7 @@ RETRYABLE_CODES = frozenset({1053, 1927, 2002, 2003, 2006, 2013, 2055})
 MARIA_CAPABILITY_GTID = 4  # MARIA_SLAVE_CAPABILITY_MINE: send every MariaDB event as written
 
 
-class SslMode(str, Enum):
+class SslMode(StrEnum):
     """The MySQL client's ``--ssl-mode``, weakest first."""
 
     DISABLED = "DISABLED"  # never TLS

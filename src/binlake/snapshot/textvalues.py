@@ -23,7 +23,7 @@ from binlake.values.types import ColumnType as T
 
 Parse = Callable[[bytes], Any]
 _F32 = struct.Struct("<f")
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 
 def _float32(raw: bytes) -> float:

@@ -89,7 +89,7 @@ def convert(value: Any, col: dict[str, Any], atype: pa.DataType) -> Any:
         return Decimal(value) if isinstance(value, str) else Decimal(value)
     if pa.types.is_timestamp(atype):
         v = _parse_datetime(value)
-        return v.replace(tzinfo=dt.timezone.utc) if v is not None and atype.tz else v
+        return v.replace(tzinfo=dt.UTC) if v is not None and atype.tz else v
     if pa.types.is_date(atype):
         return None if value.startswith("0000") or "-00" in value else dt.date.fromisoformat(value)
     if col["type"] == ColumnType.SET:

@@ -190,7 +190,7 @@ def _inline_timestamp2(col: ColumnDef, v: str, env: dict[str, Any]) -> list[str]
     """As ``timestamp_from``: the epoch plus a timedelta (5x faster than ``fromtimestamp`` and
     ``replace`` for a fraction), the zero TIMESTAMP as a ``MysqlDateTime``."""
     env["_ZERO_TS"] = MysqlDateTime(0, 0, 0)
-    env["_EPOCH"], env["_timedelta"] = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc), dt.timedelta
+    env["_EPOCH"], env["_timedelta"] = dt.datetime(1970, 1, 1, tzinfo=dt.UTC), dt.timedelta
     read, size = _temporal_read(col, env, "I", "x0")
     return [*read, f"{v} = _EPOCH + _timedelta(0, x, us) if x or us else _ZERO_TS", f"p += {size}"]
 

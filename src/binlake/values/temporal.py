@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 Decoder = Callable[[bytes, int], tuple[Any, int]]
-UTC = dt.timezone.utc
+UTC = dt.UTC
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=UTC)
 
 
