@@ -64,6 +64,7 @@ class PrivateServer:
 
     def _write_config(self) -> Path:
         self.binlog_dir.mkdir(parents=True, exist_ok=True)
+        (self.root / "tmp").mkdir(exist_ok=True)
         lines = [
             f"[{self.SECTION}]",
             f"datadir={self.root / 'data'}",
@@ -74,6 +75,9 @@ class PrivateServer:
             f"user={getpass.getuser()}",
             f"log_bin={self.binlog_dir / self.BINLOG_BASE}",
             f"log_error={self.root / 'error.log'}",
+            # its own temporary files (internal temporary tables) beside its data: a shared /tmp
+            # is cleaned by others (a query failed with its temporary table's file deleted)
+            f"tmpdir={self.root / 'tmp'}",
         ] + [f"{k}={v}" for k, v in self.settings.items()]
         cnf = self.root / "my.cnf"
         cnf.write_text("\n".join(lines) + "\n")
