@@ -245,47 +245,32 @@ def render_sql_bytes(
             yield _encoded(item)
         return
     write = writer.write
+
+    def block(t: Transaction) -> bytearray | str | None:
+        """A transaction's block as C writes it, else the pure text (None: no statement)."""
+        written = bytearray()
+        try:
+            if write(t, written, flashback):
+                return written or None
+        except Exception:  # noqa: BLE001 (the pure block says what happens)
+            pass
+        return _pure_block(t, flashback)
+
     yield _encoded("\n".join(HEADER))
+    if flashback:  # undo runs newest first: every block is kept to the end
+        yield from _batched(reversed([b for t in transactions if (b := block(t)) is not None]), batch_bytes)
+    else:
+        yield from _batched((block(t) for t in transactions), batch_bytes)
+
+
+def _batched(blocks: Iterable[bytearray | str | None], batch_bytes: int) -> Iterator[bytes | bytearray]:
+    """Blocks (encoded, or text to encode) joined into items of about ``batch_bytes``; what came
+    before an error is given before it is raised."""
     out = bytearray()
-    if not flashback:
-        try:
-            for t in transactions:
-                try:
-                    done = write(t, out, False)
-                except Exception:  # noqa: BLE001 (the pure block says what happens)
-                    done = False
-                if not done:
-                    text = _pure_block(t, False)
-                    if text is not None:
-                        out += _encoded(text)
-                if len(out) >= batch_bytes:
-                    yield out
-                    out = bytearray()
-        except Exception:
-            if out:
-                yield out
-            raise
-        if out:
-            yield out
-        return
-    # undo runs newest first: each transaction's block is kept (encoded, or the pure text) to the end
-    blocks: list[bytearray | str] = []
-    for t in transactions:
-        block = bytearray()
-        try:
-            done = write(t, block, True)
-        except Exception:  # noqa: BLE001
-            done = False
-        if done:
-            if block:
-                blocks.append(block)
-        else:
-            text = _pure_block(t, True)
-            if text is not None:
-                blocks.append(text)
     try:
-        for b in reversed(blocks):
-            out += b if not isinstance(b, str) else _encoded(b)
+        for b in blocks:
+            if b is not None:
+                out += b if not isinstance(b, str) else _encoded(b)
             if len(out) >= batch_bytes:
                 yield out
                 out = bytearray()
