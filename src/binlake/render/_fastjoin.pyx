@@ -48,6 +48,7 @@ from libc.stdio cimport snprintf
 from libc.stdlib cimport strtod
 from libc.string cimport memcpy
 
+from binlake.render._bytesout cimport _plain_decimal, _put, _put_bytes, _put_str
 from binlake.render._digits cimport bits_text, i64_text, padded
 
 import datetime as _dt
@@ -140,81 +141,70 @@ cdef const char *HEX = "0123456789abcdef"
 cdef const char *B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
 
 
-cdef str _json_quoted(object s):
-    """``json.encoder.encode_basestring(s)``: quoted, ``"`` and ``\\`` escaped, ``\\b \\f \\n \\r
-    \\t`` for those, ``\\u00xx`` for the other control characters, everything else as it is."""
+# How a string literal writes each ASCII character: 0 as it is, UNICODE as ``\u00xx``, any other
+# value the character written after a backslash. JSON is ``json.encoder.encode_basestring``; SQL is
+# ``dialects.mysql.quote_str`` (``\0 \n \r \Z``, backslash and quote escaped).
+cdef enum:
+    UNICODE = 1
+cdef Py_UCS4 JSON_ESCAPES[128]
+cdef Py_UCS4 SQL_ESCAPES[128]
+for _c in range(128):
+    JSON_ESCAPES[_c] = UNICODE if _c < 0x20 else 0
+    SQL_ESCAPES[_c] = 0
+for _c, _e in ((34, 34), (92, 92), (8, 98), (12, 102), (10, 110), (13, 114), (9, 116)):
+    JSON_ESCAPES[_c] = _e
+for _c, _e in ((92, 92), (39, 39), (0, 48), (10, 110), (13, 114), (26, 90)):
+    SQL_ESCAPES[_c] = _e
+
+
+cdef str _quoted(object s, const Py_UCS4 *escapes, Py_UCS4 quote):
+    """``s`` between ``quote`` characters, each ASCII character as ``escapes`` says."""
     cdef int kind = PyUnicode_KIND(s)
     cdef void *data = PyUnicode_DATA(s)
     cdef Py_ssize_t j, k, n = PyUnicode_GET_LENGTH(s), extra = 0
-    cdef Py_UCS4 c
+    cdef Py_UCS4 c, e
     cdef object out
     cdef int okind
     cdef void *odata
     for j in range(n):
         c = PyUnicode_READ(kind, data, j)
-        if c == 34 or c == 92 or c == 8 or c == 12 or c == 10 or c == 13 or c == 9:
-            extra += 1
-        elif c < 0x20:
-            extra += 5
+        if c < 128 and escapes[c]:
+            extra += 5 if escapes[c] == UNICODE else 1
     out = PyUnicode_New(n + extra + 2, PyUnicode_MAX_CHAR_VALUE(s))
     okind = PyUnicode_KIND(out)
     odata = PyUnicode_DATA(out)
-    PyUnicode_WRITE(okind, odata, 0, 34)
+    PyUnicode_WRITE(okind, odata, 0, quote)
     k = 1
     for j in range(n):
         c = PyUnicode_READ(kind, data, j)
-        if c >= 0x20 and c != 34 and c != 92:
+        e = escapes[c] if c < 128 else 0
+        if not e:
             PyUnicode_WRITE(okind, odata, k, c)
             k += 1
-            continue
-        PyUnicode_WRITE(okind, odata, k, 92)
-        if c == 34 or c == 92:
-            PyUnicode_WRITE(okind, odata, k + 1, c)
-        elif c == 8 or c == 12 or c == 10 or c == 13 or c == 9:
-            PyUnicode_WRITE(okind, odata, k + 1, 98 if c == 8 else 102 if c == 12 else 110 if c == 10 else 114 if c == 13 else 116)
-        else:
+        elif e == UNICODE:
+            PyUnicode_WRITE(okind, odata, k, 92)
             PyUnicode_WRITE(okind, odata, k + 1, 117)  # u00xx
             PyUnicode_WRITE(okind, odata, k + 2, 48)
             PyUnicode_WRITE(okind, odata, k + 3, 48)
             PyUnicode_WRITE(okind, odata, k + 4, HEX[<unsigned int>c >> 4])
             PyUnicode_WRITE(okind, odata, k + 5, HEX[<unsigned int>c & 15])
             k += 6
-            continue
-        k += 2
-    PyUnicode_WRITE(okind, odata, k, 34)
-    return <str>out
-
-
-cdef str _sql_quoted(object s):
-    """``dialects.mysql.quote_str(s)``: quoted, ``\\`` ``'`` NUL LF CR ^Z escaped (``\\0 \\n \\r
-    \\Z``), everything else as it is."""
-    cdef int kind = PyUnicode_KIND(s)
-    cdef void *data = PyUnicode_DATA(s)
-    cdef Py_ssize_t j, k, n = PyUnicode_GET_LENGTH(s), extra = 0
-    cdef Py_UCS4 c
-    cdef object out
-    cdef int okind
-    cdef void *odata
-    for j in range(n):
-        c = PyUnicode_READ(kind, data, j)
-        if c == 92 or c == 39 or c == 0 or c == 10 or c == 13 or c == 26:
-            extra += 1
-    out = PyUnicode_New(n + extra + 2, PyUnicode_MAX_CHAR_VALUE(s))
-    okind = PyUnicode_KIND(out)
-    odata = PyUnicode_DATA(out)
-    PyUnicode_WRITE(okind, odata, 0, 39)
-    k = 1
-    for j in range(n):
-        c = PyUnicode_READ(kind, data, j)
-        if c == 92 or c == 39 or c == 0 or c == 10 or c == 13 or c == 26:
-            PyUnicode_WRITE(okind, odata, k, 92)
-            PyUnicode_WRITE(okind, odata, k + 1, 48 if c == 0 else 110 if c == 10 else 114 if c == 13 else 90 if c == 26 else c)
-            k += 2
         else:
-            PyUnicode_WRITE(okind, odata, k, c)
-            k += 1
-    PyUnicode_WRITE(okind, odata, k, 39)
+            PyUnicode_WRITE(okind, odata, k, 92)
+            PyUnicode_WRITE(okind, odata, k + 1, e)
+            k += 2
+    PyUnicode_WRITE(okind, odata, k, quote)
     return <str>out
+
+
+cdef inline str _json_quoted(object s):
+    """``json.encoder.encode_basestring(s)``."""
+    return _quoted(s, JSON_ESCAPES, 34)
+
+
+cdef inline str _sql_quoted(object s):
+    """``dialects.mysql.quote_str(s)``."""
+    return _quoted(s, SQL_ESCAPES, 39)
 
 
 cdef str _hex_literal(object b):
@@ -272,20 +262,6 @@ cdef str _base64_object(object b):
     return <str>out
 
 
-cdef bint _plain_decimal(object s):
-    """``str`` of a Decimal in plain notation (digits, one point, a sign): what ``format(v, "f")``
-    writes of it too (scientific notation, NaN and infinities are not plain)."""
-    cdef Py_ssize_t j, n = PyUnicode_GET_LENGTH(s)
-    cdef char c
-    if not PyUnicode_IS_ASCII(s):
-        return False
-    for j in range(n):
-        c = (<const char *>PyUnicode_DATA(s))[j]
-        if not (48 <= c <= 57 or c == 46 or c == 45):
-            return False
-    return n > 0
-
-
 cdef int _float32_text(double v, char *buf):
     """``render.values.float32_text(v)`` into ``buf`` (64 bytes) for a finite ``v`` that is a float32
     value: the shortest ``%.6g`` .. ``%.9g`` that reads back as the same float32; its length, or 0
@@ -307,24 +283,6 @@ cdef int _float32_text(double v, char *buf):
 
 
 # ---- text written into a bytearray as UTF-8 with surrogate escapes (what the output writer does) ----
-
-cdef inline int _put(bytearray out, const char *p, Py_ssize_t n) except -1:
-    cdef Py_ssize_t size = PyByteArray_GET_SIZE(out)
-    PyByteArray_Resize(out, size + n)
-    memcpy(PyByteArray_AS_STRING(out) + size, p, n)
-    return 0
-
-
-cdef inline int _put_bytes(bytearray out, bytes b) except -1:
-    return _put(out, PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b))
-
-
-cdef inline int _put_str(bytearray out, str s) except -1:
-    """``s`` as UTF-8 with surrogate escapes (ASCII text copied as it is; the encoder's error else)."""
-    if PyUnicode_IS_ASCII(s):
-        return _put(out, <const char *>PyUnicode_DATA(s), PyUnicode_GET_LENGTH(s))
-    return _put_bytes(out, PyUnicode_AsEncodedString(s, "utf-8", "surrogateescape"))
-
 
 cdef inline int _put_int(bytearray out, object v) except -1:
     """``%d`` / ``str`` of an int (any int class: its value)."""

@@ -39,6 +39,7 @@ from cpython.float cimport PyFloat_AS_DOUBLE
 from libc.math cimport isfinite
 from libc.stdio cimport snprintf
 
+from binlake.render._bytesout cimport _plain_decimal, _put, _put_bytes, _put_str
 from binlake.render._digits cimport bits_text, i64_text, padded, u64_text
 from libc.string cimport memcpy
 
@@ -139,25 +140,6 @@ cdef inline bytes _enc(str s):
     return s.encode("utf-8", "surrogateescape")
 
 
-cdef inline int _put(bytearray out, const char *p, Py_ssize_t n) except -1:
-    cdef Py_ssize_t size = PyByteArray_GET_SIZE(out)
-    if PyByteArray_Resize(out, size + n) < 0:
-        return -1
-    memcpy(PyByteArray_AS_STRING(out) + size, p, n)
-    return 0
-
-
-cdef inline int _put_bytes(bytearray out, bytes b) except -1:
-    return _put(out, PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b))
-
-
-cdef inline int _put_str(bytearray out, str s) except -1:
-    """``s`` as UTF-8 with surrogate escapes (ASCII text copied as it is)."""
-    if PyUnicode_IS_ASCII(s):
-        return _put(out, <const char *>PyUnicode_DATA(s), PyUnicode_GET_LENGTH(s))
-    return _put_bytes(out, PyUnicode_AsEncodedString(s, "utf-8", "surrogateescape"))
-
-
 cdef int _put_quoted(bytearray out, bytes raw) except -1:
     """``quote_bytes(raw)`` encoded: quoted, control bytes as ``\\xNN``, everything else as stored."""
     cdef const unsigned char *p = <const unsigned char *>PyBytes_AS_STRING(raw)
@@ -231,20 +213,6 @@ cdef int _bit_width(object spec):
         return 0
     width = int(digits)
     return width if 1 <= width <= 61 else 0
-
-
-cdef bint _plain_decimal(str s):
-    """``str`` of a Decimal in plain notation (digits, one point, a sign): what ``format(v, "f")``
-    writes of it too (scientific notation, NaN and infinities are not plain)."""
-    cdef Py_ssize_t j, n = PyUnicode_GET_LENGTH(s)
-    cdef Py_UCS4 c
-    if not PyUnicode_IS_ASCII(s):
-        return False
-    for j in range(n):
-        c = (<const char *>PyUnicode_DATA(s))[j]
-        if not (48 <= c <= 57 or c == 46 or c == 45):
-            return False
-    return n > 0
 
 
 cdef class ImageText:
