@@ -231,6 +231,12 @@ def run(command: Command[Any], args: argparse.Namespace) -> int:
         return error_line(engine_error_line(e))
 
 
+def note(message: str) -> None:
+    """``binlake: MESSAGE`` on stderr, after what the command printed so far (it goes on)."""
+    sys.stdout.flush()
+    print(f"binlake: {message}", file=sys.stderr, flush=True)
+
+
 def error_line(message: str) -> int:
     """``binlake: error: MESSAGE`` on stderr, after what the command printed so far; exit status 2."""
     sys.stdout.flush()

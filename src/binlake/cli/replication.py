@@ -8,7 +8,7 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from binlake.cli.common import Command, Options
+from binlake.cli.common import Command, Options, note
 from binlake.credentials import ASK, CredentialsError, client_options, resolve_password
 from binlake.events.base import Event
 from binlake.replication.client import (
@@ -113,7 +113,7 @@ def server_from(o: ServerOptions) -> ServerAddress:
     try:
         opts = client_options(o.defaults_file, no_defaults=o.no_defaults)
         if o.password not in (None, ASK):
-            _note(
+            note(
                 "a password on the command line is seen by other users (ps): use -p, an option file or $MYSQL_PWD"
             )
         password = resolve_password(o.password, options=opts)
@@ -154,11 +154,6 @@ def client_from(o: ServerOptions, start: Start) -> ReplicaClient:
     return client
 
 
-def _note(msg: str) -> None:
-    sys.stdout.flush()
-    print(f"binlake: {msg}", file=sys.stderr, flush=True)
-
-
 @dataclass(frozen=True)
 class MirrorOptions(Options):
     server: ServerOptions
@@ -169,37 +164,43 @@ def cmd_mirror(o: MirrorOptions) -> int:
     mirror = Mirror(o.to)
     resume = mirror.resume_point()
     if resume is not None and (o.server.start_file or o.server.gtid):
-        _note(f"{o.to} already holds a mirror: continuing it at {resume.file}:{resume.position}")
+        note(f"{o.to} already holds a mirror: continuing it at {resume.file}:{resume.position}")
     start: Start = resume if resume is not None else start_from(o.server, "oldest")
     if isinstance(start, GtidStart):
         raise SystemExit("binlake mirror: --gtid cannot mirror byte for byte; give --start-file")
     if isinstance(start, FilePosition) and resume is None and start.position != 4:
-        _note(f"a mirror copies whole files: starting at the beginning of {start.file}")
+        note(f"a mirror copies whole files: starting at the beginning of {start.file}")
         start = FilePosition(start.file, 4)
     client = client_from(o.server, start)
     events = 0
     stopped = False
     try:
         with interrupt_on(signal.SIGTERM):  # a service manager's stop ends it like Ctrl-C
-            for item in client.events():
-                if isinstance(item, Reconnected):
-                    _note(f"reconnected after {item.reason}; continuing at {item.resume}")
-                elif mirror.write(item):
+            for item in received(client):
+                if mirror.write(item):
                     events += 1
     except KeyboardInterrupt:
         stopped = True  # what is written stays: a restart cuts back to the last whole transaction
     finally:
         mirror.close()
     how = " (stopped)" if stopped else ""
-    _note(f"mirrored {events} events, {mirror.bytes_written} bytes into {o.to}{how}")
+    note(f"mirrored {events} events, {mirror.bytes_written} bytes into {o.to}{how}")
     return 0
 
 
-def _tail_events(client: ReplicaClient) -> Iterator[Event]:
+def received(client: ReplicaClient) -> Iterator[StreamEvent]:
+    """What the server sends, a reconnect said on stderr (the client resumes where no transaction
+    is open: nothing lost, nothing repeated)."""
     for item in client.events():
         if isinstance(item, Reconnected):
-            _note(f"reconnected after {item.reason}; continuing at {item.resume}")
-        elif isinstance(item, StreamEvent) and item.in_file:
+            note(f"reconnected after {item.reason}; continuing at {item.resume}")
+        else:
+            yield item
+
+
+def _tail_events(client: ReplicaClient) -> Iterator[Event]:
+    for item in received(client):
+        if item.in_file:
             yield from item.events
 
 

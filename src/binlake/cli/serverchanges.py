@@ -21,13 +21,13 @@ import sys
 from typing import Any
 
 from binlake.cli.changes import ChangesOptions, finished
-from binlake.cli.common import UsageError
+from binlake.cli.common import UsageError, note
 from binlake.cli.reading import select
+from binlake.cli.replication import received
 from binlake.cli.serverurl import server_from_url
 from binlake.replication.client import (
     FilePosition,
     GtidStart,
-    Reconnected,
     ReplicaClient,
     ServerAddress,
     Start,
@@ -68,7 +68,7 @@ def _tracker(
     finally:
         conn.close()
     if not tables:
-        _note(
+        note(
             f"{server.label}: the catalog shows this user no tables{' in ' + ', '.join(databases) if databases else ''}"
             " (no SELECT privilege, or none yet): rows of binlogs without column metadata are named @N"
         )
@@ -118,12 +118,7 @@ def _check_databases(server: ServerAddress, databases: list[str]) -> None:
         conn.close()
     for db in databases:
         if db not in present:
-            _note(f"warning: {server.label}: no database {db!r} (or this user cannot see it)")
-
-
-def _note(msg: str) -> None:
-    sys.stdout.flush()
-    print(f"binlake: {msg}", file=sys.stderr, flush=True)
+            note(f"warning: {server.label}: no database {db!r} (or this user cannot see it)")
 
 
 def server_changes(o: ChangesOptions, lines: Any) -> int:
@@ -148,10 +143,8 @@ def server_changes(o: ChangesOptions, lines: Any) -> int:
     )
 
     def transactions() -> Any:
-        for item in client.events():
-            if isinstance(item, Reconnected):
-                _note(f"reconnected after {item.reason}; continuing at {item.resume}")
-            elif isinstance(item, StreamEvent) and client.stream is not None:
+        for _ in received(client):
+            if client.stream is not None:
                 yield from client.stream.take_transactions()
 
     sys.stdout.flush()
@@ -166,7 +159,7 @@ def server_changes(o: ChangesOptions, lines: Any) -> int:
                     if o.follow:
                         out.flush()
                 for m in tracker.mismatches[said:]:
-                    _note(f"warning: {m.file}:{m.offset}: {m.table} named @N: {m.detail}")
+                    note(f"warning: {m.file}:{m.offset}: {m.table} named @N: {m.detail}")
                 said = len(tracker.mismatches)
     except KeyboardInterrupt:
         # following ends this way; a read to the server's end stopped early is not complete
