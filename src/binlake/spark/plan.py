@@ -22,7 +22,17 @@ from binlake.dialects.mysql import quote_ident
 from binlake.spark import trace
 from binlake.spark.changelog import ADD_COLUMN, NAME_OPS, PARTIAL_JSON_MARK, ROW_OPS, partial_json_error
 from binlake.spark.renames import RenamePlan, layout_columns, renamed_changes
-from binlake.spark.typedrows import arrow_batches, target_schema, typed_rows
+from binlake.spark.typedrows import (
+    COMMIT_TS,
+    DELETED,
+    GTID,
+    ORDER,
+    arrow_batches,
+    column_values,
+    conform,
+    target_schema,
+    typed_rows,
+)
 from binlake.targetnames import escape_reserved
 
 KEY = "_binlake_key"  # a change's primary key as JSON text, while finding the last change per key
@@ -345,6 +355,7 @@ class BatchPlan:
         self._latest: Any = None
         self._tables: list[TablePlan] | None = None
         self._fills: list[FillPlan] | None = None
+        self._fill_rows: dict[Callable[[str], str], dict[bytes, tuple[list[dict[str, Any]], pa.Table]]] = {}
 
     @property
     def empty(self) -> bool:
@@ -365,29 +376,68 @@ class BatchPlan:
     def fills(self) -> list[FillPlan]:
         """The columns the batch adds whose value the rows tables held get (in order), for a sink
         to apply; those whose value the binlog cannot tell are the report's warnings. None for
-        changes that are not a stretch of the binlog (``positioned=False``: no DDL in them)."""
+        changes that are not a stretch of the binlog (``positioned=False``: no DDL in them).
+        One per column (its last): a later fill of a column covers every row an earlier one did
+        (a column dropped and added again: the rows held get the new value)."""
         if self._fills is None and (not self.contents.adds or not self.positioned):
             self._fills = []
         if self._fills is None:
             with trace.span("fills"):
                 found = fill_plans(self._renames_and_changes()[0])
             self.report.warnings += [f.warning for f in found if f.unknown is not None]
-            self._fills = [f for f in found if f.unknown is None]
+            last = {(f.db, f.table, f.column): f for f in found if f.unknown is None}
+            self._fills = sorted(last.values(), key=lambda f: f.order_key)
         return self._fills
 
     def fill_rows(
         self, f: FillPlan, name: Callable[[str], str] = str
     ) -> tuple[list[dict[str, Any]], pa.Table]:
         """Fill ``f``'s value as one typed target row (the column, ``_binlake_order_key``: rows
-        below it get the value) and its target column; typed as row changes are."""
+        below it get the value) and its target column; typed as row changes are. Every fill of the
+        batch is typed in one Spark job (the first a sink asks for)."""
+        if name not in self._fill_rows:
+            self._fill_rows[name] = self._typed_fills(name)
+        return self._fill_rows[name][f.order_key]
+
+    def _typed_fills(self, name: Callable[[str], str]) -> dict[bytes, tuple[list[dict[str, Any]], pa.Table]]:
         from pyspark.sql import functions as F
 
-        columns, sources = union_columns([f.layout], name)
+        fills = self.fills
+        if not fills:
+            return {}
+        key = F.col("order_key")
         rows = self._renames_and_changes()[0].where(
-            (F.col("op") == ADD_COLUMN) & (F.col("order_key") == F.lit(f.order_key))
+            (F.col("op") == ADD_COLUMN) & key.isin([F.lit(f.order_key) for f in fills])
         )
-        typed = typed_rows(rows, columns, sources, keyless=False)
-        return columns, arrow_batches(typed, target_schema(columns)).read_all()
+        laid = [union_columns([f.layout], name) for f in fills]
+        values = [
+            F.when(key == F.lit(f.order_key), column_values(columns, sources, keyless=False)[0]).alias(
+                f"_binlake_fill_{i}"
+            )
+            for i, (f, (columns, sources)) in enumerate(zip(fills, laid, strict=True))
+        ]
+        system = [key.alias(ORDER), F.lit(False).alias(DELETED), F.col("gtid").alias(GTID)]
+        with trace.span("fill values"):
+            got = rows.select(*values, *system, F.col("commit_ts").alias(COMMIT_TS)).toArrow()
+        at = {bytes(k): i for i, k in enumerate(got.column(ORDER).to_pylist())}
+        out = {}
+        for i, (f, (columns, _)) in enumerate(zip(fills, laid, strict=True)):
+            row = got.slice(at[f.order_key], 1)
+            one = row.select([f"_binlake_fill_{i}", ORDER, DELETED, GTID, COMMIT_TS]).rename_columns(
+                [columns[0]["name"], ORDER, DELETED, GTID, COMMIT_TS]
+            )
+            schema = target_schema(columns)
+            out[f.order_key] = (
+                columns,
+                pa.Table.from_batches([conform(b, schema) for b in one.to_batches()], schema),
+            )
+        return out
+
+    def table_fills(self, t: TablePlan) -> list[FillPlan]:
+        """The fills of keyed table ``t`` (a keyless one's change table keeps changes as they were)."""
+        if t.keyless:
+            return []
+        return [f for f in self.fills if (f.db, f.table) == (t.db, t.table)]
 
     @property
     def renames(self) -> RenamePlan:
@@ -430,13 +480,25 @@ class BatchPlan:
         name: Callable[[str], str] = str,
         chunk_rows: int | None = None,
         after: bytes | None = None,
+        *,
+        filled: bool = False,
     ) -> tuple[list[dict[str, Any]], Counted]:
         """Table ``t``'s typed target rows on the driver (an Arrow stream, counted; about
         ``chunk_rows`` at a time) and its target columns (names through ``name``, a dialect's
-        length limit). Keyless tables' changes in order, only those after order key ``after``."""
+        length limit). Keyless tables' changes in order, only those after order key ``after``.
+        ``filled``: a keyed table's rows changed before a column the batch adds carry that
+        column's value (``table_fills``; rows the target held before the batch are the sink's)."""
         from pyspark.sql import functions as F
 
         columns, sources = union_columns(t.layouts, name)
+        fills = self.table_fills(t) if filled else []
+        folded = []
+        for f in fills:
+            fill_columns, row = self.fill_rows(f, name)
+            column = fill_columns[0]
+            if column["name"] not in sources:
+                columns.append(column)
+            folded.append((column["name"], f.order_key, row.column(0)[0]))
         df = self.changes.where(F.col("pk").isNull()) if t.keyless else self.latest
         rows = df.where((F.col("db") == t.db) & (F.col("table") == t.table))
         known: int | None = t.rows
@@ -447,13 +509,30 @@ class BatchPlan:
         typed = typed_rows(rows, columns, sources, t.keyless)
         schema = target_schema(columns, keyless=t.keyless)
         with trace.span(f"rows {t.name}"):
-            return columns, Counted(arrow_batches(typed, schema, chunk_rows, known))
+            stream = arrow_batches(typed, schema, chunk_rows, known)
+            if folded:
+                stream = pa.RecordBatchReader.from_batches(schema, (fold(b, folded) for b in stream))
+            return columns, Counted(stream)
 
     def close(self) -> None:
         if self._latest is not None:
             with trace.span("unpersist latest"):
                 self._latest.unpersist()
             self._latest = None
+
+
+def fold(batch: pa.RecordBatch, fills: list[tuple[str, bytes, pa.Scalar]]) -> pa.RecordBatch:
+    """``batch`` with each fill's value (column, order key, value) in the live rows changed before
+    it (order keys compare as bytes: their encoding's order is theirs)."""
+    import pyarrow.compute as pc
+
+    order, live = batch.column(ORDER), pc.invert(batch.column(DELETED))
+    arrays = dict(zip(batch.schema.names, batch.columns, strict=True))
+    for name, key, value in fills:
+        target = batch.schema.field(name).type
+        before = pc.and_(pc.less(order, pa.scalar(key, pa.binary())), live).fill_null(False)
+        arrays[name] = pc.if_else(before, value.cast(target), arrays[name])
+    return pa.RecordBatch.from_arrays(list(arrays.values()), schema=batch.schema)
 
 
 @contextmanager

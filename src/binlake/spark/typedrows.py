@@ -88,9 +88,28 @@ def typed_rows(
 ) -> Any:
     """One table's changes as typed target rows (a DataFrame). ``columns``: the target columns
     (name, types, ``pk``); ``sources[name]``: (``renamed`` value, name in the images) for every
-    layout the column has (a rename within the batch gives one column two image names). Keyed
-    tables: key columns from ``pk``, the rest from ``after`` (NULL for a delete, a tombstone);
-    keyless: every column from the image the change has (a delete's ``before``) and ``_binlake_op``."""
+    layout the column has (a rename within the batch gives one column two image names; none: the
+    column is NULL here, a sink's fill gives it its value). Keyed tables: key columns from ``pk``,
+    the rest from ``after`` (NULL for a delete, a tombstone); keyless: every column from the image
+    the change has (a delete's ``before``) and ``_binlake_op``."""
+    from pyspark.sql import functions as F
+
+    out = column_values(columns, sources, keyless)
+    out += [
+        F.col("order_key").alias(ORDER),
+        (F.col("op") == "delete").alias(DELETED),
+        F.col("gtid").alias(GTID),
+        F.col("commit_ts").alias(COMMIT_TS),
+    ]
+    if keyless:
+        out.append(F.col("op").alias(OP))
+    return df.select(*out)
+
+
+def column_values(
+    columns: Sequence[dict[str, Any]], sources: dict[str, list[tuple[str | None, str]]], keyless: bool
+) -> list[Any]:
+    """The typed value of each of ``columns`` in a change-log row (Spark columns; see ``typed_rows``)."""
     from pyspark.sql import functions as F
 
     deleted = F.col("op") == "delete"
@@ -99,28 +118,26 @@ def typed_rows(
     for c in columns:
         t = arrow_type(c)
         src = F.col("pk") if (c.get("pk") and not keyless) else image
-        names = sources[c["name"]]
+        names = sources.get(c["name"], [])
+        value = F.lit(None).cast(spark_type(t))
         if len({n for _, n in names}) == 1:
             value = field(src, names[0][1], t)
-        else:
-            value = None
-            for renamed, n in names:
-                test = F.col("renamed").isNull() if renamed is None else F.col("renamed") == F.lit(renamed)
-                value = (
-                    F.when(test, field(src, n, t)) if value is None else value.when(test, field(src, n, t))
-                )
+        elif names:
+            (renamed, n), *rest = names
+            value = F.when(_layout_is(renamed), field(src, n, t))
+            for renamed, n in rest:
+                value = value.when(_layout_is(renamed), field(src, n, t))
         if not keyless and not c.get("pk"):
             value = F.when(~deleted, value)
         out.append(value.alias(c["name"]))
-    out += [
-        F.col("order_key").alias(ORDER),
-        deleted.alias(DELETED),
-        F.col("gtid").alias(GTID),
-        F.col("commit_ts").alias(COMMIT_TS),
-    ]
-    if keyless:
-        out.append(F.col("op").alias(OP))
-    return df.select(*out)
+    return out
+
+
+def _layout_is(renamed: str | None) -> Any:
+    """A change-log row is of the layout whose ``renamed`` value this is."""
+    from pyspark.sql import functions as F
+
+    return F.col("renamed").isNull() if renamed is None else F.col("renamed") == F.lit(renamed)
 
 
 def arrow_batches(
@@ -136,7 +153,7 @@ def arrow_batches(
         if n > slice_rows:
             return pa.RecordBatchReader.from_batches(schema, _sliced(df, schema, -(-n // slice_rows)))
     table = df.toArrow()
-    return pa.RecordBatchReader.from_batches(schema, (_conform(b, schema) for b in table.to_batches()))
+    return pa.RecordBatchReader.from_batches(schema, (conform(b, schema) for b in table.to_batches()))
 
 
 def _sliced(df: Any, schema: pa.Schema, slices: int) -> Iterator[pa.RecordBatch]:
@@ -147,12 +164,12 @@ def _sliced(df: Any, schema: pa.Schema, slices: int) -> Iterator[pa.RecordBatch]
     try:
         for i in range(slices):
             for b in parts.where(F.spark_partition_id() == i).toArrow().to_batches():
-                yield _conform(b, schema)
+                yield conform(b, schema)
     finally:
         parts.unpersist()
 
 
-def _conform(b: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+def conform(b: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
     """A batch from Spark in the target's exact Arrow types (Spark's own differ in detail: time zone
     names, large types)."""
     arrays = []

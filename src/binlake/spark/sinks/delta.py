@@ -25,6 +25,7 @@ from binlake.spark.typedrows import COMMIT_TS, DELETED, GTID, OP, ORDER
 from binlake.targetnames import NAME_BOOK, NameBook, escape_reserved, inside, path_name
 
 APP_ID = "binlake-sync"
+FILL_KEY = "_binlake_fill_key_"  # a fill's order key in the one-row source of ``_fill_held``
 
 
 @dataclass(frozen=True)
@@ -59,8 +60,7 @@ class DeltaSink:
         # dropped within the batch gives it keyed and keyless changes)
         with trace.span("delta versions"):
             done = {key: committed_version(self.target, path.name) for key, path in paths.items()}
-        # a table with fills commits the batch's version with its last fill, after its rows
-        last_fill = {(f.db, f.table): f for f in fills}
+        merged = set()
         for t in plan.tables:
             phase(f"merging {t.name}")
             was = done[(t.db, t.table)] if plan.positioned or t.keyless else None
@@ -68,67 +68,87 @@ class DeltaSink:
                 report.skipped.append(t.name)
                 continue
             path = paths[(t.db, t.table)]
-            n = (
-                self._append(plan, t, path)
-                if t.keyless
-                else self._merge(plan, t, path, (t.db, t.table) not in last_fill)
-            )
+            if t.keyless:
+                n = self._append(plan, t, path)
+            else:
+                n = self._merge(plan, t, path)
+                merged.add((t.db, t.table))
             report.tables[t.name] = report.tables.get(t.name, 0) + n
+        # a table the batch adds columns to without changing a row of it: the rows it held
+        held: dict[tuple[str, str], list[FillPlan]] = {}
         for f in fills:
-            was = done[(f.db, f.table)]
+            if (f.db, f.table) not in merged:
+                held.setdefault((f.db, f.table), []).append(f)
+        for key, table_fills in held.items():
+            was = done[key]
             if was is not None and was >= report.version:
                 continue
-            phase(f"filling {f.name}")
-            version = report.version if last_fill[(f.db, f.table)] is f else None
-            if self._fill(plan, f, paths[(f.db, f.table)], version):
-                report.filled.append(f"{f.name}: {f.column}")
+            phase(f"filling {table_fills[0].name}")
+            if self._fill_held(plan, table_fills, paths[key], report.version):
+                report.filled += [f"{f.name}: {f.column}" for f in table_fills]
         return report
 
-    def _fill(self, plan: BatchPlan, f: FillPlan, path: Path, version: int | None) -> bool:
-        """Give the rows ``f``'s table held before the ADD COLUMN the column's value: one MERGE of
-        the one-row value over every row with an older order key (idempotent)."""
+    def _fill_held(self, plan: BatchPlan, fills: list[FillPlan], path: Path, version: int | None) -> bool:
+        """Give the rows the table held before the batch the values of the columns the batch adds
+        (``fills``, one per column): one MERGE of a one-row source over every row older than the
+        last fill, each column set where the row is older than its own fill (idempotent: a rerun
+        sets the same values). The batch's own rows carry theirs (``BatchPlan.rows(filled=True)``).
+        ``version``: this commit records the batch's version (a table with no row change in it)."""
         from deltalake import CommitProperties, DeltaTable, Schema, Transaction
 
-        if not (path / "_delta_log").exists():
+        if not fills or not (path / "_delta_log").exists():
             return False  # the target holds no row of the table
         table = DeltaTable(str(path))
         have = pa.schema(table.schema().to_arrow())
         if OP in have.names:
             return False  # a change table holds changes as they were, not rows
-        columns, row = plan.fill_rows(f)
-        name = columns[0]["name"]
-        widen_table(path, {name: row.schema.field(name).type})
-        if name not in have.names:
-            table.alter.add_columns(Schema.from_arrow(pa.schema([row.schema.field(name)])).fields)
+        typed = [plan.fill_rows(f) for f in fills]
+        columns = [cs[0] for cs, _ in typed]
+        widen_table(path, {c["name"]: arrow_type(c) for c in columns})
+        added = [row.schema.field(0) for _, row in typed if row.schema.names[0] not in have.names]
+        if added:
+            table.alter.add_columns(Schema.from_arrow(pa.schema(added)).fields)
         props = CommitProperties(
             custom_metadata={**plan.metadata, "binlake.columns": json.dumps(columns)},
             app_transactions=[Transaction(APP_ID, version)] if version is not None else None,
         )
-        older = f"{sql.column('t', ORDER)} < {sql.column('s', ORDER)}"
+        source: dict[str, pa.Array] = {}
+        updates = {}
+        for i, (f, (_, row)) in enumerate(zip(fills, typed, strict=True)):
+            name, key = row.schema.names[0], f"{FILL_KEY}{i}"
+            source[name], source[key] = row.column(0), pa.array([f.order_key], pa.binary())
+            older = f"{sql.column('t', ORDER)} < {sql.column('s', key)}"
+            updates[sql.quote_ident(name)] = (
+                f"CASE WHEN {older} THEN {sql.column('s', name)} ELSE {sql.column('t', name)} END"
+            )
+        source[ORDER] = pa.array([max(f.order_key for f in fills)], pa.binary())
+        newest = f"{sql.column('t', ORDER)} < {sql.column('s', ORDER)}"
         (
             DeltaTable(str(path))
-            .merge(
-                row.select([name, ORDER]), older, source_alias="s", target_alias="t", commit_properties=props
-            )
-            .when_matched_update({sql.quote_ident(name): sql.column("s", name)})
+            .merge(pa.table(source), newest, source_alias="s", target_alias="t", commit_properties=props)
+            .when_matched_update(updates)
             .execute()
         )
         if version is not None and DeltaTable(str(path)).transaction_version(APP_ID) != version:
             commit_empty(path, props)
         return True
 
-    def _merge(self, plan: BatchPlan, t: TablePlan, path: Path, final: bool = True) -> int:
+    def _merge(self, plan: BatchPlan, t: TablePlan, path: Path) -> int:
         """One MERGE per table in the columns of all its layouts of the batch (ADD COLUMN evolves
-        the table), each column in its type in the newest layout (a type change widens it).
-        ``final``: this commit records the batch's version (else a fill of the table does)."""
-        columns, counted = plan.rows(t, chunk_rows=self.chunk_rows)
+        the table), each column in its type in the newest layout (a type change widens it), its
+        rows carrying the values of the columns the batch adds; the rows the table held before
+        get them first (``_fill_held``). The MERGE records the batch's version."""
+        fills = plan.table_fills(t)
+        self._fill_held(plan, fills, path, None)
+        columns, counted = plan.rows(t, chunk_rows=self.chunk_rows, filled=True)
         with trace.span(f"delta merge {t.name}"):
             widen_table(path, {c["name"]: arrow_type(c) for c in columns})
             keys = [c["name"] for c in columns if c.get("pk")]
-            version = plan.report.version if plan.positioned and final else None
+            version = plan.report.version if plan.positioned else None
             merge_table(
                 path, counted.stream, keys, version, {**plan.metadata, "binlake.columns": json.dumps(columns)}
             )
+        plan.report.filled += [f"{f.name}: {f.column}" for f in fills]
         return counted.n
 
     def _append(self, plan: BatchPlan, t: TablePlan, path: Path) -> int:
