@@ -137,3 +137,43 @@ def test_split_points_cut_real_files_between_transactions(corpus: Path, names: l
     for lo, hi in zip([4, *cuts], [*cuts, None], strict=True):
         pieces += list(file_changes(path, start=lo if lo > 4 else None, stop=hi))
     assert whole and pieces == whole
+
+
+def _clean_records() -> list[dict[str, Any]]:
+    from tests.conftest import corpus_index
+
+    return [
+        r for r in corpus_index()["records"] if not r.get("problems") and r.get("events") and r["size"] > 2000
+    ]
+
+
+STARTS = ("GTID", "ANONYMOUS_GTID", "MARIA_GTID")
+
+
+@pytest.mark.parametrize("record", _clean_records(), ids=lambda r: r["path"])
+def test_gtid_cuts_are_transaction_starts(corpus: Path, record: dict[str, Any]) -> None:
+    """The header walk cuts only where a GTID event starts a transaction, and the ranges hold the
+    file's changes exactly; a v4 file with GTID events is always walked, a file without them (or
+    an old server's) is left to the header-only scan (None)."""
+    from binlake.position import gtid_cuts
+    from binlake.reader import BinlogReader
+    from binlake.spark.changelog import file_changes
+
+    path = corpus / record["path"]
+    every = max(record["size"] // 5, 200)
+    cuts = gtid_cuts(path, every)
+    fde = record["fde"] or {}
+    walkable = fde.get("binlog_version") == 4 and not fde["server_version"].startswith(("5.0.", "5.1."))
+    has_gtids = any(k.split(":")[1] in STARTS for k in record["hist"])
+    if cuts is None:
+        assert not (walkable and has_gtids)
+        return
+    assert walkable and (has_gtids or not cuts)
+    types = {ev.offset: ev.type_name for ev in BinlogReader(path, decode_rows=False)}
+    assert all(types[c] in STARTS for c in cuts)
+    assert all(b - a >= every for a, b in zip([4, *cuts], cuts, strict=False))
+    whole = list(file_changes(path))
+    pieces = []
+    for lo, hi in zip([4, *cuts], [*cuts, None], strict=True):
+        pieces += list(file_changes(path, start=lo if lo > 4 else None, stop=hi))
+    assert pieces == whole

@@ -295,6 +295,43 @@ def last_boundary(path: str | Path, start: int = 4) -> int:
     return TailScan(path, start).finish().boundary
 
 
+# events that begin a transaction in every file that has them (MySQL 5.6+, MariaDB 10+)
+_TRANSACTION_STARTS = frozenset({EventType.GTID, EventType.ANONYMOUS_GTID, EventType.MARIA_GTID})
+_V4_HEADER = 19
+
+
+def gtid_cuts(path: str | Path, every: int) -> list[int] | None:
+    """``split_points`` of a complete file without reading an event: its v4 headers are walked by
+    their lengths alone (no Python object per event), each cut at the first GTID event (which begins
+    a transaction) at least ``every`` bytes after the last. None when it cannot tell: no GTID event
+    where a cut is due (an old server's file), or a header that is not a v4 event's — then the
+    caller scans as ``split_points`` does, which says what is wrong."""
+    import mmap
+
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+        size = len(m)
+        if size < 4 + _V4_HEADER + 2 + 4 or m[4 + 4] != EventType.FORMAT_DESCRIPTION:
+            return None
+        body = 4 + _V4_HEADER
+        if int.from_bytes(m[body : body + 2], "little") != 4 or m[body + 2 : body + 6] in (b"5.0.", b"5.1."):
+            return None  # not v4, or a server whose type codes may be permuted
+        points, pos, next_at, seen = [], 4, 4 + every, False
+        starts = bytes(1 if code in _TRANSACTION_STARTS else 0 for code in range(256))
+        while pos + _V4_HEADER <= size:
+            length = int.from_bytes(m[pos + 9 : pos + 13], "little")
+            if length < _V4_HEADER or pos + length > size:
+                return None
+            if starts[m[pos + 4]]:
+                seen = True
+                if pos >= next_at:
+                    points.append(pos)
+                    next_at = pos + every
+            elif pos >= next_at + every and not seen:
+                return None  # far past a due cut and not one GTID event: not a file that has them
+            pos += length
+        return points if pos == size and (seen or not points) else None
+
+
 def split_points(
     path: str | Path, every: int, start: int = 4, stop: int | None = None, ends: Iterable[int] | None = None
 ) -> list[int]:

@@ -57,8 +57,9 @@ class BinlogReader:
     starting at or after it is yielded. ``require_fde=False`` reads a fragment without a format event
     under the provisional v4 layout instead of raising ``NoFormatDescriptionError``. Event types in
     ``skip`` are not read at all (their bodies are seeked over and come out as ``Skipped``): the
-    header-only scan of position search and statistics uses it. ``max_payload``: the largest event
-    (as read or uncompressed) to hold in memory, see ``EventDecoder``.
+    header-only scan of position search and statistics uses it; with ``omit_skipped`` they do not
+    come out at all (a pass that needs none of them: the DDL pass). ``max_payload``: the largest
+    event (as read or uncompressed) to hold in memory, see ``EventDecoder``.
     """
 
     def __init__(
@@ -71,6 +72,7 @@ class BinlogReader:
         stop_position: int | None = None,
         require_fde: bool = True,
         skip: frozenset[int] = frozenset(),
+        omit_skipped: bool = False,
         observers: list[Any] | None = None,
         decoder: EventDecoder | None = None,
         max_payload: int | str | None = None,
@@ -80,6 +82,7 @@ class BinlogReader:
         self.stop_position = stop_position
         self.require_fde = require_fde
         self.skip = skip
+        self.omit_skipped = omit_skipped
         self.decoder = decoder or EventDecoder(
             self.path, verify_checksum=verify_checksum, decode_rows=decode_rows, max_payload=max_payload
         )
@@ -159,19 +162,20 @@ class BinlogReader:
         # the compiled envelope reads events from a buffer of the file (``buf``, from offset
         # ``base``); what it leaves (None) goes through ``_read_event`` and the reference decoder
         envelope = decoder_module.ENVELOPE.module
-        fast = envelope.next_event if envelope is not None and not self.skip else None
-        buf, base = b"", pos
+        buffered = (
+            _Buffered(f, self.decoder, envelope, self.skip, self.omit_skipped)
+            if envelope is not None
+            else None
+        )
         while True:
             if stop is not None and pos >= stop:
                 return
-            if fast is not None and not first:
-                event = fast(self.decoder, buf, pos - base, pos)
-                if event is False:  # not all in the buffer: read on from here
-                    buf = b""  # (not held while the next is read)
-                    f.seek(pos)
-                    buf, base = f.read(FAST_CHUNK), pos
-                    event = fast(self.decoder, buf, 0, pos)
-                if event:
+            if buffered is not None and not first:
+                event, pos = buffered.next(pos, stop)
+                self.position = pos
+                if stop is not None and pos >= stop:
+                    return
+                if event is not None:
                     yield event
                     if type(event.body) is TransactionPayload:
                         yield from self.decoder.inner_events(event)
@@ -191,7 +195,8 @@ class BinlogReader:
                     offset=pos,
                 )
             if len(raw) < size:
-                yield self.decoder.skipped(raw, pos)
+                if not self.omit_skipped:
+                    yield self.decoder.skipped(raw, pos)
             else:
                 event = self.decoder.decode_event(raw, pos)
                 yield event
@@ -228,6 +233,77 @@ class BinlogReader:
                 source=self.path,
                 offset=start,
             )
+
+
+class _Buffered:
+    """The compiled path: events decoded from a buffer of the file (``buf``, from offset ``base``);
+    skipped ones hopped over in it (their header alone made an event, or with ``omit`` nothing at
+    all). ``next`` returns None for what the reader's own path must read (with its checks and
+    errors), the file then anywhere."""
+
+    def __init__(
+        self, f: BinaryIO, decoder: EventDecoder, compiled: Any, skip: frozenset[int], omit: bool
+    ) -> None:
+        self.f, self.decoder, self.skip, self.omit = f, decoder, skip, omit
+        self.fast, self.hop, self.max = compiled.next_event, compiled.hop, decoder.state.max_payload
+        self.buf, self.base = b"", 0
+        self.fde: Any = None
+        self.codes = bytes(256)  # 1 for each type code skipped under ``fde``
+
+    def next(self, pos: int, stop: int | None) -> tuple[Event | None, int]:
+        """The event at ``pos`` (or, omitting skipped events, the first one not skipped before
+        ``stop``) and where it starts."""
+        while True:
+            if self.omit and self.fde is not None:  # hop over skipped events in C
+                i = pos - self.base
+                limit = len(self.buf) if stop is None else min(len(self.buf), stop - self.base)
+                pos += self.hop(self.buf, i, limit, self.codes, self.fde.header_length, self.max) - i
+                if stop is not None and pos >= stop:
+                    return None, pos
+            got = self._one(pos)
+            if got is False:  # not all in the buffer: read on from here
+                self.buf = b""  # (not held while the next is read)
+                self.f.seek(pos)
+                self.buf, self.base = self.f.read(FAST_CHUNK), pos
+                got = self._one(pos)
+            if got is None or isinstance(got, bool):
+                return None, pos
+            if not isinstance(got, int):
+                return got, pos
+            pos += got  # an omitted event's size
+            if stop is not None and pos >= stop:
+                return None, pos
+
+    def _one(self, pos: int) -> Event | int | bool | None:
+        i = pos - self.base
+        if self.skip:
+            size = self._skipped_size(i)
+            if size > 0:
+                if self.omit:
+                    return size
+                return self.decoder.skipped(self.buf[i : i + self.decoder.header_length], pos)
+            if size == 0:
+                return False
+        return self.fast(self.decoder, self.buf, i, pos)  # type: ignore[no-any-return]
+
+    def _skipped_size(self, i: int) -> int:
+        """The size of a skipped event at ``buf[i]``; 0: the buffer does not hold all of it; -1: not
+        skipped, or a length the reader has something to say about."""
+        fde, buf = self.decoder.fde, self.buf
+        if fde is None:
+            return -1
+        if fde is not self.fde:  # a permutation changes which codes the skipped types are
+            self.fde = fde
+            self.codes = bytes(1 if fde.effective_type(c) in self.skip else 0 for c in range(256))
+        hlen = fde.header_length
+        if len(buf) - i < hlen:
+            return 0
+        if not self.codes[buf[i + 4]]:
+            return -1
+        size = int.from_bytes(buf[i + 9 : i + 13], "little")
+        if size < hlen or size > self.max:
+            return -1
+        return size if size <= len(buf) - i else 0
 
 
 def read_events(path: str | os.PathLike[str], **options: object) -> Iterator[Event]:

@@ -57,7 +57,7 @@ cdef extern from "string.h":
     int memcmp(const void *a, const void *b, size_t n) nogil
 
 # what binlake.decoder expects of this module (a build older than the source is not used)
-INTERFACE = 5
+INTERFACE = 6
 
 # CRC32 (ISO-HDLC, zlib's and MySQL's) eight bytes a step ("slicing by 8"): binlog events are small
 # (76 bytes on average in the merge benchmark's nodes), where zlib's ``crc32`` spends ~75 ns an event
@@ -508,6 +508,25 @@ def next_event(decoder, bytes buf, Py_ssize_t i, Py_ssize_t offset):
     if size > n - i:
         return False
     return decode_event(decoder, PyBytes_FromStringAndSize(PyBytes_AS_STRING(buf) + i, size), offset)
+
+
+def hop(bytes buf, Py_ssize_t i, Py_ssize_t limit, bytes codes, Py_ssize_t hlen, unsigned long long max_payload):
+    """Past the events at ``buf[i]`` whose type ``codes[type]`` marks skipped, up to ``limit``
+    (where the next event starts): the reader hops over a pass's skipped events without an object
+    each. Stops at an event not skipped, one the buffer does not hold whole (or its header), or a
+    length the reader has something to say about (its own path then reads it)."""
+    cdef const unsigned char *s = <const unsigned char *>PyBytes_AS_STRING(buf)
+    cdef const unsigned char *table = <const unsigned char *>PyBytes_AS_STRING(codes)
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(buf)
+    cdef unsigned long long size
+    if PyBytes_GET_SIZE(codes) != 256:
+        raise ValueError("codes: one byte per type code")
+    while i >= 0 and i < limit and n - i >= hlen and table[s[i + 4]]:
+        size = le(s + i + 9, 4)
+        if size < <unsigned long long>hlen or size > max_payload or size > <unsigned long long>(n - i):
+            break
+        i += <Py_ssize_t>size
+    return i
 
 
 # the verbs of a canonical XA statement, after ``XA `` and before its blank, and their kinds

@@ -21,9 +21,14 @@ from binlake.reader import BinlogReader
 from binlake.schema.history import SchemaHistory
 from binlake.schema.tracker import SchemaTracker
 
-# what the pass does not read: row images and their companions (TABLE_MAPs are read, for reports)
+# what the pass does not read: row images and their companions (TABLE_MAPs are read, for reports),
+# and what begins and ends a transaction
 _SKIPPED = frozenset(
     {
+        EventType.GTID,
+        EventType.ANONYMOUS_GTID,
+        EventType.MARIA_GTID,
+        EventType.XID,
         EventType.ROWS_QUERY,
         EventType.MARIA_ANNOTATE_ROWS,
         EventType.TRANSACTION_PAYLOAD,
@@ -87,7 +92,11 @@ class DdlPass:
         """Apply the DDL of [start, stop) of one file (stop None: to its end, or to a tail still being
         written) and report the tables met that the history cannot name."""
         reader = BinlogReader(
-            path, skip=_SKIPPED, start_position=start if start > 4 else None, stop_position=stop
+            path,
+            skip=_SKIPPED,
+            omit_skipped=True,
+            start_position=start if start > 4 else None,
+            stop_position=stop,
         )
         self.file, self.offset = os.path.basename(path), start
         try:

@@ -136,18 +136,24 @@ def plan_ranges(files: list[str], split_bytes: int) -> list[RangePartition]:
 
 
 def file_ranges(path: str, split_bytes: int, *, active: bool) -> list[tuple[int, int | None]]:
-    """The [start, end) ranges of one file (end None: to the end of the file). One header-only scan
-    finds both the split points and whether the tail is complete; a file the server closed and that
-    needs no split is not scanned at all."""
-    from binlake.position import TailScan, split_points
+    """The [start, end) ranges of one file (end None: to the end of the file). A file the server
+    closed is cut at GTID events found by walking its headers (``gtid_cuts``), or not read at all
+    when it needs no cut; else one header-only scan finds both the split points and whether the
+    tail is complete."""
+    from binlake.position import TailScan, gtid_cuts, split_points
     from binlake.tail import complete_end, just_created, needs_scan, still_writing
 
     if just_created(path, active=active):
         return []
     size = os.path.getsize(path)
     split = bool(split_bytes) and size > split_bytes
-    scan = TailScan(path) if split or needs_scan(path, active=active) else None
-    cuts = split_points(path, split_bytes, ends=scan) if split else []
+    scan = TailScan(path) if needs_scan(path, active=active) else None
+    # a complete file is cut where its GTID events are, its headers walked by length alone; else
+    # (a tail to find, an old server's file) by the transaction ends a header-only scan finds
+    cuts = (gtid_cuts(path, split_bytes) if scan is None else None) if split else []
+    if cuts is None:
+        scan = scan or TailScan(path)
+        cuts = split_points(path, split_bytes, ends=scan)
     end = complete_end(scan, active=active) if scan is not None else None
     if scan is not None and end is not None:
         warn(still_writing(scan))
