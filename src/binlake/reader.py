@@ -7,6 +7,7 @@ complete event before it has been yielded.
 
 from __future__ import annotations
 
+import mmap
 import os
 from collections.abc import Iterator
 from typing import Any, BinaryIO, NoReturn
@@ -212,21 +213,30 @@ class BinlogReader:
 
     def _check_event_start(self, f: BinaryIO, pos: int, start: int) -> None:
         """Refuse a ``start_position`` that is not an event's first byte: walk the event headers
-        from ``pos`` (lengths only, nothing decoded) and name the event starts around it — else
-        the bytes there would be read as a damaged event."""
+        from ``pos`` (lengths only, nothing decoded; in C over the mapped file where compiled: a
+        range of a big file starts far in) and name the event starts around it — else the bytes
+        there would be read as a damaged event."""
         hlen = self.decoder.header_length
-        before = pos
-        while pos < start:
-            f.seek(pos)
-            head = f.read(hlen)
-            size = int.from_bytes(head[9:13], "little") if len(head) == hlen else 0
-            if size < hlen:  # the end of the file, or a damaged event: no start is known past it
-                raise NotAnEventStartError(
-                    f"start position {start} is past the last event (the events end at {pos})",
-                    source=self.path,
-                    offset=start,
-                )
-            before, pos = pos, pos + size
+        envelope = decoder_module.ENVELOPE.module
+        if envelope is not None:
+            with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m, memoryview(m) as view:
+                before, pos = envelope.walk(view, pos, start, hlen)
+        else:
+            before = pos
+            while pos < start:
+                f.seek(pos)
+                head = f.read(hlen)
+                size = int.from_bytes(head[9:13], "little") if len(head) == hlen else 0
+                if size < hlen:  # the end of the file, or a damaged event: no start is known past it
+                    before, pos = pos, -1
+                    break
+                before, pos = pos, pos + size
+        if pos < 0:
+            raise NotAnEventStartError(
+                f"start position {start} is past the last event (the events end at {before})",
+                source=self.path,
+                offset=start,
+            )
         if pos != start:
             raise NotAnEventStartError(
                 f"start position {start} is not the start of an event: the nearest are {before} and {pos}",

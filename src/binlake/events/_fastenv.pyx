@@ -529,6 +529,23 @@ def hop(bytes buf, Py_ssize_t i, Py_ssize_t limit, bytes codes, Py_ssize_t hlen,
     return i
 
 
+def walk(const unsigned char[::1] buf, Py_ssize_t pos, Py_ssize_t start, Py_ssize_t hlen):
+    """(the last event start before ``start``, the first at or after it) walking event headers by
+    their lengths from ``pos`` (an event start) in ``buf`` (the file, mapped); (where the events
+    end, -1) when the walk meets the end of ``buf`` or a length shorter than a header first."""
+    cdef Py_ssize_t n = buf.shape[0], before = pos
+    cdef unsigned long long size
+    while pos < start:
+        if n - pos < hlen:
+            return pos, -1
+        size = le(&buf[pos + 9], 4)
+        if size < <unsigned long long>hlen:
+            return pos, -1
+        before = pos
+        pos += <Py_ssize_t>size
+    return before, pos
+
+
 # the verbs of a canonical XA statement, after ``XA `` and before its blank, and their kinds
 cdef tuple XA_VERBS = (b"START", b"BEGIN", b"END", b"PREPARE", b"COMMIT", b"ROLLBACK")
 cdef tuple XA_KINDS = (Kind.XA_START, Kind.XA_START, Kind.XA_END, Kind.XA_PREPARE, Kind.XA_COMMIT, Kind.XA_ROLLBACK)
