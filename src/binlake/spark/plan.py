@@ -20,17 +20,26 @@ import pyarrow as pa
 from binlake.changes import KEY_WIDTH, TOMBSTONE
 from binlake.dialects.mysql import quote_ident
 from binlake.spark import trace
-from binlake.spark.changelog import ADD_COLUMN, NAME_OPS, PARTIAL_JSON_MARK, ROW_OPS, partial_json_error
-from binlake.spark.renames import RenamePlan, layout_columns, renamed_changes
+from binlake.spark.changelog import (
+    ADD_COLUMN,
+    NAME_OPS,
+    PARTIAL_JSON_MARK,
+    ROW_OPS,
+    SCHEMA_OPS,
+    partial_json_error,
+)
+from binlake.spark.renames import RenamePlan, follow_renames, layout_columns, renamed_changes, sink_names
+from binlake.spark.typed import arrow_type
 from binlake.spark.typedrows import (
     COMMIT_TS,
     DELETED,
     GTID,
     ORDER,
     arrow_batches,
-    column_values,
     conform,
+    spark_type,
     target_schema,
+    typed_field,
     typed_rows,
 )
 from binlake.targetnames import escape_reserved
@@ -71,16 +80,22 @@ def batch_version(file_number: int, txn_position: int) -> int:
     return file_number * 10**13 + txn_position
 
 
+# what a sink reads of the last change per key (``table_plans``, ``typed_rows`` of a keyed table):
+# the shuffle that finds it carries nothing else (a ``before`` image is as wide as an ``after``)
+LATEST_COLUMNS = ("db", "table", "op", "pk", "after", "order_key", "gtid", "commit_ts", "renamed", "columns")
+
+
 def latest_per_key(df: Any, partitions: int | None = None) -> Any:
     """The last change per (db, table, primary key) by order key; a primary-key change also yields a
     tombstone for the old key, whose order key is the change's with ``part`` TOMBSTONE (it sorts just
     before it). Keys compare by their JSON form (``to_json``: a VARIANT is not a grouping key).
     ``partitions``: sort in that many pieces (a small batch: few tasks), else in the session's
-    ``spark.sql.shuffle.partitions``."""
+    ``spark.sql.shuffle.partitions``. Only ``LATEST_COLUMNS`` are kept."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    keyed = df.where(F.col("pk").isNotNull()).withColumn(KEY, F.to_json("pk"))
+    wanted = [c for c in df.columns if c in LATEST_COLUMNS]  # (not what the sinks never read)
+    keyed = df.where(F.col("pk").isNotNull()).select(*wanted, "pk_before").withColumn(KEY, F.to_json("pk"))
     moved = keyed.where(
         (F.col("op") == "update") & F.col("pk_before").isNotNull() & (F.to_json("pk_before") != F.col(KEY))
     )
@@ -97,7 +112,9 @@ def latest_per_key(df: Any, partitions: int | None = None) -> Any:
     if partitions is not None:  # the window's grouping, so its sort needs no other exchange
         both = both.repartition(partitions, "db", "table", KEY)
     w = Window.partitionBy("db", "table", KEY).orderBy(F.col("order_key").desc())
-    return both.withColumn("_rn", F.row_number().over(w)).where(F.col("_rn") == 1).drop("_rn", KEY)
+    return (
+        both.withColumn("_rn", F.row_number().over(w)).where(F.col("_rn") == 1).drop("_rn", KEY, "pk_before")
+    )
 
 
 @dataclass(frozen=True)
@@ -355,6 +372,7 @@ class BatchPlan:
         self._latest: Any = None
         self._tables: list[TablePlan] | None = None
         self._fills: list[FillPlan] | None = None
+        self._ops: Any = None
         self._fill_rows: dict[Callable[[str], str], dict[bytes, tuple[list[dict[str, Any]], pa.Table]]] = {}
 
     @property
@@ -383,7 +401,7 @@ class BatchPlan:
             self._fills = []
         if self._fills is None:
             with trace.span("fills"):
-                found = fill_plans(self._renames_and_changes()[0])
+                found = fill_plans(self._added_columns())
             self.report.warnings += [f.warning for f in found if f.unknown is not None]
             last = {(f.db, f.table, f.column): f for f in found if f.unknown is None}
             self._fills = sorted(last.values(), key=lambda f: f.order_key)
@@ -400,32 +418,36 @@ class BatchPlan:
         return self._fill_rows[name][f.order_key]
 
     def _typed_fills(self, name: Callable[[str], str]) -> dict[bytes, tuple[list[dict[str, Any]], pa.Table]]:
+        """Every fill's value typed as its column, in one small Spark job over the batch's DDL
+        changes: one expression per distinct target type (an ADD_COLUMN's ``after`` holds the one
+        column, under the name its own ``columns`` give), not one per fill."""
         from pyspark.sql import functions as F
 
         fills = self.fills
         if not fills:
             return {}
+        laid = [union_columns([f.layout], name)[0] for f in fills]
+        by_type: dict[str, list[bytes]] = {}
+        for f, columns in zip(fills, laid, strict=True):
+            by_type.setdefault(spark_type(arrow_type(columns[0])), []).append(f.order_key)
         key = F.col("order_key")
-        rows = self._renames_and_changes()[0].where(
-            (F.col("op") == ADD_COLUMN) & key.isin([F.lit(f.order_key) for f in fills])
-        )
-        laid = [union_columns([f.layout], name) for f in fills]
-        values = [
-            F.when(key == F.lit(f.order_key), column_values(columns, sources, keyless=False)[0]).alias(
-                f"_binlake_fill_{i}"
-            )
-            for i, (f, (columns, sources)) in enumerate(zip(fills, laid, strict=True))
+        image = F.try_variant_get(F.col("after"), "$", "map<string,variant>")
+        value = F.element_at(image, F.col("columns")[0]["name"])
+        typed = [
+            F.when(key.isin([F.lit(k) for k in keys]), typed_field(value, t)).alias(f"_binlake_fill_{i}")
+            for i, (t, keys) in enumerate(by_type.items())
         ]
+        slot = {t: f"_binlake_fill_{i}" for i, t in enumerate(by_type)}
+        rows = self._added_columns().where(key.isin([F.lit(f.order_key) for f in fills]))
         system = [key.alias(ORDER), F.lit(False).alias(DELETED), F.col("gtid").alias(GTID)]
         with trace.span("fill values"):
-            got = rows.select(*values, *system, F.col("commit_ts").alias(COMMIT_TS)).toArrow()
+            got = rows.select(*typed, *system, F.col("commit_ts").alias(COMMIT_TS)).toArrow()
         at = {bytes(k): i for i, k in enumerate(got.column(ORDER).to_pylist())}
         out = {}
-        for i, (f, (columns, _)) in enumerate(zip(fills, laid, strict=True)):
+        for f, columns in zip(fills, laid, strict=True):
             row = got.slice(at[f.order_key], 1)
-            one = row.select([f"_binlake_fill_{i}", ORDER, DELETED, GTID, COMMIT_TS]).rename_columns(
-                [columns[0]["name"], ORDER, DELETED, GTID, COMMIT_TS]
-            )
+            one = row.select([slot[spark_type(arrow_type(columns[0]))], ORDER, DELETED, GTID, COMMIT_TS])
+            one = one.rename_columns([columns[0]["name"], ORDER, DELETED, GTID, COMMIT_TS])
             schema = target_schema(columns)
             out[f.order_key] = (
                 columns,
@@ -447,8 +469,27 @@ class BatchPlan:
     def _renames_and_changes(self) -> tuple[Any, RenamePlan]:
         if self._renamed is None:
             with trace.span("renames"):
-                self._renamed = renamed_changes(self._kept, names=self.contents.names > 0)
+                self._renamed = renamed_changes(
+                    self._kept, names=self.contents.names > 0, ops=self._schema_ops()
+                )
         return self._renamed
+
+    def _schema_ops(self) -> Any:
+        """The batch's DDL changes (renames, drops, added columns: few), kept while the plan is
+        open: the renames, the fills and their values read them without scanning the batch again."""
+        from pyspark import StorageLevel
+        from pyspark.sql import functions as F
+
+        if self._ops is None:
+            self._ops = self._kept.where(F.col("op").isin(*SCHEMA_OPS)).persist(StorageLevel.MEMORY_AND_DISK)
+        return self._ops
+
+    def _added_columns(self) -> Any:
+        """The batch's ADD COLUMN changes under their names at the end of the batch, in sink space."""
+        from pyspark.sql import functions as F
+
+        plan = self._renames_and_changes()[1]
+        return follow_renames(sink_names(self._schema_ops().where(F.col("op") == ADD_COLUMN)), plan)
 
     @property
     def latest(self) -> Any:
@@ -515,6 +556,9 @@ class BatchPlan:
             return columns, Counted(stream)
 
     def close(self) -> None:
+        if self._ops is not None:
+            self._ops.unpersist()
+            self._ops = None
         if self._latest is not None:
             with trace.span("unpersist latest"):
                 self._latest.unpersist()

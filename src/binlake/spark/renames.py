@@ -267,15 +267,17 @@ def follow_renames(df: Any, plan: RenamePlan) -> Any:
     return joined.select(*[named.get(c, F.col(c)) for c in df.columns], "renamed")
 
 
-def renamed_changes(df: Any, names: bool = True) -> tuple[Any, RenamePlan]:
+def renamed_changes(df: Any, names: bool = True, ops: Any = None) -> tuple[Any, RenamePlan]:
     """A batch's row changes and added columns under their names at the end of the batch (see
     ``follow_renames``), and the plan of its renames; names in sink space. ``names=False``: the
-    caller knows the batch renames and drops nothing (no Spark job looks)."""
+    caller knows the batch renames and drops nothing (no Spark job looks). ``ops``: a frame that
+    holds the batch's renames and drops (its DDL changes, kept apart), read instead of ``df``."""
     from pyspark.sql import functions as F
 
     df = sink_names(df)
     found = (
-        df.where(F.col("op").isin(*NAME_OPS))
+        sink_names(df if ops is None else ops)
+        .where(F.col("op").isin(*NAME_OPS))
         .select("order_key", "db", "table", "op", "before", "after")
         .collect()
         if names

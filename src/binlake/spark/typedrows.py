@@ -44,6 +44,9 @@ _SPARK = {
 }  # fmt: skip
 
 
+TEMPORAL = ("date", "timestamp", "timestamp_ntz")  # the Spark types of dates and timestamps
+
+
 def path(name: str) -> str | None:
     """A JSON path selecting field ``name`` (None: none can, see the module docstring)."""
     if '"' not in name:
@@ -57,13 +60,20 @@ def field(image: Any, name: str, t: pa.DataType) -> Any:
     """Field ``name`` of VARIANT ``image`` as Arrow type ``t`` (a Spark column)."""
     from pyspark.sql import functions as F
 
-    temporal = pa.types.is_date(t) or pa.types.is_timestamp(t)
-    get = F.try_variant_get if temporal else F.variant_get
     p = path(name)
     if p is not None:
-        return get(image, p, spark_type(t))
+        return typed_field(image, spark_type(t), p)
     as_map = F.try_variant_get(image, "$", "map<string,variant>")
-    return get(F.element_at(as_map, F.lit(name)), "$", spark_type(t))
+    return typed_field(F.element_at(as_map, F.lit(name)), spark_type(t))
+
+
+def typed_field(value: Any, t: str, at: str = "$") -> Any:
+    """VARIANT ``value`` (at JSON path ``at``) as Spark type ``t``; a date or timestamp that does
+    not fit (a zero date) is NULL, any other value that does not fit an error (module docstring)."""
+    from pyspark.sql import functions as F
+
+    get = F.try_variant_get if t in TEMPORAL else F.variant_get
+    return get(value, at, t)
 
 
 def target_schema(columns: Sequence[dict[str, Any]], *, keyless: bool = False) -> pa.Schema:
