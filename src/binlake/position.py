@@ -21,6 +21,7 @@ headers and small control events are read (``HEADER_ONLY``): row images are neve
 from __future__ import annotations
 
 import datetime as dt
+import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -302,34 +303,46 @@ _V4_HEADER = 19
 
 def gtid_cuts(path: str | Path, every: int) -> list[int] | None:
     """``split_points`` of a complete file without reading an event: its v4 headers are walked by
-    their lengths alone (no Python object per event), each cut at the first GTID event (which begins
-    a transaction) at least ``every`` bytes after the last. None when it cannot tell: no GTID event
-    where a cut is due (an old server's file), or a header that is not a v4 event's — then the
-    caller scans as ``split_points`` does, which says what is wrong."""
-    import mmap
+    their lengths alone (``reader.walk_headers``, no Python object per event), each cut at the first
+    GTID event (which begins a transaction) at least ``every`` bytes after the last. None when it
+    cannot tell: no GTID event where a cut is due (an old server's file), or a header that is not a
+    v4 event's — then the caller scans as ``split_points`` does, which says what is wrong."""
+    from binlake.reader import walk_headers
 
-    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
-        size = len(m)
-        if size < 4 + _V4_HEADER + 2 + 4 or m[4 + 4] != EventType.FORMAT_DESCRIPTION:
+    size = os.path.getsize(path)
+    with open(path, "rb") as f:
+        head = f.read(4 + _V4_HEADER + 6)
+        if len(head) < 4 + _V4_HEADER + 6 or head[4 + 4] != EventType.FORMAT_DESCRIPTION:
             return None
         body = 4 + _V4_HEADER
-        if int.from_bytes(m[body : body + 2], "little") != 4 or m[body + 2 : body + 6] in (b"5.0.", b"5.1."):
+        if int.from_bytes(head[body : body + 2], "little") != 4 or head[body + 2 : body + 6] in (
+            b"5.0.",
+            b"5.1.",
+        ):
             return None  # not v4, or a server whose type codes may be permuted
-        points, pos, next_at, seen = [], 4, 4 + every, False
-        starts = bytes(1 if code in _TRANSACTION_STARTS else 0 for code in range(256))
-        while pos + _V4_HEADER <= size:
-            length = int.from_bytes(m[pos + 9 : pos + 13], "little")
-            if length < _V4_HEADER or pos + length > size:
+        points: list[int] = []
+        pos = 4
+        while True:  # from the last cut (or the first event) to the first event start past ``every``
+            _, pos, ended = walk_headers(f, pos, pos + every, _V4_HEADER)
+            if pos >= size:
+                return points if pos == size else None
+            if ended:
                 return None
-            if starts[m[pos + 4]]:
-                seen = True
-                if pos >= next_at:
+            due = pos
+            while True:  # event by event to the next GTID event
+                f.seek(pos)
+                header = f.read(_V4_HEADER)
+                length = int.from_bytes(header[9:13], "little") if len(header) == _V4_HEADER else 0
+                if length < _V4_HEADER:
+                    return None
+                if header[4] in _TRANSACTION_STARTS:
                     points.append(pos)
-                    next_at = pos + every
-            elif pos >= next_at + every and not seen:
-                return None  # far past a due cut and not one GTID event: not a file that has them
-            pos += length
-        return points if pos == size and (seen or not points) else None
+                    break
+                pos += length
+                if pos >= size:
+                    return points if pos == size else None
+                if pos - due > every:
+                    return None  # far past a due cut and not one GTID event: not a file that has them
 
 
 def split_points(

@@ -7,9 +7,8 @@ complete event before it has been yielded.
 
 from __future__ import annotations
 
-import mmap
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO, NoReturn
 
 from binlake import decoder as decoder_module
@@ -59,8 +58,10 @@ class BinlogReader:
     under the provisional v4 layout instead of raising ``NoFormatDescriptionError``. Event types in
     ``skip`` are not read at all (their bodies are seeked over and come out as ``Skipped``): the
     header-only scan of position search and statistics uses it; with ``omit_skipped`` they do not
-    come out at all (a pass that needs none of them: the DDL pass). ``max_payload``: the largest
-    event (as read or uncompressed) to hold in memory, see ``EventDecoder``.
+    come out at all (a pass that needs none of them: the DDL pass), nor, when ``admit`` is given,
+    an event whose bytes it refuses (read, not decoded: the DDL pass drops each ``BEGIN`` and a
+    TABLE_MAP it has met before). ``max_payload``: the largest event (as read or uncompressed) to
+    hold in memory, see ``EventDecoder``.
     """
 
     def __init__(
@@ -74,6 +75,7 @@ class BinlogReader:
         require_fde: bool = True,
         skip: frozenset[int] = frozenset(),
         omit_skipped: bool = False,
+        admit: Callable[[bytes], bool] | None = None,
         observers: list[Any] | None = None,
         decoder: EventDecoder | None = None,
         max_payload: int | str | None = None,
@@ -84,6 +86,7 @@ class BinlogReader:
         self.require_fde = require_fde
         self.skip = skip
         self.omit_skipped = omit_skipped
+        self.admit = admit
         self.decoder = decoder or EventDecoder(
             self.path, verify_checksum=verify_checksum, decode_rows=decode_rows, max_payload=max_payload
         )
@@ -164,7 +167,7 @@ class BinlogReader:
         # ``base``); what it leaves (None) goes through ``_read_event`` and the reference decoder
         envelope = decoder_module.ENVELOPE.module
         buffered = (
-            _Buffered(f, self.decoder, envelope, self.skip, self.omit_skipped)
+            _Buffered(f, self.decoder, envelope, self.skip, self.omit_skipped, self.admit)
             if envelope is not None
             else None
         )
@@ -198,7 +201,7 @@ class BinlogReader:
             if len(raw) < size:
                 if not self.omit_skipped:
                     yield self.decoder.skipped(raw, pos)
-            else:
+            elif first or self.admit is None or self.admit(raw):
                 event = self.decoder.decode_event(raw, pos)
                 yield event
                 if type(event.body) is TransactionPayload:
@@ -213,24 +216,12 @@ class BinlogReader:
 
     def _check_event_start(self, f: BinaryIO, pos: int, start: int) -> None:
         """Refuse a ``start_position`` that is not an event's first byte: walk the event headers
-        from ``pos`` (lengths only, nothing decoded; in C over the mapped file where compiled: a
-        range of a big file starts far in) and name the event starts around it — else the bytes
-        there would be read as a damaged event."""
+        from ``pos`` (lengths only, nothing decoded: ``walk_headers``) and name the event starts
+        around it — else the bytes there would be read as a damaged event."""
         hlen = self.decoder.header_length
-        envelope = decoder_module.ENVELOPE.module
-        if envelope is not None:
-            with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m, memoryview(m) as view:
-                before, pos = envelope.walk(view, pos, start, hlen)
-        else:
-            before = pos
-            while pos < start:
-                f.seek(pos)
-                head = f.read(hlen)
-                size = int.from_bytes(head[9:13], "little") if len(head) == hlen else 0
-                if size < hlen:  # the end of the file, or a damaged event: no start is known past it
-                    before, pos = pos, -1
-                    break
-                before, pos = pos, pos + size
+        before, pos, ended = walk_headers(f, pos, start, hlen)
+        if ended:  # the end of the file, or a damaged event: no start is known past it
+            before, pos = pos, -1
         if pos < 0:
             raise NotAnEventStartError(
                 f"start position {start} is past the last event (the events end at {before})",
@@ -245,6 +236,32 @@ class BinlogReader:
             )
 
 
+WALK_CHUNK = 1 << 20  # what a header walk reads at a time (the file is never held, nor mapped, whole)
+
+
+def walk_headers(f: BinaryIO, pos: int, limit: int, hlen: int) -> tuple[int, int, bool]:
+    """Walk the event headers of open file ``f`` by their lengths from ``pos`` (an event start) to
+    the first event start at or past ``limit``: (the last start before it, where the walk
+    stopped, whether it stopped early: at the end of the file or at a length shorter than a
+    header). In C a chunk at a time where compiled (a range of a big file starts far in)."""
+    envelope = decoder_module.ENVELOPE.module
+    before = pos
+    while pos < limit:
+        f.seek(pos)
+        if envelope is not None:
+            chunk = f.read(WALK_CHUNK)
+            before, pos, why = envelope.walk(chunk, pos, pos, limit, hlen)
+            if why == 2 or (why == 1 and len(chunk) < WALK_CHUNK):
+                return before, pos, True
+            continue
+        head = f.read(hlen)
+        size = int.from_bytes(head[9:13], "little") if len(head) == hlen else 0
+        if size < hlen:
+            return before, pos, True
+        before, pos = pos, pos + size
+    return before, pos, False
+
+
 class _Buffered:
     """The compiled path: events decoded from a buffer of the file (``buf``, from offset ``base``);
     skipped ones hopped over in it (their header alone made an event, or with ``omit`` nothing at
@@ -252,9 +269,15 @@ class _Buffered:
     errors), the file then anywhere."""
 
     def __init__(
-        self, f: BinaryIO, decoder: EventDecoder, compiled: Any, skip: frozenset[int], omit: bool
+        self,
+        f: BinaryIO,
+        decoder: EventDecoder,
+        compiled: Any,
+        skip: frozenset[int],
+        omit: bool,
+        admit: Callable[[bytes], bool] | None,
     ) -> None:
-        self.f, self.decoder, self.skip, self.omit = f, decoder, skip, omit
+        self.f, self.decoder, self.skip, self.omit, self.admit = f, decoder, skip, omit, admit
         self.fast, self.hop, self.max = compiled.next_event, compiled.hop, decoder.state.max_payload
         self.buf, self.base = b"", 0
         self.fde: Any = None
@@ -294,6 +317,11 @@ class _Buffered:
                 return self.decoder.skipped(self.buf[i : i + self.decoder.header_length], pos)
             if size == 0:
                 return False
+        if self.admit is not None:
+            buf = self.buf
+            size = int.from_bytes(buf[i + 9 : i + 13], "little") if len(buf) - i >= 13 else 0
+            if 0 < size <= len(buf) - i and not self.admit(buf[i : i + size]):
+                return size  # (only ever with ``omit``)
         return self.fast(self.decoder, self.buf, i, pos)  # type: ignore[no-any-return]
 
     def _skipped_size(self, i: int) -> int:

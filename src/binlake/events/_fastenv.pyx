@@ -529,21 +529,23 @@ def hop(bytes buf, Py_ssize_t i, Py_ssize_t limit, bytes codes, Py_ssize_t hlen,
     return i
 
 
-def walk(const unsigned char[::1] buf, Py_ssize_t pos, Py_ssize_t start, Py_ssize_t hlen):
-    """(the last event start before ``start``, the first at or after it) walking event headers by
-    their lengths from ``pos`` (an event start) in ``buf`` (the file, mapped); (where the events
-    end, -1) when the walk meets the end of ``buf`` or a length shorter than a header first."""
-    cdef Py_ssize_t n = buf.shape[0], before = pos
+def walk(bytes buf, Py_ssize_t base, Py_ssize_t pos, Py_ssize_t limit, Py_ssize_t hlen):
+    """Walk event headers by their lengths alone from file offset ``pos`` (an event start) while
+    ``pos < limit``; ``buf`` holds the file's bytes from offset ``base``. Returns (the last event
+    start walked from, where the walk stopped, why): 0 it reached ``limit``; 1 the next header is
+    not in ``buf`` (read on from there, or the file ends); 2 a length shorter than a header."""
+    cdef const unsigned char *s = <const unsigned char *>PyBytes_AS_STRING(buf)
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(buf), before = pos
     cdef unsigned long long size
-    while pos < start:
-        if n - pos < hlen:
-            return pos, -1
-        size = le(&buf[pos + 9], 4)
+    while pos < limit:
+        if pos - base < 0 or n - (pos - base) < hlen:
+            return before, pos, 1
+        size = le(s + (pos - base) + 9, 4)
         if size < <unsigned long long>hlen:
-            return pos, -1
+            return before, pos, 2
         before = pos
         pos += <Py_ssize_t>size
-    return before, pos
+    return before, pos, 0
 
 
 # the verbs of a canonical XA statement, after ``XA `` and before its blank, and their kinds
