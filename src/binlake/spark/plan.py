@@ -586,7 +586,7 @@ def planned(df: Any, source: str = "", *, positioned: bool = True) -> Iterator[B
     from pyspark import StorageLevel
 
     # on disk: held in the JVM heap the change log crowded out the sort of last-change-per-key
-    kept = df.persist(StorageLevel.MEMORY_AND_DISK)
+    kept = df.persist(StorageLevel.DISK_ONLY)
     plan = None
     try:
         plan = BatchPlan(kept, source, positioned)
