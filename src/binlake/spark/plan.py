@@ -80,9 +80,48 @@ def batch_version(file_number: int, txn_position: int) -> int:
     return file_number * 10**13 + txn_position
 
 
+LAYOUT = "_binlake_layout"  # a row's layout as an index into the batch's distinct ``columns`` values
+
+
+def _layout_key(columns: Any) -> str:
+    """A ``columns`` value (Spark rows) as a key that is equal exactly when the values are."""
+    return repr([tuple(c) for c in columns])
+
+
+def with_layout_ids(df: Any, layouts: tuple[Any, ...]) -> Any:
+    """``df`` with each row's ``columns`` (its layout: a list of column structs, often wider than
+    the row's values) replaced by its index in ``layouts`` (the batch's distinct values, from its
+    head): the shuffle that finds the last change per key then carries a number. A row whose
+    layout is not there fails the job, never drops out."""
+    from pyspark.sql import functions as F
+
+    from binlake.spark.changelog import SPARK_DDL
+
+    columns_type = SPARK_DDL.split("columns ", 1)[1]
+    ids = df.sparkSession.createDataFrame(
+        [(i, list(value)) for i, value in enumerate(layouts)], f"{LAYOUT} INT, columns {columns_type}"
+    )
+    joined = df.join(F.broadcast(ids), "columns", "left")
+    missing = F.raise_error(F.lit("binlake: a change's layout is not among the batch's (a bug)"))
+    layout = F.coalesce(F.col(LAYOUT), missing.cast("int")).alias(LAYOUT)
+    return joined.select(*[layout if c == "columns" else F.col(c) for c in df.columns])
+
+
 # what a sink reads of the last change per key (``table_plans``, ``typed_rows`` of a keyed table):
 # the shuffle that finds it carries nothing else (a ``before`` image is as wide as an ``after``)
-LATEST_COLUMNS = ("db", "table", "op", "pk", "after", "order_key", "gtid", "commit_ts", "renamed", "columns")
+LATEST_COLUMNS = (
+    "db",
+    "table",
+    "op",
+    "pk",
+    "after",
+    "order_key",
+    "gtid",
+    "commit_ts",
+    "renamed",
+    "columns",
+    LAYOUT,
+)
 
 
 def latest_per_key(df: Any, partitions: int | None = None) -> Any:
@@ -180,19 +219,24 @@ def fill_plans(df: Any) -> list[FillPlan]:
     return out
 
 
-def table_plans(df: Any, keyless: bool, partitions: int | None = None) -> list[TablePlan]:
+def table_plans(
+    df: Any, keyless: bool, partitions: int | None = None, layouts: tuple[Any, ...] | None = None
+) -> list[TablePlan]:
     """Each table's layouts in ``df``, in the order they were written (by their newest change), and
-    its row count: one small Spark job for all tables (``partitions``: as in ``latest_per_key``)."""
+    its row count: one small Spark job for all tables (``partitions``: as in ``latest_per_key``).
+    ``layouts``: ``df`` holds each row's layout as its index there (``with_layout_ids``)."""
     from pyspark.sql import functions as F
 
     found: dict[tuple[str, str], list[tuple[bytes, Layout, int]]] = {}
     if partitions is not None:
         df = df.repartition(partitions, "db", "table")
-    groups = df.groupBy("db", "table", "columns", "renamed").agg(
+    layout = "columns" if layouts is None else LAYOUT
+    groups = df.groupBy("db", "table", layout, "renamed").agg(
         F.max("order_key").alias("k"), F.count(F.lit(1)).alias("n")
     )
     for g in groups.collect():
-        columns = [c.asDict(recursive=True) for c in g["columns"]]
+        value = g["columns"] if layouts is None else layouts[g[LAYOUT]]
+        columns = [c.asDict(recursive=True) for c in value]
         found.setdefault((g["db"], g["table"]), []).append((bytes(g["k"]), (columns, g["renamed"]), g["n"]))
     return [
         TablePlan(
@@ -246,6 +290,7 @@ class Contents:
     adds: int = 0  # ADD COLUMN
     keyless: int = 0  # row changes of tables without a primary key
     tables: tuple[TablePlan, ...] | None = None
+    layouts: tuple[Any, ...] = ()  # every distinct ``columns`` value of the row changes
 
 
 def batch_head(df: Any, source: str) -> tuple[SyncReport, dict[str, str]]:
@@ -304,6 +349,7 @@ def head_and_contents(df: Any, source: str) -> tuple[SyncReport, dict[str, str],
         adds,
         sum(g["n"] for g in rows if g["keyless"]),
         simple_tables(rows) if not names + adds else None,
+        tuple({_layout_key(g["columns"]): g["columns"] for g in rows}.values()),
     )
     report.version = batch_version(top["file_number"], top["txn_position"])
     report.position = f"{top['file']}:{top['txn_position']}"
@@ -497,7 +543,8 @@ class BatchPlan:
         from pyspark import StorageLevel
 
         if self._latest is None:
-            self._latest = latest_per_key(self.changes, self.partitions).persist(StorageLevel.DISK_ONLY)
+            changes = with_layout_ids(self.changes, self.contents.layouts)
+            self._latest = latest_per_key(changes, self.partitions).persist(StorageLevel.DISK_ONLY)
         return self._latest
 
     @property
@@ -510,7 +557,7 @@ class BatchPlan:
         if self._tables is None:
             keyless = self.changes.where(F.col("pk").isNull())
             with trace.span("table_plans"):
-                self._tables = table_plans(self.latest, False, self.partitions)
+                self._tables = table_plans(self.latest, False, self.partitions, self.contents.layouts)
                 if self.contents.keyless:
                     self._tables += table_plans(keyless, True, self.partitions)
         return self._tables
