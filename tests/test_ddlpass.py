@@ -1,5 +1,5 @@
 """The DDL pass reads only what can change a schema: it drops each BEGIN and every TABLE_MAP it has
-met since the last DDL before decoding them (``DdlPass._admit``). That must change nothing: at every
+met since the last DDL before decoding them (``reader.KnownEvents``, in C ``_fastenv.hop``). That must change nothing: at every
 transaction boundary of real files and of a generated series with DDL, the history it hands out and
 the warnings it gives equal those of a pass that decodes every QUERY and TABLE_MAP."""
 
@@ -10,14 +10,22 @@ from typing import Any
 
 import pytest
 
+from binlake import native
 from binlake.position import transaction_ends
 from binlake.schema.ddlpass import DdlPass
 from tests.conftest import corpus_index
 
 
 class Unfiltered(DdlPass):
-    def _admit(self, raw: bytes) -> bool:
-        return True
+    drop_known = False
+
+
+@pytest.fixture(params=[True, False], ids=["compiled", "pure"])
+def compiled(request: pytest.FixtureRequest) -> Any:
+    """The BEGINs and known maps hopped over in C, or dropped by ``KnownEvents`` in Python."""
+    native.use_compiled(request.param)
+    yield request.param
+    native.use_compiled(not native.PURE_FORCED)
 
 
 def histories(cls: type[DdlPass], files: list[str]) -> tuple[list[Any], list[str]]:
@@ -39,12 +47,12 @@ WITH_DDL = [
 
 
 @pytest.mark.parametrize("record", WITH_DDL, ids=lambda r: r["path"])
-def test_corpus_files(corpus: Path, record: dict[str, Any]) -> None:
+def test_corpus_files(corpus: Path, record: dict[str, Any], compiled: bool) -> None:
     files = [str(corpus / record["path"])]
     assert histories(DdlPass, files) == histories(Unfiltered, files)
 
 
-def test_a_generated_series_with_ddl_and_table_maps_named_by_it(tmp_path: Path) -> None:
+def test_a_generated_series_with_ddl_and_table_maps_named_by_it(tmp_path: Path, compiled: bool) -> None:
     """MySQL 5.7's table maps carry no names (they come from the DDL); the generator adds, drops
     and renames columns and renames tables between transactions that map the same tables again
     and again."""

@@ -8,7 +8,7 @@ complete event before it has been yielded.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any, BinaryIO, NoReturn
 
 from binlake import decoder as decoder_module
@@ -58,9 +58,8 @@ class BinlogReader:
     under the provisional v4 layout instead of raising ``NoFormatDescriptionError``. Event types in
     ``skip`` are not read at all (their bodies are seeked over and come out as ``Skipped``): the
     header-only scan of position search and statistics uses it; with ``omit_skipped`` they do not
-    come out at all (a pass that needs none of them: the DDL pass), nor, when ``admit`` is given,
-    an event whose bytes it refuses (read, not decoded: the DDL pass drops each ``BEGIN`` and a
-    TABLE_MAP it has met before). ``max_payload``: the largest event (as read or uncompressed) to
+    come out at all (a pass that needs none of them: the DDL pass), nor, with ``known``, the events
+    it drops from their bytes (``KnownEvents``: each ``BEGIN``, a TABLE_MAP met before). ``max_payload``: the largest event (as read or uncompressed) to
     hold in memory, see ``EventDecoder``.
     """
 
@@ -75,7 +74,7 @@ class BinlogReader:
         require_fde: bool = True,
         skip: frozenset[int] = frozenset(),
         omit_skipped: bool = False,
-        admit: Callable[[bytes], bool] | None = None,
+        known: KnownEvents | None = None,
         observers: list[Any] | None = None,
         decoder: EventDecoder | None = None,
         max_payload: int | str | None = None,
@@ -86,7 +85,7 @@ class BinlogReader:
         self.require_fde = require_fde
         self.skip = skip
         self.omit_skipped = omit_skipped
-        self.admit = admit
+        self.known = known
         self.decoder = decoder or EventDecoder(
             self.path, verify_checksum=verify_checksum, decode_rows=decode_rows, max_payload=max_payload
         )
@@ -167,7 +166,7 @@ class BinlogReader:
         # ``base``); what it leaves (None) goes through ``_read_event`` and the reference decoder
         envelope = decoder_module.ENVELOPE.module
         buffered = (
-            _Buffered(f, self.decoder, envelope, self.skip, self.omit_skipped, self.admit)
+            _Buffered(f, self.decoder, envelope, self.skip, self.omit_skipped, self.known)
             if envelope is not None
             else None
         )
@@ -201,7 +200,12 @@ class BinlogReader:
             if len(raw) < size:
                 if not self.omit_skipped:
                     yield self.decoder.skipped(raw, pos)
-            elif first or self.admit is None or self.admit(raw):
+            elif (
+                first
+                or self.known is None
+                or self.decoder.fde is None
+                or self.known.admit(raw, self.decoder.fde)
+            ):
                 event = self.decoder.decode_event(raw, pos)
                 yield event
                 if type(event.body) is TransactionPayload:
@@ -215,10 +219,18 @@ class BinlogReader:
             first = False
 
     def _check_event_start(self, f: BinaryIO, pos: int, start: int) -> None:
-        """Refuse a ``start_position`` that is not an event's first byte: walk the event headers
-        from ``pos`` (lengths only, nothing decoded: ``walk_headers``) and name the event starts
-        around it — else the bytes there would be read as a damaged event."""
+        """Refuse a ``start_position`` that is not an event's first byte — else the bytes there
+        would be read as a damaged event. A v4 header there whose end position is its own offset
+        plus its length is an event the server wrote there (a range of a big file starts far in:
+        no walk). Else walk the event headers from ``pos`` (lengths only: ``walk_headers``) and
+        name the event starts around it (a relay log's events carry the source's positions)."""
         hlen = self.decoder.header_length
+        if hlen >= 17:  # v4: an event records where it ends; one that ends where it should starts here
+            f.seek(start)
+            head = f.read(hlen)
+            size = int.from_bytes(head[9:13], "little") if len(head) == hlen else 0
+            if size >= hlen and int.from_bytes(head[13:17], "little") == start + size:
+                return
         before, pos, ended = walk_headers(f, pos, start, hlen)
         if ended:  # the end of the file, or a damaged event: no start is known past it
             before, pos = pos, -1
@@ -234,6 +246,33 @@ class BinlogReader:
                 source=self.path,
                 offset=start,
             )
+
+
+class KnownEvents:
+    """What a reader that omits skipped events may also drop from an event's bytes, before decoding
+    it: each ``BEGIN`` (every transaction of a MySQL binlog has one), and a TABLE_MAP whose body
+    (after the header, before the checksum) is in ``maps`` — the pass adds each map it decodes and
+    clears them when what a map means may have changed (after DDL). The compiled path hops over
+    them in C (``_fastenv.hop``); this is the reference the pure path and the checks use."""
+
+    def __init__(self) -> None:
+        self.maps: set[bytes] = set()
+
+    def admit(self, raw: bytes, fde: Any) -> bool:
+        hlen, tail = fde.header_length, len(raw) - fde.checksum_size
+        code = fde.effective_type(raw[4])
+        if code == EventType.QUERY:
+            post = fde.post_header_len(EventType.QUERY, 13)
+            if post < 13 or hlen + post > tail:
+                return True
+            status, db = int.from_bytes(raw[hlen + 11 : hlen + 13], "little"), raw[hlen + 8]
+            return raw[hlen + post + status + db + 1 : tail] != b"BEGIN"
+        if code == EventType.TABLE_MAP:
+            body = raw[hlen:tail]
+            if body in self.maps:
+                return False
+            self.maps.add(body)
+        return True
 
 
 WALK_CHUNK = 1 << 20  # what a header walk reads at a time (the file is never held, nor mapped, whole)
@@ -275,9 +314,9 @@ class _Buffered:
         compiled: Any,
         skip: frozenset[int],
         omit: bool,
-        admit: Callable[[bytes], bool] | None,
+        known: KnownEvents | None,
     ) -> None:
-        self.f, self.decoder, self.skip, self.omit, self.admit = f, decoder, skip, omit, admit
+        self.f, self.decoder, self.skip, self.omit, self.known = f, decoder, skip, omit, known
         self.fast, self.hop, self.max = compiled.next_event, compiled.hop, decoder.state.max_payload
         self.buf, self.base = b"", 0
         self.fde: Any = None
@@ -287,10 +326,24 @@ class _Buffered:
         """The event at ``pos`` (or, omitting skipped events, the first one not skipped before
         ``stop``) and where it starts."""
         while True:
-            if self.omit and self.fde is not None:  # hop over skipped events in C
+            if self.omit and self._refresh() is not None:  # hop over what is not read, in C
                 i = pos - self.base
                 limit = len(self.buf) if stop is None else min(len(self.buf), stop - self.base)
-                pos += self.hop(self.buf, i, limit, self.codes, self.fde.header_length, self.max) - i
+                fde = self.fde
+                maps = self.known.maps if self.known is not None else None
+                query_post = fde.post_header_len(EventType.QUERY, 13)
+                hopped = self.hop(
+                    self.buf,
+                    i,
+                    limit,
+                    self.codes,
+                    fde.header_length,
+                    self.max,
+                    fde.checksum_size,
+                    query_post,
+                    maps,
+                )
+                pos += hopped - i
                 if stop is not None and pos >= stop:
                     return None, pos
             got = self._one(pos)
@@ -317,26 +370,41 @@ class _Buffered:
                 return self.decoder.skipped(self.buf[i : i + self.decoder.header_length], pos)
             if size == 0:
                 return False
-        if self.admit is not None:
+        if self.known is not None and self.decoder.fde is not None:
             buf = self.buf
             size = int.from_bytes(buf[i + 9 : i + 13], "little") if len(buf) - i >= 13 else 0
-            if 0 < size <= len(buf) - i and not self.admit(buf[i : i + size]):
-                return size  # (only ever with ``omit``)
+            if 0 < size <= len(buf) - i and not self.known.admit(buf[i : i + size], self.decoder.fde):
+                return size
         return self.fast(self.decoder, self.buf, i, pos)  # type: ignore[no-any-return]
+
+    def _refresh(self) -> Any:
+        """The current format event; the hop's codes made again when it changed (a permutation
+        changes which codes the types are)."""
+        fde = self.decoder.fde
+        if fde is not None and fde is not self.fde:
+            self.fde = fde
+            self.codes = bytes(self._code(fde.effective_type(c)) for c in range(256))
+        return fde
+
+    def _code(self, kind: int) -> int:
+        """What the compiled hop does with an event type (``_fastenv.hop``): 1 skip it, 2 and 3
+        drop a BEGIN and a known TABLE_MAP (with ``known``), 0 stop."""
+        if kind in self.skip:
+            return 1
+        if self.known is not None:
+            return 2 if kind == EventType.QUERY else 3 if kind == EventType.TABLE_MAP else 0
+        return 0
 
     def _skipped_size(self, i: int) -> int:
         """The size of a skipped event at ``buf[i]``; 0: the buffer does not hold all of it; -1: not
         skipped, or a length the reader has something to say about."""
-        fde, buf = self.decoder.fde, self.buf
+        fde, buf = self._refresh(), self.buf
         if fde is None:
             return -1
-        if fde is not self.fde:  # a permutation changes which codes the skipped types are
-            self.fde = fde
-            self.codes = bytes(1 if fde.effective_type(c) in self.skip else 0 for c in range(256))
         hlen = fde.header_length
         if len(buf) - i < hlen:
             return 0
-        if not self.codes[buf[i + 4]]:
+        if self.codes[buf[i + 4]] != 1:
             return -1
         size = int.from_bytes(buf[i + 9 : i + 13], "little")
         if size < hlen or size > self.max:

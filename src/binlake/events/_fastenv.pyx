@@ -57,7 +57,7 @@ cdef extern from "string.h":
     int memcmp(const void *a, const void *b, size_t n) nogil
 
 # what binlake.decoder expects of this module (a build older than the source is not used)
-INTERFACE = 6
+INTERFACE = 7
 
 # CRC32 (ISO-HDLC, zlib's and MySQL's) eight bytes a step ("slicing by 8"): binlog events are small
 # (76 bytes on average in the merge benchmark's nodes), where zlib's ``crc32`` spends ~75 ns an event
@@ -510,21 +510,42 @@ def next_event(decoder, bytes buf, Py_ssize_t i, Py_ssize_t offset):
     return decode_event(decoder, PyBytes_FromStringAndSize(PyBytes_AS_STRING(buf) + i, size), offset)
 
 
-def hop(bytes buf, Py_ssize_t i, Py_ssize_t limit, bytes codes, Py_ssize_t hlen, unsigned long long max_payload):
-    """Past the events at ``buf[i]`` whose type ``codes[type]`` marks skipped, up to ``limit``
-    (where the next event starts): the reader hops over a pass's skipped events without an object
-    each. Stops at an event not skipped, one the buffer does not hold whole (or its header), or a
+def hop(bytes buf, Py_ssize_t i, Py_ssize_t limit, bytes codes, Py_ssize_t hlen, unsigned long long max_payload,
+        Py_ssize_t crc=0, Py_ssize_t query_post=13, set maps=None):
+    """Past the events at ``buf[i]`` a pass does not read, up to ``limit`` (where the next event
+    starts), without an object each: ``codes[type]`` 1 marks a skipped type; 2 the QUERY type, hopped
+    when its statement is exactly ``BEGIN``; 3 the TABLE_MAP type, hopped when its body (after the
+    header, before the ``crc`` checksum bytes) is in ``maps`` (``reader.KnownEvents`` is the
+    reference). Stops at any other event, one the buffer does not hold whole (or its header), or a
     length the reader has something to say about (its own path then reads it)."""
     cdef const unsigned char *s = <const unsigned char *>PyBytes_AS_STRING(buf)
     cdef const unsigned char *table = <const unsigned char *>PyBytes_AS_STRING(codes)
-    cdef Py_ssize_t n = PyBytes_GET_SIZE(buf)
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(buf), q, end, status
     cdef unsigned long long size
+    cdef unsigned char kind
     if PyBytes_GET_SIZE(codes) != 256:
         raise ValueError("codes: one byte per type code")
-    while i >= 0 and i < limit and n - i >= hlen and table[s[i + 4]]:
+    while i >= 0 and i < limit and n - i >= hlen:
+        kind = table[s[i + 4]]
+        if not kind:
+            break
         size = le(s + i + 9, 4)
         if size < <unsigned long long>hlen or size > max_payload or size > <unsigned long long>(n - i):
             break
+        end = i + <Py_ssize_t>size - crc
+        if kind == 2:  # BEGIN? (status vars, then the database and its NUL, then the statement)
+            q = i + hlen + query_post
+            if query_post < 13 or q > end:
+                break
+            status = <Py_ssize_t>le(s + i + hlen + 11, 2)
+            q += status + s[i + hlen + 8] + 1
+            if end - q != 5 or memcmp(s + q, b"BEGIN", 5) != 0:
+                break
+        elif kind == 3:
+            if maps is None or end < i + hlen:
+                break
+            if PyBytes_FromStringAndSize(<const char *>s + i + hlen, end - i - hlen) not in maps:
+                break
         i += <Py_ssize_t>size
     return i
 

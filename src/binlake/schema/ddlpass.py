@@ -13,11 +13,12 @@ import copy
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from binlake.errors import IncompleteTailError
 from binlake.events.table_map import TableMap
 from binlake.events.types import ROWS_EVENT_KINDS, EventType
-from binlake.reader import BinlogReader
+from binlake.reader import BinlogReader, KnownEvents
 from binlake.schema.history import SchemaHistory
 from binlake.schema.tracker import SchemaTracker
 
@@ -64,9 +65,10 @@ class DdlPass:
     file: str = field(init=False, default="")  # the file read up to (basename; "" before the first)
     offset: int = field(init=False, default=4)
     warned: set[tuple[str, str]] = field(init=False, default_factory=set)
-    _reader: BinlogReader | None = field(init=False, default=None)
-    _maps: set[bytes] = field(init=False, default_factory=set)  # TABLE_MAP bodies met since a DDL
-    _maps_generation: int = field(init=False, default=-1)
+    # what the reader may drop from an event's bytes (each BEGIN, a TABLE_MAP met since the last
+    # DDL: naming it again finds nothing new)
+    _known: KnownEvents = field(init=False, default_factory=KnownEvents)
+    drop_known: ClassVar[bool] = True  # (False: decode every QUERY and TABLE_MAP, for the checks)
 
     def __post_init__(self) -> None:
         self.reset()
@@ -76,7 +78,7 @@ class DdlPass:
         self.history = snapshot(self.seed)
         self.tracker = SchemaTracker(self.history, on_mismatch="positional")
         self.file, self.offset = "", 4
-        self._maps.clear()
+        self._known.maps.clear()
 
     def at(self, files: list[str], path: str, offset: int) -> SchemaHistory:
         """A snapshot of the history as of ``offset`` of ``path`` (one of ``files``, the series in
@@ -99,15 +101,17 @@ class DdlPass:
             path,
             skip=_SKIPPED,
             omit_skipped=True,
-            admit=self._admit,
+            known=self._known if self.drop_known else None,
             start_position=start if start > 4 else None,
             stop_position=stop,
         )
         self.file, self.offset = os.path.basename(path), start
-        self._reader = reader
         try:
             for ev in reader:
+                generation = self.tracker._generation
                 self.tracker(ev)
+                if self.tracker._generation != generation:
+                    self._known.maps.clear()
                 if isinstance(ev.body, TableMap):
                     self._check(ev.body, f"{self.file}:{ev.offset}")
         except IncompleteTailError:
@@ -116,30 +120,6 @@ class DdlPass:
         # yielded — the events it omits come after it, and the format event it always yields
         # first lies before ``start``
         self.offset = max(start, reader.position)
-
-    def _admit(self, raw: bytes) -> bool:
-        """Whether an event is worth decoding, from its bytes: not a ``BEGIN`` (every transaction of
-        a MySQL binlog has one), nor a TABLE_MAP met before since the last DDL (a table's map is the
-        same bytes in every transaction that changes it: naming it again finds nothing new)."""
-        fde = self._reader.decoder.fde if self._reader is not None else None
-        if fde is None:
-            return True
-        code, hlen, tail = raw[4], fde.header_length, len(raw) - fde.checksum_size
-        if code == EventType.QUERY:
-            post = hlen + fde.post_header_len(EventType.QUERY, 13)
-            if post > tail or post < hlen + 13:
-                return True
-            status, db = int.from_bytes(raw[hlen + 11 : hlen + 13], "little"), raw[hlen + 8]
-            return raw[post + status + db + 1 : tail] != b"BEGIN"
-        if code == EventType.TABLE_MAP:
-            if self._maps_generation != self.tracker._generation:
-                self._maps.clear()
-                self._maps_generation = self.tracker._generation
-            body = raw[hlen:tail]
-            if body in self._maps:
-                return False
-            self._maps.add(body)
-        return True
 
     def _check(self, tm: TableMap, where: str) -> None:
         key = (tm.database, tm.table)
