@@ -60,3 +60,45 @@ def test_omitted_events_are_exactly_the_skipped_ones(
             assert seen(path, omit=True, start=start, stop=stop) == [kept[0], *window]
     finally:
         native.use_compiled(not native.PURE_FORCED)
+
+
+def test_known_events_are_dropped_alike_when_the_compiled_path_hands_one_back(
+    corpus: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With ``known`` (each BEGIN, a TABLE_MAP met before), a TABLE_MAP the compiled decoder hands
+    back to the reader's own path (it does for layouts it leaves to the reference) is still read
+    once: the same events as the pure path."""
+    from types import SimpleNamespace
+
+    from binlake import decoder as decoder_module
+    from binlake.reader import KnownEvents
+
+    records = [r for r in RECORDS if r["hist"].get("19:TABLE_MAP", 0) > 2 and r["hist"].get("2:QUERY", 0) > 2]
+    assert records, "the corpus has files with table maps and queries"
+    path = corpus / records[0]["path"]
+
+    def read() -> list[tuple[Any, ...]]:
+        reader = BinlogReader(path, skip=SKIP, omit_skipped=True, known=KnownEvents())
+        return [(e.offset, e.type_code, repr(e.body)) for e in reader]
+
+    native.use_compiled(False)
+    try:
+        want = read()
+    finally:
+        native.use_compiled(not native.PURE_FORCED)
+    real = decoder_module.ENVELOPE.module
+    assert real is not None, "the compiled envelope is built (./dev setup)"
+
+    def next_event(decoder: Any, buf: bytes, i: int, offset: int) -> Any:
+        if len(buf) - i > 4 and buf[i + 4] == EventType.TABLE_MAP:
+            return None  # left to the reference decoder
+        return real.next_event(decoder, buf, i, offset)
+
+    monkeypatch.setattr(
+        decoder_module.ENVELOPE,
+        "module",
+        SimpleNamespace(next_event=next_event, hop=real.hop, walk=real.walk),
+    )
+    got = read()
+    assert any(t == EventType.TABLE_MAP for _, t, _ in want)
+    assert got == want

@@ -8,6 +8,7 @@ complete event before it has been yielded.
 from __future__ import annotations
 
 import os
+import zlib
 from collections.abc import Iterator
 from typing import Any, BinaryIO, NoReturn
 
@@ -204,6 +205,7 @@ class BinlogReader:
                 first
                 or self.known is None
                 or self.decoder.fde is None
+                or (buffered is not None and buffered.admitted == pos)  # (its buffer said so)
                 or self.known.admit(raw, self.decoder.fde)
             ):
                 event = self.decoder.decode_event(raw, pos)
@@ -218,19 +220,34 @@ class BinlogReader:
                 pos = self.position = self.start_position
             first = False
 
+    def _written_at(self, f: BinaryIO, start: int, hlen: int) -> bool:
+        """Whether a v4 event the server wrote starts at ``start``: its header records its end at
+        its own offset plus its length and, with checksums, its CRC32 holds (bytes inside an event
+        that happen to look like a header would need both)."""
+        fde = self.decoder.fde
+        f.seek(start)
+        head = f.read(hlen)
+        size = int.from_bytes(head[9:13], "little") if len(head) == hlen else 0
+        if size < hlen or int.from_bytes(head[13:17], "little") != start + size:
+            return False
+        if fde is None or not fde.checksum_size:
+            return fde is not None
+        if size > self.decoder.state.max_payload:
+            return False
+        rest = f.read(size - hlen)
+        if len(rest) != size - hlen or len(rest) < 4:
+            return False
+        return zlib.crc32(rest[:-4], zlib.crc32(head)) == int.from_bytes(rest[-4:], "little")
+
     def _check_event_start(self, f: BinaryIO, pos: int, start: int) -> None:
         """Refuse a ``start_position`` that is not an event's first byte — else the bytes there
-        would be read as a damaged event. A v4 header there whose end position is its own offset
-        plus its length is an event the server wrote there (a range of a big file starts far in:
-        no walk). Else walk the event headers from ``pos`` (lengths only: ``walk_headers``) and
+        would be read as a damaged event. An event the server wrote there (``_written_at``: a
+        heuristic, its recorded end and its checksum) is taken without a walk (a range of a big
+        file starts far in). Else walk the event headers from ``pos`` (lengths only: ``walk_headers``) and
         name the event starts around it (a relay log's events carry the source's positions)."""
         hlen = self.decoder.header_length
-        if hlen >= 17:  # v4: an event records where it ends; one that ends where it should starts here
-            f.seek(start)
-            head = f.read(hlen)
-            size = int.from_bytes(head[9:13], "little") if len(head) == hlen else 0
-            if size >= hlen and int.from_bytes(head[13:17], "little") == start + size:
-                return
+        if hlen >= 17 and self._written_at(f, start, hlen):
+            return
         before, pos, ended = walk_headers(f, pos, start, hlen)
         if ended:  # the end of the file, or a damaged event: no start is known past it
             before, pos = pos, -1
@@ -321,6 +338,7 @@ class _Buffered:
         self.buf, self.base = b"", 0
         self.fde: Any = None
         self.codes = bytes(256)  # 1 for each type code skipped under ``fde``
+        self.admitted = -1  # the last event ``known`` admitted (it remembers a map as it admits it)
 
     def next(self, pos: int, stop: int | None) -> tuple[Event | None, int]:
         """The event at ``pos`` (or, omitting skipped events, the first one not skipped before
@@ -370,11 +388,13 @@ class _Buffered:
                 return self.decoder.skipped(self.buf[i : i + self.decoder.header_length], pos)
             if size == 0:
                 return False
-        if self.known is not None and self.decoder.fde is not None:
+        if self.known is not None and self.decoder.fde is not None and self.admitted != pos:
             buf = self.buf
             size = int.from_bytes(buf[i + 9 : i + 13], "little") if len(buf) - i >= 13 else 0
-            if 0 < size <= len(buf) - i and not self.known.admit(buf[i : i + size], self.decoder.fde):
-                return size
+            if 0 < size <= len(buf) - i:
+                if not self.known.admit(buf[i : i + size], self.decoder.fde):
+                    return size
+                self.admitted = pos  # admitted once: the reader's own path may decode it next
         return self.fast(self.decoder, self.buf, i, pos)  # type: ignore[no-any-return]
 
     def _refresh(self) -> Any:

@@ -44,6 +44,16 @@ THIRD = [
     f"ALTER TABLE {DB}.held ADD COLUMN e ENUM('x', 'y') DEFAULT 'y', ADD COLUMN n3 INT DEFAULT 8",
     f"ALTER TABLE {DB}.held ADD COLUMN ts DATETIME(3) DEFAULT '2020-01-01 10:00:00.123'",
     f"ALTER TABLE {DB}.held ADD COLUMN bits BIT(5) DEFAULT b'10101'",
+    # an added column renamed, then its old name added again: two columns, each its own value
+    f"ALTER TABLE {DB}.t ADD COLUMN r INT DEFAULT 1",
+    f"ALTER TABLE {DB}.t RENAME COLUMN r TO r2",
+    f"ALTER TABLE {DB}.t ADD COLUMN r INT DEFAULT 2",
+    # a column added earlier widened, a value only the wider type holds
+    f"ALTER TABLE {DB}.t MODIFY a BIGINT NOT NULL DEFAULT 5",
+    f"UPDATE {DB}.t SET a = 1099511627776 WHERE id = 1",
+]
+FOURTH = [  # a run after the widening re-reads the add of `a` (INT): the column must stay BIGINT
+    f"INSERT INTO {DB}.held (id, v) VALUES (3, 3)",
 ]
 
 
@@ -55,7 +65,9 @@ def files(mariadb: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, A
     mariadb.execute(*SECOND)
     mariadb.execute("FLUSH BINARY LOGS")
     mariadb.execute(*THIRD)
-    got = mariadb.flush_binlogs()[-4:-1]
+    mariadb.execute("FLUSH BINARY LOGS")
+    mariadb.execute(*FOURTH)
+    got = mariadb.flush_binlogs()[-5:-1]
     out = tmp_path_factory.mktemp("fills")
     copies = []
     for f in got:
@@ -94,7 +106,8 @@ def test_one_batch(spark: Any, files: dict[str, Any], tmp_path: Path) -> None:
     check(tmp_path / "lake", files["truth"])
     # one fill per column (c's first value is covered by its second), the held table's too
     held = [f"{DB}.held: {c}" for c in ("w", "d", "n2", "e", "n3", "ts", "bits")]
-    assert sorted(report.filled) == sorted([f"{DB}.t: a", f"{DB}.t: b", f"{DB}.t: c", *held])
+    t = [f"{DB}.t: {c}" for c in ("a", "b", "c", "r2", "r")]
+    assert sorted(report.filled) == sorted([*t, *held])
 
 
 def test_reruns_over_a_growing_directory(spark: Any, files: dict[str, Any], tmp_path: Path) -> None:

@@ -190,8 +190,9 @@ class FillPlan:
 
     @property
     def column(self) -> str:
-        """The added column's name (in sink space, at the end of the batch)."""
-        return str(self.layout[0][0]["name"])
+        """The added column's name (in sink space, at the end of the batch: a rename later in the
+        batch gives it its new name)."""
+        return str(layout_columns(*self.layout)[0]["name"])
 
     @property
     def warning(self) -> str:
@@ -448,9 +449,11 @@ class BatchPlan:
         if self._fills is None:
             with trace.span("fills"):
                 found = fill_plans(self._added_columns())
-            self.report.warnings += [f.warning for f in found if f.unknown is not None]
-            last = {(f.db, f.table, f.column): f for f in found if f.unknown is None}
-            self._fills = sorted(last.values(), key=lambda f: f.order_key)
+            # the last add of each column decides (MySQL's column names ignore case); one whose
+            # value the binlog cannot tell is a warning, and no earlier value of the column is given
+            last = {(f.db, f.table, f.column.lower()): f for f in found}
+            self.report.warnings += [f.warning for f in last.values() if f.unknown is not None]
+            self._fills = sorted((f for f in last.values() if f.unknown is None), key=lambda f: f.order_key)
         return self._fills
 
     def fill_rows(

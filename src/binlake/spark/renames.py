@@ -276,7 +276,7 @@ def renamed_changes(df: Any, names: bool = True, ops: Any = None) -> tuple[Any, 
 
     df = sink_names(df)
     found = (
-        sink_names(df if ops is None else ops)
+        (df if ops is None else sink_names(ops))
         .where(F.col("op").isin(*NAME_OPS))
         .select("order_key", "db", "table", "op", "before", "after")
         .collect()

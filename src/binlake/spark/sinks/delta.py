@@ -104,7 +104,9 @@ class DeltaSink:
             return False  # a change table holds changes as they were, not rows
         typed = [plan.fill_rows(f) for f in fills]
         columns = [cs[0] for cs, _ in typed]
-        widen_table(path, {c["name"]: arrow_type(c) for c in columns})
+        # a column the table has keeps its type (a later MODIFY, or the batch's rows, may have
+        # widened it: the value is cast to it, never the column to the add's type); one it lacks
+        # is added in the add's type
         added = [row.schema.field(0) for _, row in typed if row.schema.names[0] not in have.names]
         if added:
             table.alter.add_columns(Schema.from_arrow(pa.schema(added)).fields)
@@ -116,7 +118,10 @@ class DeltaSink:
         updates = {}
         for i, (f, (_, row)) in enumerate(zip(fills, typed, strict=True)):
             name, key = row.schema.names[0], f"{FILL_KEY}{i}"
-            source[name], source[key] = row.column(0), pa.array([f.order_key], pa.binary())
+            value = row.column(0)
+            if name in have.names and have.field(name).type != value.type:
+                value = value.cast(have.field(name).type)
+            source[name], source[key] = value, pa.array([f.order_key], pa.binary())
             older = f"{sql.column('t', ORDER)} < {sql.column('s', key)}"
             updates[sql.quote_ident(name)] = (
                 f"CASE WHEN {older} THEN {sql.column('s', name)} ELSE {sql.column('t', name)} END"
