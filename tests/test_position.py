@@ -147,7 +147,7 @@ def _clean_records() -> list[dict[str, Any]]:
     ]
 
 
-STARTS = ("GTID", "ANONYMOUS_GTID", "MARIA_GTID")
+STARTS = ("GTID", "ANONYMOUS_GTID", "GTID_TAGGED", "MARIA_GTID")
 
 
 @pytest.mark.parametrize("record", _clean_records(), ids=lambda r: r["path"])

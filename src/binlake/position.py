@@ -27,12 +27,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from binlake.errors import IncompleteTailError
+from binlake.events.base import HEADER_V4_LEN
 from binlake.events.gtid import MariaGtidList, PreviousGtids
 from binlake.events.types import ROWS_EVENT_KINDS, EventType
 from binlake.gtid import GtidAccumulator, GtidSet, MariaGtidPos, parse_gtid
 from binlake.reader import BinlogReader
 from binlake.series import BinlogSeries, Position
-from binlake.txn import UNFINISHED, Transaction, TransactionGrouper
+from binlake.txn import GTID_EVENTS, UNFINISHED, Transaction, TransactionGrouper
 
 # Event types a header-only scan does not read: row images and their companions.
 HEADER_ONLY = frozenset(
@@ -296,11 +297,6 @@ def last_boundary(path: str | Path, start: int = 4) -> int:
     return TailScan(path, start).finish().boundary
 
 
-# events that begin a transaction in every file that has them (MySQL 5.6+, MariaDB 10+)
-_TRANSACTION_STARTS = frozenset({EventType.GTID, EventType.ANONYMOUS_GTID, EventType.MARIA_GTID})
-_V4_HEADER = 19
-
-
 def gtid_cuts(path: str | Path, every: int) -> list[int] | None:
     """``split_points`` of a complete file without reading an event: its v4 headers are walked by
     their lengths alone (``reader.walk_headers``, no Python object per event), each cut at the first
@@ -311,10 +307,10 @@ def gtid_cuts(path: str | Path, every: int) -> list[int] | None:
 
     size = os.path.getsize(path)
     with open(path, "rb") as f:
-        head = f.read(4 + _V4_HEADER + 6)
-        if len(head) < 4 + _V4_HEADER + 6 or head[4 + 4] != EventType.FORMAT_DESCRIPTION:
+        head = f.read(4 + HEADER_V4_LEN + 6)
+        if len(head) < 4 + HEADER_V4_LEN + 6 or head[4 + 4] != EventType.FORMAT_DESCRIPTION:
             return None
-        body = 4 + _V4_HEADER
+        body = 4 + HEADER_V4_LEN
         if int.from_bytes(head[body : body + 2], "little") != 4 or head[body + 2 : body + 6] in (
             b"5.0.",
             b"5.1.",
@@ -323,7 +319,7 @@ def gtid_cuts(path: str | Path, every: int) -> list[int] | None:
         points: list[int] = []
         pos = 4
         while True:  # from the last cut (or the first event) to the first event start past ``every``
-            _, pos, ended = walk_headers(f, pos, pos + every, _V4_HEADER)
+            _, pos, ended = walk_headers(f, pos, pos + every, HEADER_V4_LEN)
             if pos >= size:
                 return points if pos == size else None
             if ended:
@@ -331,11 +327,11 @@ def gtid_cuts(path: str | Path, every: int) -> list[int] | None:
             due = pos
             while True:  # event by event to the next GTID event
                 f.seek(pos)
-                header = f.read(_V4_HEADER)
-                length = int.from_bytes(header[9:13], "little") if len(header) == _V4_HEADER else 0
-                if length < _V4_HEADER:
+                header = f.read(HEADER_V4_LEN)
+                length = int.from_bytes(header[9:13], "little") if len(header) == HEADER_V4_LEN else 0
+                if length < HEADER_V4_LEN:
                     return None
-                if header[4] in _TRANSACTION_STARTS:
+                if header[4] in GTID_EVENTS:  # (they begin a transaction: MySQL 5.6+, MariaDB 10+)
                     points.append(pos)
                     break
                 pos += length

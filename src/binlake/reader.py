@@ -8,7 +8,6 @@ complete event before it has been yielded.
 from __future__ import annotations
 
 import os
-import zlib
 from collections.abc import Iterator
 from typing import Any, BinaryIO, NoReturn
 
@@ -27,6 +26,7 @@ from binlake.events.base import Event
 from binlake.events.payload import TransactionPayload
 from binlake.events.types import EventType
 from binlake.sizes import MAX_PAYLOAD_ENV
+from binlake.wire import crc32
 
 BINLOG_MAGIC = b"\xfebin"
 ENCRYPTED_MAGIC = b"\xfdbin"
@@ -60,8 +60,9 @@ class BinlogReader:
     ``skip`` are not read at all (their bodies are seeked over and come out as ``Skipped``): the
     header-only scan of position search and statistics uses it; with ``omit_skipped`` they do not
     come out at all (a pass that needs none of them: the DDL pass), nor, with ``known``, the events
-    it drops from their bytes (``KnownEvents``: each ``BEGIN``, a TABLE_MAP met before). ``max_payload``: the largest event (as read or uncompressed) to
-    hold in memory, see ``EventDecoder``.
+    it drops from their bytes (``KnownEvents``: each ``BEGIN``, a TABLE_MAP met before).
+    ``max_payload``: the largest event (as read or uncompressed) to hold in memory, see
+    ``EventDecoder``.
     """
 
     def __init__(
@@ -237,14 +238,15 @@ class BinlogReader:
         rest = f.read(size - hlen)
         if len(rest) != size - hlen or len(rest) < 4:
             return False
-        return zlib.crc32(rest[:-4], zlib.crc32(head)) == int.from_bytes(rest[-4:], "little")
+        return crc32(head + rest[:-4]) == int.from_bytes(rest[-4:], "little")
 
     def _check_event_start(self, f: BinaryIO, pos: int, start: int) -> None:
         """Refuse a ``start_position`` that is not an event's first byte — else the bytes there
         would be read as a damaged event. An event the server wrote there (``_written_at``: a
         heuristic, its recorded end and its checksum) is taken without a walk (a range of a big
-        file starts far in). Else walk the event headers from ``pos`` (lengths only: ``walk_headers``) and
-        name the event starts around it (a relay log's events carry the source's positions)."""
+        file starts far in). Else walk the event headers from ``pos`` (lengths only:
+        ``walk_headers``) and name the event starts around it (a relay log's events carry the
+        source's positions)."""
         hlen = self.decoder.header_length
         if hlen >= 17 and self._written_at(f, start, hlen):
             return
@@ -338,6 +340,7 @@ class _Buffered:
         self.buf, self.base = b"", 0
         self.fde: Any = None
         self.codes = bytes(256)  # 1 for each type code skipped under ``fde``
+        self.hop_layout: tuple[Any, ...] = ()  # the rest of ``hop``'s arguments under ``fde``
         self.admitted = -1  # the last event ``known`` admitted (it remembers a map as it admits it)
 
     def next(self, pos: int, stop: int | None) -> tuple[Event | None, int]:
@@ -347,21 +350,7 @@ class _Buffered:
             if self.omit and self._refresh() is not None:  # hop over what is not read, in C
                 i = pos - self.base
                 limit = len(self.buf) if stop is None else min(len(self.buf), stop - self.base)
-                fde = self.fde
-                maps = self.known.maps if self.known is not None else None
-                query_post = fde.post_header_len(EventType.QUERY, 13)
-                hopped = self.hop(
-                    self.buf,
-                    i,
-                    limit,
-                    self.codes,
-                    fde.header_length,
-                    self.max,
-                    fde.checksum_size,
-                    query_post,
-                    maps,
-                )
-                pos += hopped - i
+                pos += self.hop(self.buf, i, limit, *self.hop_layout) - i
                 if stop is not None and pos >= stop:
                     return None, pos
             got = self._one(pos)
@@ -398,12 +387,16 @@ class _Buffered:
         return self.fast(self.decoder, self.buf, i, pos)  # type: ignore[no-any-return]
 
     def _refresh(self) -> Any:
-        """The current format event; the hop's codes made again when it changed (a permutation
-        changes which codes the types are)."""
+        """The current format event; the hop's codes and layout made again when it changed (a
+        permutation changes which codes the types are)."""
         fde = self.decoder.fde
         if fde is not None and fde is not self.fde:
             self.fde = fde
-            self.codes = bytes(self._code(fde.effective_type(c)) for c in range(256))
+            codes = bytes(self._code(fde.effective_type(c)) for c in range(256))
+            maps = self.known.maps if self.known is not None else None
+            query_post = fde.post_header_len(EventType.QUERY, 13)
+            self.codes = codes
+            self.hop_layout = (codes, fde.header_length, self.max, fde.checksum_size, query_post, maps)
         return fde
 
     def _code(self, kind: int) -> int:

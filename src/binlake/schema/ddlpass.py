@@ -21,14 +21,13 @@ from binlake.events.types import ROWS_EVENT_KINDS, EventType
 from binlake.reader import BinlogReader, KnownEvents
 from binlake.schema.history import SchemaHistory
 from binlake.schema.tracker import SchemaTracker
+from binlake.txn import GTID_EVENTS
 
 # what the pass does not read: row images and their companions (TABLE_MAPs are read, for reports),
 # and what begins and ends a transaction
 _SKIPPED = frozenset(
     {
-        EventType.GTID,
-        EventType.ANONYMOUS_GTID,
-        EventType.MARIA_GTID,
+        *GTID_EVENTS,
         EventType.XID,
         EventType.ROWS_QUERY,
         EventType.MARIA_ANNOTATE_ROWS,
@@ -108,9 +107,9 @@ class DdlPass:
         self.file, self.offset = os.path.basename(path), start
         try:
             for ev in reader:
-                generation = self.tracker._generation
+                generation = self.tracker.generation
                 self.tracker(ev)
-                if self.tracker._generation != generation:
+                if self.tracker.generation != generation:
                     self._known.maps.clear()
                 if isinstance(ev.body, TableMap):
                     self._check(ev.body, f"{self.file}:{ev.offset}")

@@ -59,6 +59,11 @@ class SchemaTracker:
     # before that position keeps its @N names (and a Mismatch says so) rather than today's names.
     unknown_before: dict[tuple[str, str], Position] = field(default_factory=dict)
 
+    @property
+    def generation(self) -> int:
+        """How many DDL statements it applied: a TABLE_MAP named before names the same while it holds."""
+        return self._generation
+
     def __call__(self, ev: Event) -> None:
         body = ev.body
         if isinstance(body, Query) and ev.inner_index is None and is_ddl(body.query):

@@ -94,13 +94,10 @@ def with_layout_ids(df: Any, layouts: tuple[Any, ...]) -> Any:
     head): the shuffle that finds the last change per key then carries a number. A row whose
     layout is not there fails the job, never drops out."""
     from pyspark.sql import functions as F
+    from pyspark.sql.types import IntegerType, StructField, StructType
 
-    from binlake.spark.changelog import SPARK_DDL
-
-    columns_type = SPARK_DDL.split("columns ", 1)[1]
-    ids = df.sparkSession.createDataFrame(
-        [(i, list(value)) for i, value in enumerate(layouts)], f"{LAYOUT} INT, columns {columns_type}"
-    )
+    schema = StructType([StructField(LAYOUT, IntegerType()), df.schema["columns"]])
+    ids = df.sparkSession.createDataFrame([(i, list(value)) for i, value in enumerate(layouts)], schema)
     joined = df.join(F.broadcast(ids), "columns", "left")
     missing = F.raise_error(F.lit("binlake: a change's layout is not among the batch's (a bug)"))
     layout = F.coalesce(F.col(LAYOUT), missing.cast("int")).alias(LAYOUT)
@@ -476,26 +473,27 @@ class BatchPlan:
         if not fills:
             return {}
         laid = [union_columns([f.layout], name)[0] for f in fills]
+        types = [spark_type(arrow_type(columns[0])) for columns in laid]
         by_type: dict[str, list[bytes]] = {}
-        for f, columns in zip(fills, laid, strict=True):
-            by_type.setdefault(spark_type(arrow_type(columns[0])), []).append(f.order_key)
+        for f, t in zip(fills, types, strict=True):
+            by_type.setdefault(t, []).append(f.order_key)
+        slot = {t: f"_binlake_fill_{i}" for i, t in enumerate(by_type)}
         key = F.col("order_key")
         image = F.try_variant_get(F.col("after"), "$", "map<string,variant>")
         value = F.element_at(image, F.col("columns")[0]["name"])
         typed = [
-            F.when(key.isin([F.lit(k) for k in keys]), typed_field(value, t)).alias(f"_binlake_fill_{i}")
-            for i, (t, keys) in enumerate(by_type.items())
+            F.when(key.isin([F.lit(k) for k in keys]), typed_field(value, t)).alias(slot[t])
+            for t, keys in by_type.items()
         ]
-        slot = {t: f"_binlake_fill_{i}" for i, t in enumerate(by_type)}
         rows = self._added_columns().where(key.isin([F.lit(f.order_key) for f in fills]))
         system = [key.alias(ORDER), F.lit(False).alias(DELETED), F.col("gtid").alias(GTID)]
         with trace.span("fill values"):
             got = rows.select(*typed, *system, F.col("commit_ts").alias(COMMIT_TS)).toArrow()
         at = {bytes(k): i for i, k in enumerate(got.column(ORDER).to_pylist())}
         out = {}
-        for f, columns in zip(fills, laid, strict=True):
+        for f, columns, t in zip(fills, laid, types, strict=True):
             row = got.slice(at[f.order_key], 1)
-            one = row.select([slot[spark_type(arrow_type(columns[0]))], ORDER, DELETED, GTID, COMMIT_TS])
+            one = row.select([slot[t], ORDER, DELETED, GTID, COMMIT_TS])
             one = one.rename_columns([columns[0]["name"], ORDER, DELETED, GTID, COMMIT_TS])
             schema = target_schema(columns)
             out[f.order_key] = (

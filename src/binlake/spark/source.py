@@ -148,12 +148,15 @@ def file_ranges(path: str, split_bytes: int, *, active: bool) -> list[tuple[int,
     size = os.path.getsize(path)
     split = bool(split_bytes) and size > split_bytes
     scan = TailScan(path) if needs_scan(path, active=active) else None
-    # a complete file is cut where its GTID events are, its headers walked by length alone; else
-    # (a tail to find, an old server's file) by the transaction ends a header-only scan finds
-    cuts = (gtid_cuts(path, split_bytes) if scan is None else None) if split else []
-    if cuts is None:
-        scan = scan or TailScan(path)
-        cuts = split_points(path, split_bytes, ends=scan)
+    cuts: list[int] = []
+    if split:
+        # a complete file is cut where its GTID events are, its headers walked by length alone;
+        # else (a tail to find, an old server's file) by the transaction ends a header-only scan finds
+        walked = gtid_cuts(path, split_bytes) if scan is None else None
+        if walked is None:
+            scan = scan or TailScan(path)
+            walked = split_points(path, split_bytes, ends=scan)
+        cuts = walked
     end = complete_end(scan, active=active) if scan is not None else None
     if scan is not None and end is not None:
         warn(still_writing(scan))

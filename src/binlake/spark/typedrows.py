@@ -104,7 +104,7 @@ def typed_rows(
     the change has (a delete's ``before``) and ``_binlake_op``."""
     from pyspark.sql import functions as F
 
-    out = column_values(columns, sources, keyless)
+    out = _column_values(columns, sources, keyless)
     out += [
         F.col("order_key").alias(ORDER),
         (F.col("op") == "delete").alias(DELETED),
@@ -116,7 +116,7 @@ def typed_rows(
     return df.select(*out)
 
 
-def column_values(
+def _column_values(
     columns: Sequence[dict[str, Any]], sources: dict[str, list[tuple[str | None, str]]], keyless: bool
 ) -> list[Any]:
     """The typed value of each of ``columns`` in a change-log row (Spark columns; see ``typed_rows``)."""
@@ -129,10 +129,11 @@ def column_values(
         t = arrow_type(c)
         src = F.col("pk") if (c.get("pk") and not keyless) else image
         names = sources.get(c["name"], [])
-        value = F.lit(None).cast(spark_type(t))
-        if len({n for _, n in names}) == 1:
+        if not names:
+            value = F.lit(None).cast(spark_type(t))
+        elif len({n for _, n in names}) == 1:
             value = field(src, names[0][1], t)
-        elif names:
+        else:
             (renamed, n), *rest = names
             value = F.when(_layout_is(renamed), field(src, n, t))
             for renamed, n in rest:
