@@ -23,7 +23,8 @@ def both_ways(spark: Any, source: Path) -> tuple[Any, list[Any], Any]:
 
     with planned(change_log(spark, str(source)), str(source)) as plan:
         keyless = plan.changes.where(F.col("pk").isNull())
-        slow = table_plans(plan.latest, False, layouts=plan.contents.layouts) + table_plans(keyless, True)
+        layouts = plan.contents.layouts
+        slow = table_plans(plan.latest, False, layouts) + table_plans(keyless, True, layouts)
         return plan.contents.tables, slow, plan.report
 
 

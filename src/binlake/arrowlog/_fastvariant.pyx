@@ -64,7 +64,7 @@ cdef extern from *:
 import_datetime()
 
 # the module's interface this source expects (``binlake.arrowlog.images``): a stale build is not used
-INTERFACE = 2
+INTERFACE = 3
 
 # field kinds (``binlake.arrowlog.images.column_encoding`` names them)
 cdef enum:
@@ -1021,6 +1021,8 @@ cdef class BatchBuilder:
     cdef dict index
     cdef readonly list distinct, which
     cdef readonly Py_ssize_t rows
+    # False: a keyed change's ``before`` is NULL (its key is ``pk_before``; ``changelog.KEYED_BEFORE``)
+    cdef public bint keyed_before
     # ``add_transaction``: what it found for the last table map, source file and transaction source
     cdef object last_tm, last_pk_list, pk_order, tm_layout, tm_db, tm_table
     cdef object last_src, last_fname, last_tsrc, last_fno
@@ -1050,6 +1052,7 @@ cdef class BatchBuilder:
         self.variants = [self.before, self.after, self.pk, self.pk_before]
         self.index, self.distinct, self.which = {}, [], []
         self.rows = 0
+        self.keyed_before = True
 
     def add(self, c):
         """One change; on any error (``Misfit`` included) nothing of it is kept, and the error is
@@ -1186,7 +1189,7 @@ cdef class BatchBuilder:
                     self.db.add(self.tm_db)
                     self.table.add(self.tm_table)
                     self.op.add(op)
-                    self.before.put(self.img, before)
+                    self.before.put(self.img, before if self.keyed_before or not (has_a or has_b) else None)
                     self.after.put(self.img, after)
                     self.pk.put(self.key, after if has_a else before if has_b else None, self.pk_c)
                     self.pk_before.put(self.key, before if update and has_b else None, self.pk_c)
@@ -1270,9 +1273,10 @@ cdef class BatchBuilder:
             self.which.append(None)
             return 0
         self._use_layout(layout)
-        self.before.add(self.img, <object>PyTuple_GET_ITEM(c, 3))
+        key = <object>PyTuple_GET_ITEM(c, 5)
+        self.before.add(self.img, <object>PyTuple_GET_ITEM(c, 3) if self.keyed_before or key is None else None)
         self.after.add(self.img, <object>PyTuple_GET_ITEM(c, 4))
-        self.pk.add(self.key, <object>PyTuple_GET_ITEM(c, 5))
+        self.pk.add(self.key, key)
         self.pk_before.add(self.key, <object>PyTuple_GET_ITEM(c, 6))
         self.which.append(self.last_index)
         return 0

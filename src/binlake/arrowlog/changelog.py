@@ -4,17 +4,23 @@
 and the global binlog alike); ``before``/``after`` are VARIANT objects column name -> typed value
 (``binlake.arrowlog.images``), ``pk``/``pk_before`` the same for the primary key's columns;
 ``columns`` the table's layout as a list of structs. Rename and drop changes carry their names in
-``before``/``after`` (``{"db", "table"}``, or ``{"column"}``) and no layout or key.
+``before``/``after`` (``{"db", "table"}``, or ``{"column"}``) and no layout or key. Read with
+``ColumnsOnce`` the batches have one more field, ``layout`` (a number per layout, the same in every
+process), and a row change carries its ``columns`` only where it is the first of its layout.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import itertools
+import json
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from binlake.arrowlog import variant
 from binlake.arrowlog.images import LayoutImages, _fastvariant, image_cache, use_compiled_images
@@ -69,6 +75,10 @@ SPARK_DDL = (
     "columns ARRAY<STRUCT<name: STRING, type: INT, meta: INT, unsigned: BOOLEAN, collation: INT, pk: BOOLEAN, "
     "values: ARRAY<STRING>>>"
 )
+LAYOUT_FIELD = pa.field("layout", pa.int64())
+ONCE_SCHEMA = CHANGELOG_SCHEMA.append(LAYOUT_FIELD)  # the batches read with ``ColumnsOnce``
+SPARK_DDL_ONCE = f"{SPARK_DDL}, layout BIGINT"
+_ROW_OPS = pa.array([o.value for o in (Op.INSERT, Op.UPDATE, Op.DELETE)])
 _NAME_FIELDS = {
     Op.RENAME_TABLE: ("db", "table"),
     Op.DROP_TABLE: ("db", "table"),
@@ -86,6 +96,60 @@ def columns_value(layout: Layout) -> list[dict[str, Any]]:
         }
         for c in layout
     ]  # fmt: skip
+
+
+def layout_id(layout: Layout) -> int:
+    """A layout's number: a 64-bit hash of its ``columns`` value, the same in every process (the
+    tasks that read a series' ranges each number the layouts they meet, with no word between them)."""
+    text = json.dumps(columns_value(layout), separators=(",", ":"))
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big", signed=True)
+
+
+class ColumnsOnce:
+    """The ``columns`` of one read (a range of a file) written once per layout: a row change carries
+    them where it is the read's first of its layout, else NULL, and every change its ``layout``
+    number. A reader that keeps a batch pays for every value it holds, and a layout is a list of
+    tens of structs on every row; the head of a batch then finds each layout's columns by number."""
+
+    def __init__(self) -> None:
+        self._ids: dict[Layout, int] = {}
+        self._sent: set[int] = set()
+
+    def number(self, layout: Layout) -> int:
+        got = self._ids.get(layout)
+        if got is None:
+            got = self._ids[layout] = layout_id(layout)
+        return got
+
+    def arrays(self, distinct: list[Layout], which: list[int | None], ops: pa.Array) -> list[pa.Array]:
+        """The ``columns`` and ``layout`` fields of a batch whose rows are of layouts ``distinct[i]``
+        for ``i`` in ``which`` (None: a rename or drop) and of ``ops``."""
+        numbers = [self.number(lay) for lay in distinct]
+        kept = list(which)
+        for row, (i, is_row) in enumerate(zip(which, pc.is_in(ops, _ROW_OPS).to_pylist(), strict=True)):
+            if i is None or not is_row:
+                continue
+            if numbers[i] in self._sent:
+                kept[row] = None
+            else:
+                self._sent.add(numbers[i])
+        index = pa.array(which, pa.int32())
+        return [_columns(distinct, kept, len(which)), pa.array(numbers, pa.int64()).take(index)]
+
+
+@dataclass
+class Trim:
+    """What a read leaves out of the change log (the ``binlog`` source's ``columns`` and ``before``
+    options; a sync reads with both): ``once``, each layout's columns once per read and a ``layout``
+    number on every row (``ColumnsOnce``); not ``keyed_before``, a keyed change's ``before`` image
+    (its key is ``pk_before``; only a keyless table's change is found by its before image)."""
+
+    once: ColumnsOnce | None = None
+    keyed_before: bool = True
+
+    @property
+    def schema(self) -> pa.Schema:
+        return CHANGELOG_SCHEMA if self.once is None else ONCE_SCHEMA
 
 
 class _Variants:
@@ -123,40 +187,49 @@ class _Variants:
 
 
 def changelog_batches(
-    changes: Iterable[RowChange], size: int = 4096, compiled: bool | None = None
+    changes: Iterable[RowChange],
+    size: int = 4096,
+    compiled: bool | None = None,
+    trim: Trim | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Row changes as change-log record batches of up to ``size`` rows (``compiled``: built by the
-    compiled encoder, default when built and chosen; the pure one is the reference)."""
+    compiled encoder, default when built and chosen; the pure one is the reference). ``trim``: what
+    the batches leave out (``Trim``)."""
     on = use_compiled_images(compiled)
     images = image_cache(on)
     if on:
-        yield from _fast_batches(changes, size, images)
+        yield from _fast_batches(changes, size, images, trim)
         return
     buf: list[RowChange] = []
     for c in changes:
         buf.append(c)
         if len(buf) >= size:
-            yield _batch(buf, images)
+            yield _batch(buf, images, trim=trim)
             buf = []
     if buf:
-        yield _batch(buf, images)
+        yield _batch(buf, images, trim=trim)
 
 
 def transaction_batches(
-    transactions: Iterable[Transaction], source: str = "", size: int = 4096, compiled: bool | None = None
+    transactions: Iterable[Transaction],
+    source: str = "",
+    size: int = 4096,
+    compiled: bool | None = None,
+    trim: Trim | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """The change log of finished transactions: ``changelog_batches`` of their ``row_changes``
     (the reference, taken when not ``compiled``), the compiled way in one pass: a transaction's rows
     go from the decoded rows events straight into the batch's buffers, without a ``RowChange`` per
     row. A DDL transaction (its renames and drops), and the rest of one whose change the one pass
-    does not take, go change by change: the same rows in the same order."""
+    does not take, go change by change: the same rows in the same order. ``trim``: as in
+    ``changelog_batches``."""
     on = use_compiled_images(compiled)
     if not on:
         yield from changelog_batches(
-            (c for t in transactions for c in row_changes(t, None, source)), size, compiled=False
+            (c for t in transactions for c in row_changes(t, None, source)), size, compiled=False, trim=trim
         )
         return
-    fill = _Filler(size, image_cache(True))
+    fill = _Filler(size, image_cache(True), trim)
     for t in transactions:
         taken = 0
         if fill.pure is None and t.kind != DDL:
@@ -198,24 +271,30 @@ class _Filler:
     the pure way, which gives its rows or raises the reference's error: the same rows in the same
     order, batch boundaries moved."""
 
-    def __init__(self, size: int, images: Callable[[Layout], LayoutImages]) -> None:
+    def __init__(self, size: int, images: Callable[[Layout], LayoutImages], trim: Trim | None = None) -> None:
         assert _fastvariant is not None
-        self.size, self.images = size, images
-        self.builder = _fastvariant.BatchBuilder(images, _name_images)
+        self.size, self.images, self.trim = size, images, trim
+        self.builder = self._builder()
         self.pure: list[RowChange] | None = None  # a batch being gathered for the pure builder
 
     def flush(self) -> Iterator[pa.RecordBatch]:
         """The compiled builder's batch, and a new builder."""
         if self.builder.rows:
-            yield _built(self.builder)
-            self.builder = _fastvariant.BatchBuilder(self.images, _name_images)  # type: ignore[union-attr]
+            yield _built(self.builder, self.trim)
+            self.builder = self._builder()
+
+    def _builder(self) -> Any:
+        assert _fastvariant is not None
+        builder = _fastvariant.BatchBuilder(self.images, _name_images)
+        builder.keyed_before = self.trim is None or self.trim.keyed_before
+        return builder
 
     def changes(self, changes: Iterable[RowChange]) -> Iterator[pa.RecordBatch]:
         for c in changes:
             if self.pure is not None:
                 self.pure.append(c)
                 if len(self.pure) >= self.size:
-                    yield _batch(self.pure, self.images, _fastvariant.VariantColumn)  # type: ignore[union-attr]
+                    yield _batch(self.pure, self.images, _fastvariant.VariantColumn, self.trim)  # type: ignore[union-attr]
                     self.pure = None
                 continue
             try:
@@ -229,23 +308,41 @@ class _Filler:
 
     def finish(self) -> Iterator[pa.RecordBatch]:
         if self.pure:
-            yield _batch(self.pure, self.images, _fastvariant.VariantColumn)  # type: ignore[union-attr]
+            yield _batch(self.pure, self.images, _fastvariant.VariantColumn, self.trim)  # type: ignore[union-attr]
         yield from self.flush()
 
 
 def _fast_batches(
-    changes: Iterable[RowChange], size: int, images: Callable[[Layout], LayoutImages]
+    changes: Iterable[RowChange],
+    size: int,
+    images: Callable[[Layout], LayoutImages],
+    trim: Trim | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """``changelog_batches`` by the compiled builder, change by change (``_Filler``)."""
-    fill = _Filler(size, images)
+    fill = _Filler(size, images, trim)
     yield from fill.changes(changes)
     yield from fill.finish()
 
 
-def _built(builder: Any) -> pa.RecordBatch:
+def _built(builder: Any, trim: Trim | None = None) -> pa.RecordBatch:
     arrays = builder.arrays(CHANGELOG_FIELDS)
-    cols = _columns(builder.distinct, builder.which, builder.rows)
-    return pa.RecordBatch.from_arrays([*arrays, cols], schema=CHANGELOG_SCHEMA)
+    return _record(arrays, builder.distinct, builder.which, trim)
+
+
+_OP = [name for name, _ in CHANGELOG_FIELDS].index("op")
+
+
+def _record(
+    arrays: list[pa.Array], distinct: list[Layout], which: list[int | None], trim: Trim | None
+) -> pa.RecordBatch:
+    """A change-log batch from its fields before ``columns`` and its rows' layouts."""
+    once = None if trim is None else trim.once
+    if once is None:
+        cols = _columns(distinct, which, len(which))
+        return pa.RecordBatch.from_arrays([*arrays, cols], schema=CHANGELOG_SCHEMA)
+    return pa.RecordBatch.from_arrays(
+        [*arrays, *once.arrays(distinct, which, arrays[_OP])], schema=ONCE_SCHEMA
+    )
 
 
 def _name_images(c: RowChange) -> tuple[tuple[bytes, bytes] | None, tuple[bytes, bytes] | None]:
@@ -267,7 +364,10 @@ def _columns(distinct: list[Layout], which: list[int | None], n: int) -> pa.Arra
 
 
 def _batch(
-    changes: list[RowChange], images: Callable[[Layout], LayoutImages], column: Callable[[], Any] = _Variants
+    changes: list[RowChange],
+    images: Callable[[Layout], LayoutImages],
+    column: Callable[[], Any] = _Variants,
+    trim: Trim | None = None,
 ) -> pa.RecordBatch:
     """The reference: one record batch of ``changes``, each field from a Python list."""
     before, after, pk, pk_before = column(), column(), column(), column()
@@ -288,7 +388,7 @@ def _batch(
             continue
         enc = images(layout)
         img, key = enc.image, enc.key
-        before.add(img, c.before)
+        before.add(img, c.before if trim is None or trim.keyed_before or c.key is None else None)
         after.add(img, c.after)
         pk.add(key, c.key)
         pk_before.add(key, c.key_before)
@@ -298,7 +398,6 @@ def _batch(
             distinct.append(layout)
         which.append(i)
     origins = [c.origin for c in changes]
-    cols = _columns(distinct, which, len(changes))
     arrays = [
         pa.array([o.source for o in origins], pa.string()),
         pa.array([c.file for c in changes], pa.string()),
@@ -318,9 +417,8 @@ def _batch(
         after.array(VARIANT),
         pk.array(VARIANT),
         pk_before.array(VARIANT),
-        cols,
     ]
-    return pa.RecordBatch.from_arrays(arrays, schema=CHANGELOG_SCHEMA)
+    return _record(arrays, distinct, which, trim)
 
 
 def rows_of(batch: pa.RecordBatch | pa.Table) -> list[dict[str, Any]]:

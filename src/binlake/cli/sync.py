@@ -180,7 +180,7 @@ def cmd_sync(args: SyncOptions) -> int:
         merged = sum(n for r in query.reports for n in r.tables.values())
         console.print(f"{len(query.reports)} micro-batches, {merged:,} rows merged")
         return 0
-    from binlake.spark.apply import change_log
+    from binlake.spark.apply import change_log, sync_options
     from binlake.spark.progress import SyncProgress
     from binlake.spark.source import resolve_files
 
@@ -188,7 +188,7 @@ def cmd_sync(args: SyncOptions) -> int:
         spark = spark_session(args.master)
     total = sum(Path(f).stat().st_size for s in sources(args) for f in resolve_files(s))
     with SyncProgress(spark, total, console) as progress:
-        report = apply(change_log(spark, args.source, options), progress.phase)
+        report = apply(change_log(spark, args.source, sync_options(options)), progress.phase)
     table = Table(title=f"binlake sync -> {sink.shown} (up to {report.position or 'nothing new'})")
     for c in ("table", "rows merged", "state"):
         table.add_column(c)

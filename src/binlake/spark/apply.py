@@ -29,6 +29,17 @@ def as_sink(target: Target, *, password: str | None = None, chunk_rows: int = 50
     return target
 
 
+# how a sync reads the change log (``arrowlog.changelog.Trim``): each layout's columns once per range
+# and a ``layout`` number on every row, no before image of a keyed change (a sync finds it by its key):
+# a kept batch of a wide table was mostly its columns, and before images a third of the rest
+SYNC_READ = {"columns": "first", "before": "keyless"}
+
+
+def sync_options(options: dict[str, str] | None) -> dict[str, str]:
+    """A sync's read options: ``SYNC_READ`` unless ``options`` say otherwise."""
+    return {**SYNC_READ, **(options or {})}
+
+
 def change_log(spark: Any, source: str, options: dict[str, str] | None = None) -> Any:
     """The change log of every complete transaction of ``source`` (the ``binlog`` data source)."""
     return spark.read.format("binlog").options(**(options or {})).load(source)
@@ -66,7 +77,7 @@ def sync(
     password: str | None = None,
 ) -> SyncReport:
     """Apply every complete transaction of ``source`` to ``target``."""
-    df = change_log(spark, source, options)
+    df = change_log(spark, source, sync_options(options))
     return apply_changes(
         df, target, source=source, chunk_rows=chunk_rows, on_phase=on_phase, password=password
     )
@@ -104,7 +115,7 @@ def stream_changes(
     trace.watch_progress(spark)
     writer = (
         spark.readStream.format("binlog")
-        .options(**(options or {}))
+        .options(**sync_options(options))
         .load(source)
         .writeStream.foreachBatch(each)
         .option("checkpointLocation", str(checkpoint))

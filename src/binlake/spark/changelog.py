@@ -19,6 +19,9 @@ import pyarrow as pa
 from binlake.arrowlog.changelog import (
     CHANGELOG_SCHEMA,
     SPARK_DDL,
+    SPARK_DDL_ONCE,
+    ColumnsOnce,
+    Trim,
     changelog_batches,
     fed,
     rows_of,
@@ -98,13 +101,39 @@ def file_batches(
     start: int | None = None,
     stop: int | None = None,
     selection: Selection | Any | None = None,
+    trim: Trim | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """``to_batches(file_changes(...))``: the change log of one binlog file as record batches,
     without a ``RowChange`` per row where the compiled builder is chosen and nothing is selected
-    (``arrowlog.changelog.transaction_batches``)."""
+    (``arrowlog.changelog.transaction_batches``). ``trim``: what the batches leave out (``Trim``)."""
     if selection is not None:
-        return to_batches(file_changes(path, source, observers, start, stop, selection))
-    return transaction_batches(file_transactions(path, observers, start, stop), source)
+        return to_batches(file_changes(path, source, observers, start, stop, selection), trim=trim)
+    return transaction_batches(file_transactions(path, observers, start, stop), source, trim=trim)
+
+
+# the options that trim a read (``arrowlog.changelog.Trim``): their values, the default first
+TRIM_OPTIONS = {"columns": ("every", "first"), "before": ("every", "keyless")}
+
+
+def read_trim(options: dict[str, str]) -> Trim | None:
+    """What a read with ``options`` leaves out: ``columns`` ``first`` (each layout's columns once per
+    range, a ``layout`` number on every row), ``before`` ``keyless`` (a keyed change's ``before``
+    image NULL); None: nothing (every option at its default)."""
+    chosen = {}
+    for name, values in TRIM_OPTIONS.items():
+        chosen[name] = options.get(name, values[0]).lower()
+        if chosen[name] not in values:
+            raise ValueError(f"option {name}: {' or '.join(values)}, not {chosen[name]!r}")
+    if chosen == {name: values[0] for name, values in TRIM_OPTIONS.items()}:
+        return None
+    once = ColumnsOnce() if chosen["columns"] == "first" else None
+    return Trim(once, keyed_before=chosen["before"] == "every")
+
+
+def spark_ddl(options: dict[str, str]) -> str:
+    """The change log's schema as a read with ``options`` gives it."""
+    trim = read_trim(options)
+    return SPARK_DDL if trim is None or trim.once is None else SPARK_DDL_ONCE
 
 
 to_batches = changelog_batches

@@ -28,7 +28,7 @@ from typing import Any
 
 from pyspark.sql.datasource import InputPartition
 
-from binlake.spark.changelog import to_batches
+from binlake.spark.changelog import read_trim, to_batches
 
 
 class MergedPartition(InputPartition):
@@ -78,7 +78,7 @@ def read_merged(options: dict[str, str], part: MergedPartition) -> Iterator[Any]
     changes = global_row_changes(
         merged(options, part, view), source=source, schema=schema, ddl=view is not None
     )
-    yield from to_batches(changes)
+    yield from to_batches(changes, trim=read_trim(options))
 
 
 def merged(options: dict[str, str], part: MergedPartition, view: Any = None) -> Iterator[Any]:

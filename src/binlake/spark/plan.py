@@ -19,6 +19,7 @@ import pyarrow as pa
 
 from binlake.changes import KEY_WIDTH, TOMBSTONE
 from binlake.dialects.mysql import quote_ident
+from binlake.errors import BinlogError
 from binlake.spark import trace
 from binlake.spark.changelog import (
     ADD_COLUMN,
@@ -80,28 +81,20 @@ def batch_version(file_number: int, txn_position: int) -> int:
     return file_number * 10**13 + txn_position
 
 
-LAYOUT = "_binlake_layout"  # a row's layout as an index into the batch's distinct ``columns`` values
+LAYOUT = "layout"  # a row's layout by number (``arrowlog.changelog.ColumnsOnce``; ``with_layouts``)
+Layouts = dict[int, Any]  # a batch's layouts: number -> ``columns`` value (Spark rows)
 
 
-def _layout_key(columns: Any) -> str:
-    """A ``columns`` value (Spark rows) as a key that is equal exactly when the values are."""
-    return repr([tuple(c) for c in columns])
-
-
-def with_layout_ids(df: Any, layouts: tuple[Any, ...]) -> Any:
-    """``df`` with each row's ``columns`` (its layout: a list of column structs, often wider than
-    the row's values) replaced by its index in ``layouts`` (the batch's distinct values, from its
-    head): the shuffle that finds the last change per key then carries a number. A row whose
-    layout is not there fails the job, never drops out."""
+def with_layouts(df: Any) -> Any:
+    """``df`` with a ``layout`` number on every row: a read with ``columns`` ``first`` has one
+    (and each layout's columns only on its first rows), any other change log (a snapshot's, a
+    user's) gets a hash of its ``columns`` here. Every later step of a plan reads the number, not
+    the list of column structs, and the batch's head finds what each number stands for."""
     from pyspark.sql import functions as F
-    from pyspark.sql.types import IntegerType, StructField, StructType
 
-    schema = StructType([StructField(LAYOUT, IntegerType()), df.schema["columns"]])
-    ids = df.sparkSession.createDataFrame([(i, list(value)) for i, value in enumerate(layouts)], schema)
-    joined = df.join(F.broadcast(ids), "columns", "left")
-    missing = F.raise_error(F.lit("binlake: a change's layout is not among the batch's (a bug)"))
-    layout = F.coalesce(F.col(LAYOUT), missing.cast("int")).alias(LAYOUT)
-    return joined.select(*[layout if c == "columns" else F.col(c) for c in df.columns])
+    if LAYOUT in df.columns:
+        return df
+    return df.withColumn(LAYOUT, F.when(F.col("columns").isNotNull(), F.xxhash64("columns")))
 
 
 # what a sink reads of the last change per key (``table_plans``, ``typed_rows`` of a keyed table):
@@ -116,7 +109,6 @@ LATEST_COLUMNS = (
     "gtid",
     "commit_ts",
     "renamed",
-    "columns",
     LAYOUT,
 )
 
@@ -217,24 +209,20 @@ def fill_plans(df: Any) -> list[FillPlan]:
     return out
 
 
-def table_plans(
-    df: Any, keyless: bool, partitions: int | None = None, layouts: tuple[Any, ...] | None = None
-) -> list[TablePlan]:
+def table_plans(df: Any, keyless: bool, layouts: Layouts, partitions: int | None = None) -> list[TablePlan]:
     """Each table's layouts in ``df``, in the order they were written (by their newest change), and
     its row count: one small Spark job for all tables (``partitions``: as in ``latest_per_key``).
-    ``layouts``: ``df`` holds each row's layout as its index there (``with_layout_ids``)."""
+    ``layouts``: what each row's ``layout`` number stands for (the batch's head found them)."""
     from pyspark.sql import functions as F
 
     found: dict[tuple[str, str], list[tuple[bytes, Layout, int]]] = {}
     if partitions is not None:
         df = df.repartition(partitions, "db", "table")
-    layout = "columns" if layouts is None else LAYOUT
-    groups = df.groupBy("db", "table", layout, "renamed").agg(
+    groups = df.groupBy("db", "table", LAYOUT, "renamed").agg(
         F.max("order_key").alias("k"), F.count(F.lit(1)).alias("n")
     )
     for g in groups.collect():
-        value = g["columns"] if layouts is None else layouts[g[LAYOUT]]
-        columns = [c.asDict(recursive=True) for c in value]
+        columns = [c.asDict(recursive=True) for c in layouts[g[LAYOUT]]]
         found.setdefault((g["db"], g["table"]), []).append((bytes(g["k"]), (columns, g["renamed"]), g["n"]))
     return [
         TablePlan(
@@ -288,7 +276,7 @@ class Contents:
     adds: int = 0  # ADD COLUMN
     keyless: int = 0  # row changes of tables without a primary key
     tables: tuple[TablePlan, ...] | None = None
-    layouts: tuple[Any, ...] = ()  # every distinct ``columns`` value of the row changes
+    layouts: Layouts = field(default_factory=dict)  # the row changes' layouts by number
 
 
 def batch_head(df: Any, source: str) -> tuple[SyncReport, dict[str, str]]:
@@ -305,18 +293,16 @@ def head_and_contents(df: Any, source: str) -> tuple[SyncReport, dict[str, str],
     from pyspark.sql import functions as F
 
     report = SyncReport()
+    df = with_layouts(df)
 
     def count(c: Any) -> Any:
         return F.sum(c.cast("long"))
 
-    json_table = F.exists(F.col("columns"), lambda c: c["type"] == JSON_TYPE)
-    after = F.to_json(F.col("after"))
     op = F.col("op")
-    partial = (op == "update") & json_table & after.contains(PARTIAL_JSON_MARK)
     moved = (op == "update") & F.col("pk_before").isNotNull() & (F.to_json("pk_before") != F.to_json("pk"))
     row = op.isin(*ROW_OPS)
     groups = (
-        df.groupBy("db", "table", "columns", row.alias("row"), (row & F.col("pk").isNull()).alias("keyless"))
+        df.groupBy("db", "table", LAYOUT, row.alias("row"), (row & F.col("pk").isNull()).alias("keyless"))
         .agg(
             # the newest row (structs compare field by field) and the size
             F.max(F.struct("order_key", "file", "file_number", "txn_position")).alias("top"),
@@ -325,29 +311,27 @@ def head_and_contents(df: Any, source: str) -> tuple[SyncReport, dict[str, str],
             count(op.isin(*NAME_OPS)).alias("names"),
             count(op == ADD_COLUMN).alias("adds"),
             F.collect_set("server_id").alias("servers"),
-            F.min(
-                F.when(
-                    partial, F.struct("order_key", "db", "table", "file", "position", after.alias("after"))
-                )
-            ).alias("partial"),
+            # what the layout number stands for (the rows that carry it): two values, two layouts
+            F.min("columns").alias("columns"),
+            F.max("columns").alias("columns_max"),
         )
         .coalesce(1)  # a few groups: one task gathers them (not one per shuffle partition)
         .collect()
     )
-    partials = [g["partial"] for g in groups if g["partial"] is not None]
-    if partials:
-        raise partial_json_error(min(partials, key=tuple))
     if not groups:
         return report, {}, Contents()
+    rows = [g for g in groups if g["row"]]
+    layouts = batch_layouts(rows)
+    with trace.span("partial json"):
+        refuse_partial_json(df, layouts)
     top = max((g["top"] for g in groups), key=tuple)
     names, adds = (sum(int(g[k]) for g in groups) for k in ("names", "adds"))
-    rows = [g for g in groups if g["row"]]
     contents = Contents(
         names,
         adds,
         sum(g["n"] for g in rows if g["keyless"]),
-        simple_tables(rows) if not names + adds else None,
-        tuple({_layout_key(g["columns"]): g["columns"] for g in rows}.values()),
+        simple_tables(rows, layouts) if not names + adds else None,
+        layouts,
     )
     report.version = batch_version(top["file_number"], top["txn_position"])
     report.position = f"{top['file']}:{top['txn_position']}"
@@ -361,7 +345,45 @@ def head_and_contents(df: Any, source: str) -> tuple[SyncReport, dict[str, str],
     return report, metadata, contents
 
 
-def simple_tables(groups: list[Any]) -> tuple[TablePlan, ...] | None:
+def batch_layouts(groups: list[Any]) -> Layouts:
+    """What each layout number of a batch's row changes stands for, from the head's groups. Two
+    column lists under one number (a hash collision), or a number no row of the batch carries the
+    columns of (rows filtered out of a read with ``columns`` ``first``), are errors: a row is never
+    typed by a layout it does not have."""
+    layouts: Layouts = {}
+    for g in groups:
+        number, columns = g[LAYOUT], g["columns"]
+        if columns is None:
+            continue
+        if columns != g["columns_max"] or layouts.setdefault(number, columns) != columns:
+            raise BinlogError(f"change log: two layouts share the number {number} (a hash collision)")
+    missing = {g[LAYOUT] for g in groups} - set(layouts)
+    if missing:
+        raise BinlogError(
+            f"change log: the columns of layout {min(missing)} are in none of the batch's rows "
+            "(a read with columns=first whose first rows of a layout were filtered out: read with "
+            "columns=every to filter)"
+        )
+    return layouts
+
+
+def refuse_partial_json(df: Any, layouts: Layouts) -> None:
+    """Refuse a batch holding a partial JSON update (no sink can apply one) before any sink creates
+    or writes anything: one Spark job over the updates of tables with a JSON column, if any."""
+    from pyspark.sql import functions as F
+
+    json_layouts = [n for n, columns in layouts.items() if any(c["type"] == JSON_TYPE for c in columns)]
+    if not json_layouts:
+        return
+    after = F.to_json(F.col("after"))
+    partial = (F.col("op") == "update") & F.col(LAYOUT).isin(json_layouts) & after.contains(PARTIAL_JSON_MARK)
+    first = F.min(F.struct("order_key", "db", "table", "file", "position", after.alias("after")))
+    found = df.where(partial).select(first.alias("p")).collect()[0]["p"]
+    if found is not None:
+        raise partial_json_error(found)
+
+
+def simple_tables(groups: list[Any], layouts: Layouts) -> tuple[TablePlan, ...] | None:
     """The table plans of a batch without DDL (no rename, drop or added column) from its head's
     groups of row changes, when each table's changes have one layout: then it is the layout of its
     last changes too, and ``table_plans`` over the last change per key would find the same (its row
@@ -376,7 +398,7 @@ def simple_tables(groups: list[Any]) -> tuple[TablePlan, ...] | None:
         TablePlan(
             db,
             table,
-            [([c.asDict(recursive=True) for c in g["columns"]], None)],
+            [([c.asDict(recursive=True) for c in layouts[g[LAYOUT]]], None)],
             g["n"] + (0 if keyless else int(g["moved"])),
             keyless,
         )
@@ -544,8 +566,7 @@ class BatchPlan:
         from pyspark import StorageLevel
 
         if self._latest is None:
-            changes = with_layout_ids(self.changes, self.contents.layouts)
-            self._latest = latest_per_key(changes, self.partitions).persist(StorageLevel.DISK_ONLY)
+            self._latest = latest_per_key(self.changes, self.partitions).persist(StorageLevel.DISK_ONLY)
         return self._latest
 
     @property
@@ -558,9 +579,9 @@ class BatchPlan:
         if self._tables is None:
             keyless = self.changes.where(F.col("pk").isNull())
             with trace.span("table_plans"):
-                self._tables = table_plans(self.latest, False, self.partitions, self.contents.layouts)
+                self._tables = table_plans(self.latest, False, self.contents.layouts, self.partitions)
                 if self.contents.keyless:
-                    self._tables += table_plans(keyless, True, self.partitions)
+                    self._tables += table_plans(keyless, True, self.contents.layouts, self.partitions)
         return self._tables
 
     def rows(
@@ -627,6 +648,21 @@ def fold(batch: pa.RecordBatch, fills: list[tuple[str, bytes, pa.Scalar]]) -> pa
     return pa.RecordBatch.from_arrays(list(arrays.values()), schema=batch.schema)
 
 
+# change-log columns no part of a plan reads: a batch is kept without them
+UNREAD = ("source", "last_committed", "sequence_number")
+
+
+def kept_part(df: Any) -> Any:
+    """What a plan reads of change-log batch ``df``: without ``UNREAD`` columns, and a keyed row
+    change without its ``before`` image (its key is ``pk_before``; only a keyless table's delete and
+    a rename read one). Keeping a batch costs per column it holds: these were a third of it."""
+    from pyspark.sql import functions as F
+
+    keyed = F.col("op").isin(*ROW_OPS) & F.col("pk").isNotNull()
+    before = F.when(~keyed, F.col("before")).alias("before")
+    return df.select(*[before if c == "before" else F.col(c) for c in df.columns if c not in UNREAD])
+
+
 @contextmanager
 def planned(df: Any, source: str = "", *, positioned: bool = True) -> Iterator[BatchPlan]:
     """The plan of change-log batch ``df``, kept (on disk) while a sink runs its several Spark
@@ -634,7 +670,7 @@ def planned(df: Any, source: str = "", *, positioned: bool = True) -> Iterator[B
     from pyspark import StorageLevel
 
     # on disk: held in the JVM heap the change log crowded out the sort of last-change-per-key
-    kept = df.persist(StorageLevel.DISK_ONLY)
+    kept = kept_part(with_layouts(df)).persist(StorageLevel.DISK_ONLY)
     plan = None
     try:
         plan = BatchPlan(kept, source, positioned)

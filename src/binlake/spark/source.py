@@ -7,7 +7,12 @@ record batches. Column names, signedness, ENUM/SET values and keys of binlogs wi
 come from the DDL in the series: one DDL-only pass on the driver gives every range the tables as of
 its start (a table it cannot explain is one warning, its columns ``@N``). Options: ``schema`` (a
 saved schema history .json or DDL script: the tables before the series begins), ``schemaMismatch``
-(``error``, the default with ``schema``, or ``positional``), ``source`` (a name for the series, stored in every row), ``splitSize``; and a selection:
+(``error``, the default with ``schema``, or ``positional``), ``source`` (a name for the series, stored
+in every row), ``splitSize``, ``columns`` (``every``, the default, or ``first``: a row change carries
+its ``columns`` only where it is the first of its layout in a range, and every row a ``layout``
+number, the same for equal layouts), ``before`` (``every``, the default, or ``keyless``: a keyed
+change's ``before`` is NULL, its key is ``pk_before``) — a sync reads with both
+(``binlake.arrowlog.changelog.Trim``); and a selection:
 ``databases``, ``tables`` (``db.table`` or ``table`` globs), ``operations`` (insert,update,delete),
 ``startDatetime``/``stopDatetime`` (by commit time), ``includeGtids``/``excludeGtids`` (GTID sets).
 Spark filters on ``db``, ``table``, ``op`` and ``commit_ts`` are pushed down the same way.
@@ -28,7 +33,7 @@ from binlake.filters import Selection
 from binlake.schema import SchemaHistory, SchemaTracker
 from binlake.schema.ddlpass import DdlPass, snapshot
 from binlake.sizes import parse_size
-from binlake.spark.changelog import SPARK_DDL, file_batches
+from binlake.spark.changelog import file_batches, read_trim, spark_ddl
 from binlake.spark.pushdown import AllOf, selection_from_filters
 
 DEFAULT_SPLIT = "32MB"
@@ -121,6 +126,7 @@ def read_range(
         start=start,
         stop=part.end,
         selection=None if not chosen else chosen[0] if len(chosen) == 1 else AllOf(*chosen),
+        trim=read_trim(options),
     )
 
 
@@ -211,7 +217,7 @@ class BinlogDataSource(DataSource):
         return "binlog"
 
     def schema(self) -> str:
-        return SPARK_DDL
+        return spark_ddl(driver_options(self.options))
 
     def reader(self, schema: Any) -> DataSourceReader:
         return BinlogReaderSpark(driver_options(self.options))

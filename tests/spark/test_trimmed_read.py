@@ -1,0 +1,82 @@
+"""The ``binlog`` source read as a sync reads it (options ``columns=first``, ``before=keyless``:
+``arrowlog.changelog.Trim``) and a plan over it: the same tables as a sync of the plain read,
+layouts found by number, and a batch that lost the rows carrying a layout's columns refused."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from binlake.demo import compare_to_truth
+from binlake.errors import BinlogError
+from binlake.generate import generate
+from binlake.spark.apply import SYNC_READ, apply_changes, change_log, sync
+from binlake.spark.plan import batch_layouts
+from binlake.spark.sinks.delta import delta_tables
+
+pytestmark = pytest.mark.slow
+PLAIN = {"columns": "every", "before": "every"}
+
+
+def test_trimmed_read_columns_once_and_no_keyed_before(spark: Any, tmp_path: Path) -> None:
+    from pyspark.sql import functions as F
+
+    generate(tmp_path / "bin", seed=3, target_bytes=120_000, max_file_size=60_000, ddl_every=15)
+    plain = change_log(spark, str(tmp_path / "bin"), PLAIN)
+    trimmed = change_log(spark, str(tmp_path / "bin"), {**SYNC_READ, "splitSize": "20KB"})
+    assert trimmed.columns == [*plain.columns, "layout"]
+    assert trimmed.count() == plain.count()
+    rows = trimmed.where(F.col("op").isin("insert", "update", "delete"))
+    carried = rows.where(F.col("columns").isNotNull()).count()
+    ranges = trimmed.rdd.getNumPartitions()
+    layouts = rows.select("layout").distinct().count()
+    # each range carries each of its layouts once: at least one per layout, at most one per range
+    assert layouts <= carried <= layouts * ranges < rows.count()
+    assert (
+        rows.where(F.col("layout").isNull() | (F.col("pk").isNotNull() & F.col("before").isNotNull())).count()
+        == 0
+    )
+    assert plain.where(F.col("pk").isNotNull() & F.col("before").isNotNull()).count() > 0
+    with pytest.raises(Exception, match="option columns: every or first"):
+        change_log(spark, str(tmp_path / "bin"), {"columns": "some"}).count()
+
+
+def test_sync_of_the_trimmed_read_equals_the_plain_one(spark: Any, tmp_path: Path) -> None:
+    from deltalake import DeltaTable
+
+    result = generate(tmp_path / "bin", seed=8, target_bytes=150_000, max_file_size=50_000, ddl_every=12)
+    for name, options in (("plain", PLAIN), ("trimmed", {"splitSize": "16KB"})):
+        report = sync(spark, str(tmp_path / "bin"), tmp_path / name, options=options)
+        assert report.changes > 500
+    assert delta_tables(tmp_path / "plain") == delta_tables(tmp_path / "trimmed")
+    for table in delta_tables(tmp_path / "plain"):  # whole tables: tombstones and order keys too
+        got, want = (
+            DeltaTable(str(tmp_path / side / table)).to_pyarrow_table().sort_by("_binlake_order_key")
+            for side in ("trimmed", "plain")
+        )
+        assert got.equals(want), table
+    assert all(got == want for got, want in compare_to_truth(result.truth_dir, tmp_path / "trimmed").values())
+
+
+def test_a_batch_without_a_layouts_columns_is_refused(spark: Any, tmp_path: Path) -> None:
+    from pyspark.sql import functions as F
+
+    generate(tmp_path / "bin", seed=4, target_bytes=40_000, max_file_size=None, ddl_every=0)
+    df = change_log(spark, str(tmp_path / "bin"), SYNC_READ)
+    without_firsts = df.where(F.col("columns").isNull())  # every row that named a layout's columns
+    with pytest.raises(BinlogError, match="columns of layout .* are in none of the batch's rows"):
+        apply_changes(without_firsts, tmp_path / "out")
+    assert not (tmp_path / "out").exists() or not delta_tables(tmp_path / "out")
+
+
+def test_two_column_lists_under_one_number_are_refused() -> None:
+    a, b = ["a"], ["b"]
+    group = {"layout": 7, "columns": a, "columns_max": a}
+    assert batch_layouts([group]) == {7: a}
+    with pytest.raises(BinlogError, match="hash collision"):
+        batch_layouts([group, {"layout": 7, "columns": b, "columns_max": b}])
+    with pytest.raises(BinlogError, match="hash collision"):
+        batch_layouts([{"layout": 7, "columns": a, "columns_max": b}])
+    assert batch_layouts([group, {"layout": 7, "columns": None, "columns_max": None}]) == {7: a}
