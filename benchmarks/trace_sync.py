@@ -3,7 +3,10 @@ directory on ``local[2]`` as one traced batch (``binlake.spark.trace``), then it
 every Spark job it ran (wall seconds, tasks, executor run and CPU seconds), and whether the tables
 equal the generator's truth.
 
-    python benchmarks/trace_sync.py [--size-mb 100] [--file-mb 110]
+    python benchmarks/trace_sync.py [--size-mb 100] [--file-mb 110] [--option NAME=VALUE ...]
+
+``--option``: a read option of the ``binlog`` source over the sync's own (``apply.SYNC_READ``), e.g.
+``changes=every`` to trace a sync without the last change per key found in the reads.
 """
 
 from __future__ import annotations
@@ -26,7 +29,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--size-mb", type=int, default=100)
     ap.add_argument("--file-mb", type=int, default=110)
+    ap.add_argument("--option", action="append", default=[], help="NAME=VALUE, a read option")
     args = ap.parse_args()
+    options = dict(o.split("=", 1) for o in args.option)
     src = series(args.size_mb, args.file_mb)
     out = Path(tempfile.mkdtemp(prefix="binlake-trace-"))
     os.environ["BINLAKE_TRACE"] = str(out / "trace.jsonl")
@@ -40,7 +45,7 @@ def main() -> None:
     target = out / "delta"
     t0 = time.time()
     with trace.batch(spark, 0):
-        report = sync(spark, str(src), f"delta:{target}")
+        report = sync(spark, str(src), f"delta:{target}", options=options)
     print(f"sync: {time.time() - t0:.1f} s, {report.changes:,} row changes, {len(report.tables)} tables")
     for line in (out / "trace.jsonl").read_text().splitlines():
         record = json.loads(line)

@@ -90,11 +90,14 @@ def test_generated_series_with_ddl(tmp_path: Path, compiled: bool) -> None:
     assert check_once(path, compiled) > 1000
 
 
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "pure"])
 @pytest.mark.parametrize("path", corpus_files() or [None], ids=lambda p: p.name if p else "no corpus")
-def test_corpus(path: Path | None) -> None:
+def test_corpus(path: Path | None, compiled: bool) -> None:
     if path is None:
         pytest.skip(f"real binlog corpus not found at {CORPUS}")
-    check_once(path, compiled=False)
+    if compiled:
+        pytest.importorskip("binlake.arrowlog._fastvariant", reason="the compiled change log is not built")
+    check_once(path, compiled)
 
 
 def test_a_layouts_number_is_the_same_in_another_process() -> None:

@@ -14,14 +14,15 @@ from binlake.generate import generate
 pytestmark = pytest.mark.slow
 
 
-def both_ways(spark: Any, source: Path) -> tuple[Any, list[Any], Any]:
-    """The head's table plans (None: not told), ``table_plans``' own, and the head's report."""
+def both_ways(spark: Any, source: Path, options: dict[str, str] | None = None) -> tuple[Any, list[Any], Any]:
+    """The head's table plans (None: not told), ``table_plans``' own, and the head's report, of a
+    read with ``options``."""
     from pyspark.sql import functions as F
 
     from binlake.spark.apply import change_log
     from binlake.spark.plan import planned, table_plans
 
-    with planned(change_log(spark, str(source)), str(source)) as plan:
+    with planned(change_log(spark, str(source), options), str(source)) as plan:
         keyless = plan.changes.where(F.col("pk").isNull())
         layouts = plan.contents.layouts
         slow = table_plans(plan.latest, False, layouts) + table_plans(keyless, True, layouts)
@@ -59,7 +60,15 @@ def closed_since(db: Any, start: int, into: Path) -> Path:
     return into
 
 
-def test_key_moves_keyless_tables_and_two_layouts(spark: Any, own_mariadb: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("read", ["plain", "sync"])
+def test_key_moves_keyless_tables_and_two_layouts(
+    spark: Any, own_mariadb: Any, tmp_path: Path, read: str
+) -> None:
+    """The same plans from a plain read and from a sync's (the last change per key found in the
+    read: the moved key's tombstone made there)."""
+    from binlake.spark.apply import SYNC_READ
+
+    options = SYNC_READ if read == "sync" else None
     db = own_mariadb
     db.execute(
         "CREATE DATABASE h",
@@ -76,7 +85,7 @@ def test_key_moves_keyless_tables_and_two_layouts(spark: Any, own_mariadb: Any, 
         "INSERT INTO h.nk VALUES (1, 'x'), (1, 'x')",
         "DELETE FROM h.nk LIMIT 1",
     )
-    fast, slow, report = both_ways(spark, closed_since(db, start, tmp_path / "one"))
+    fast, slow, report = both_ways(spark, closed_since(db, start, tmp_path / "one"), options)
     assert fast is not None
     assert_same(fast, slow)
     rows = {(t.table, t.keyless): t.rows for t in fast}
@@ -89,5 +98,5 @@ def test_key_moves_keyless_tables_and_two_layouts(spark: Any, own_mariadb: Any, 
         "ALTER TABLE h.k MODIFY v VARCHAR(20)",  # a second layout of k within the batch
         "INSERT INTO h.k VALUES (4, 'd')",
     )
-    fast, slow, _ = both_ways(spark, closed_since(db, start, tmp_path / "two"))
+    fast, slow, _ = both_ways(spark, closed_since(db, start, tmp_path / "two"), options)
     assert fast is None and len(next(t for t in slow if t.table == "k").layouts) == 2

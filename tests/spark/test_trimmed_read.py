@@ -1,6 +1,7 @@
-"""The ``binlog`` source read as a sync reads it (options ``columns=first``, ``before=keyless``:
-``arrowlog.changelog.Trim``) and a plan over it: the same tables as a sync of the plain read,
-layouts found by number, and a batch that lost the rows carrying a layout's columns refused."""
+"""The ``binlog`` source read as a sync reads it (options ``columns=first``, ``before=keyless``,
+``changes=last``: ``arrowlog.changelog.Trim``) and a plan over it: the same tables as a sync of the
+plain read, every change counted, layouts found by number, and a batch that lost the rows carrying
+a layout's columns refused."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from binlake.spark.plan import batch_layouts
 from binlake.spark.sinks.delta import delta_tables
 
 pytestmark = pytest.mark.slow
-PLAIN = {"columns": "every", "before": "every"}
+PLAIN = {"columns": "every", "before": "every", "changes": "every"}
 
 
 def test_trimmed_read_columns_once_and_no_keyed_before(spark: Any, tmp_path: Path) -> None:
@@ -25,7 +26,7 @@ def test_trimmed_read_columns_once_and_no_keyed_before(spark: Any, tmp_path: Pat
 
     generate(tmp_path / "bin", seed=3, target_bytes=120_000, max_file_size=60_000, ddl_every=15)
     plain = change_log(spark, str(tmp_path / "bin"), PLAIN)
-    trimmed = change_log(spark, str(tmp_path / "bin"), {**SYNC_READ, "splitSize": "20KB"})
+    trimmed = change_log(spark, str(tmp_path / "bin"), {**SYNC_READ, "changes": "every", "splitSize": "20KB"})
     assert trimmed.columns == [*plain.columns, "layout"]
     assert trimmed.count() == plain.count()
     rows = trimmed.where(F.col("op").isin("insert", "update", "delete"))
@@ -41,6 +42,21 @@ def test_trimmed_read_columns_once_and_no_keyed_before(spark: Any, tmp_path: Pat
     assert plain.where(F.col("pk").isNotNull() & F.col("before").isNotNull()).count() > 0
     with pytest.raises(Exception, match="option columns: every or first"):
         change_log(spark, str(tmp_path / "bin"), {"columns": "some"}).count()
+
+
+def test_a_read_of_the_last_changes_counts_every_change(spark: Any, tmp_path: Path) -> None:
+    from pyspark.sql import functions as F
+
+    generate(tmp_path / "bin", seed=6, target_bytes=150_000, max_file_size=None, ddl_every=60, keys_per_table=40)
+    plain = change_log(spark, str(tmp_path / "bin"), PLAIN)
+    last = change_log(spark, str(tmp_path / "bin"), {**SYNC_READ, "splitSize": "0"})  # one range
+    assert last.columns == [*plain.columns, "layout", "changes"]
+    row_ops = F.col("op").isin("insert", "update", "delete")
+    changes = plain.where(row_ops).count()
+    kept = last.where(row_ops).count()
+    assert kept < changes / 2  # 40 keys a table: most changes are replaced within a range
+    assert last.where(row_ops).agg(F.sum("changes")).first()[0] == changes
+    assert last.where(~row_ops).count() == plain.where(~row_ops).count()  # DDL changes, every one
 
 
 def test_sync_of_the_trimmed_read_equals_the_plain_one(spark: Any, tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from binlake.arrowlog import variant
+from binlake.arrowlog import compact, variant
 from binlake.arrowlog.images import LayoutImages, _fastvariant, image_cache, use_compiled_images
 from binlake.changes import Layout, Op, RowChange, _file_name, _layouts, file_number, row_changes
 from binlake.events.base import Event
@@ -77,7 +77,6 @@ SPARK_DDL = (
 )
 LAYOUT_FIELD = pa.field("layout", pa.int64())
 ONCE_SCHEMA = CHANGELOG_SCHEMA.append(LAYOUT_FIELD)  # the batches read with ``ColumnsOnce``
-SPARK_DDL_ONCE = f"{SPARK_DDL}, layout BIGINT"
 _ROW_OPS = pa.array([o.value for o in (Op.INSERT, Op.UPDATE, Op.DELETE)])
 _NAME_FIELDS = {
     Op.RENAME_TABLE: ("db", "table"),
@@ -139,17 +138,35 @@ class ColumnsOnce:
 
 @dataclass
 class Trim:
-    """What a read leaves out of the change log (the ``binlog`` source's ``columns`` and ``before``
-    options; a sync reads with both): ``once``, each layout's columns once per read and a ``layout``
-    number on every row (``ColumnsOnce``); not ``keyed_before``, a keyed change's ``before`` image
-    (its key is ``pk_before``; only a keyless table's change is found by its before image)."""
+    """What a read leaves out of the change log (the ``binlog`` source's ``columns``, ``before`` and
+    ``changes`` options; a sync reads with all three): ``once``, each layout's columns once per read
+    and a ``layout`` number on every row (``ColumnsOnce``); not ``keyed_before``, a keyed change's
+    ``before`` image (its key is ``pk_before``; only a keyless table's change is found by its before
+    image); ``last``, every change but the last per key (``binlake.arrowlog.compact``)."""
 
     once: ColumnsOnce | None = None
     keyed_before: bool = True
+    last: bool = False
 
     @property
     def schema(self) -> pa.Schema:
+        """The schema of the batches the builders make."""
         return CHANGELOG_SCHEMA if self.once is None else ONCE_SCHEMA
+
+    @property
+    def read_schema(self) -> pa.Schema:
+        """The schema of the batches a read yields (``batches``)."""
+        return self.schema.append(compact.COUNT_FIELD) if self.last else self.schema
+
+    @property
+    def spark_ddl(self) -> str:
+        """``read_schema`` as a Spark DDL string."""
+        once = ", layout BIGINT" if self.once is not None else ""
+        return SPARK_DDL + once + (", changes INT" if self.last else "")
+
+    def batches(self, built: Iterable[pa.RecordBatch]) -> Iterable[pa.RecordBatch]:
+        """What a read yields of the batches the builders made with this trim."""
+        return compact.last_per_key(built, self.schema) if self.last else built
 
 
 class _Variants:

@@ -30,9 +30,10 @@ def as_sink(target: Target, *, password: str | None = None, chunk_rows: int = 50
 
 
 # how a sync reads the change log (``arrowlog.changelog.Trim``): each layout's columns once per range
-# and a ``layout`` number on every row, no before image of a keyed change (a sync finds it by its key):
-# a kept batch of a wide table was mostly its columns, and before images a third of the rest
-SYNC_READ = {"columns": "first", "before": "keyless"}
+# and a ``layout`` number on every row, no before image of a keyed change (a sync finds it by its key),
+# only the last change per key of each stretch of a range (``arrowlog.compact``): a kept batch of a
+# wide table was mostly its columns, before images were a third of the rest, and most changes lose
+SYNC_READ = {"columns": "first", "before": "keyless", "changes": "last"}
 
 
 def sync_options(options: dict[str, str] | None) -> dict[str, str]:

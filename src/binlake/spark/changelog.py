@@ -19,7 +19,6 @@ import pyarrow as pa
 from binlake.arrowlog.changelog import (
     CHANGELOG_SCHEMA,
     SPARK_DDL,
-    SPARK_DDL_ONCE,
     ColumnsOnce,
     Trim,
     changelog_batches,
@@ -107,18 +106,22 @@ def file_batches(
     without a ``RowChange`` per row where the compiled builder is chosen and nothing is selected
     (``arrowlog.changelog.transaction_batches``). ``trim``: what the batches leave out (``Trim``)."""
     if selection is not None:
-        return to_batches(file_changes(path, source, observers, start, stop, selection), trim=trim)
-    return transaction_batches(file_transactions(path, observers, start, stop), source, trim=trim)
+        built = to_batches(file_changes(path, source, observers, start, stop, selection), trim=trim)
+    else:
+        built = transaction_batches(file_transactions(path, observers, start, stop), source, trim=trim)
+    return iter(built if trim is None else trim.batches(built))
 
 
 # the options that trim a read (``arrowlog.changelog.Trim``): their values, the default first
-TRIM_OPTIONS = {"columns": ("every", "first"), "before": ("every", "keyless")}
+TRIM_OPTIONS = {"columns": ("every", "first"), "before": ("every", "keyless"), "changes": ("every", "last")}
 
 
 def read_trim(options: dict[str, str]) -> Trim | None:
     """What a read with ``options`` leaves out: ``columns`` ``first`` (each layout's columns once per
     range, a ``layout`` number on every row), ``before`` ``keyless`` (a keyed change's ``before``
-    image NULL); None: nothing (every option at its default)."""
+    image NULL), ``changes`` ``last`` (only the last change per key of each stretch of a range, and
+    how many changes each row stands for: ``binlake.arrowlog.compact``); None: nothing (every option
+    at its default)."""
     chosen = {}
     for name, values in TRIM_OPTIONS.items():
         chosen[name] = options.get(name, values[0]).lower()
@@ -127,13 +130,13 @@ def read_trim(options: dict[str, str]) -> Trim | None:
     if chosen == {name: values[0] for name, values in TRIM_OPTIONS.items()}:
         return None
     once = ColumnsOnce() if chosen["columns"] == "first" else None
-    return Trim(once, keyed_before=chosen["before"] == "every")
+    return Trim(once, keyed_before=chosen["before"] == "every", last=chosen["changes"] == "last")
 
 
 def spark_ddl(options: dict[str, str]) -> str:
     """The change log's schema as a read with ``options`` gives it."""
     trim = read_trim(options)
-    return SPARK_DDL if trim is None or trim.once is None else SPARK_DDL_ONCE
+    return SPARK_DDL if trim is None else trim.spark_ddl
 
 
 to_batches = changelog_batches

@@ -78,7 +78,9 @@ def read_merged(options: dict[str, str], part: MergedPartition) -> Iterator[Any]
     changes = global_row_changes(
         merged(options, part, view), source=source, schema=schema, ddl=view is not None
     )
-    yield from to_batches(changes, trim=read_trim(options))
+    trim = read_trim(options)
+    built = to_batches(changes, trim=trim)
+    yield from built if trim is None else trim.batches(built)
 
 
 def merged(options: dict[str, str], part: MergedPartition, view: Any = None) -> Iterator[Any]:

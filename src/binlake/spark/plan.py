@@ -301,12 +301,15 @@ def head_and_contents(df: Any, source: str) -> tuple[SyncReport, dict[str, str],
     op = F.col("op")
     moved = (op == "update") & F.col("pk_before").isNotNull() & (F.to_json("pk_before") != F.to_json("pk"))
     row = op.isin(*ROW_OPS)
+    # how many changes a row stands for: 1, or what a read of the last changes per key counted
+    stands_for = F.sum("changes") if "changes" in df.columns else F.count(F.lit(1))
     groups = (
         df.groupBy("db", "table", LAYOUT, row.alias("row"), (row & F.col("pk").isNull()).alias("keyless"))
         .agg(
             # the newest row (structs compare field by field) and the size
             F.max(F.struct("order_key", "file", "file_number", "txn_position")).alias("top"),
             F.count(F.lit(1)).alias("n"),
+            stands_for.alias("changes"),
             count(moved).alias("moved"),
             count(op.isin(*NAME_OPS)).alias("names"),
             count(op == ADD_COLUMN).alias("adds"),
@@ -335,7 +338,7 @@ def head_and_contents(df: Any, source: str) -> tuple[SyncReport, dict[str, str],
     )
     report.version = batch_version(top["file_number"], top["txn_position"])
     report.position = f"{top['file']}:{top['txn_position']}"
-    report.changes = sum(g["n"] for g in rows)
+    report.changes = sum(int(g["changes"]) for g in rows)
     report.server_ids = sorted({int(i) for g in groups for i in g["servers"] if i is not None})
     metadata = {
         "binlake.position": report.position,

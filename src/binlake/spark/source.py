@@ -11,7 +11,9 @@ saved schema history .json or DDL script: the tables before the series begins), 
 in every row), ``splitSize``, ``columns`` (``every``, the default, or ``first``: a row change carries
 its ``columns`` only where it is the first of its layout in a range, and every row a ``layout``
 number, the same for equal layouts), ``before`` (``every``, the default, or ``keyless``: a keyed
-change's ``before`` is NULL, its key is ``pk_before``) — a sync reads with both
+change's ``before`` is NULL, its key is ``pk_before``), ``changes`` (``every``, the default, or
+``last``: only the last change per key of each stretch of a range, each row counting the changes it
+stands for in ``changes``; ``binlake.arrowlog.compact``) — a sync reads with all three
 (``binlake.arrowlog.changelog.Trim``); and a selection:
 ``databases``, ``tables`` (``db.table`` or ``table`` globs), ``operations`` (insert,update,delete),
 ``startDatetime``/``stopDatetime`` (by commit time), ``includeGtids``/``excludeGtids`` (GTID sets).

@@ -1,0 +1,174 @@
+"""The last change per key within a stretch of a change log: what a sync needs of it (the ``binlog``
+source's option ``changes=last``).
+
+A sync applies the last change per (table, primary key) of a batch (``binlake.spark.plan``); every
+earlier one is read, shipped to Spark, kept and shuffled only to lose. Here each read (a range of a
+file) drops them before Spark sees them, in windows of ``WINDOW_ROWS`` rows, by the rule the plan
+uses, so that the plan's own last-change-per-key over the windows finds what it found over every
+change:
+
+* a change is replaced by a later one of the same table and key (its ``pk``, compared as encoded:
+  equal values of one key encoder are equal bytes; an encoding that differs only keeps both, which
+  the plan then orders);
+* a primary-key update also deletes its old key: its tombstone (``op`` delete, the old key, the
+  update's order key with part ``TOMBSTONE``) is a change of the old key like any other;
+* names are identities: a ``rename_table`` or ``drop_table`` starts a new table under each name it
+  touches (a row of ``a`` before ``RENAME TABLE a TO b`` belongs to ``b``; a dropped table is kept
+  aside), so changes on either side of one never replace each other;
+* keyless tables' changes and DDL changes are kept as they are, in order.
+
+Each row then carries ``changes``: how many row changes of the read it stands for (1 for one kept
+as it was, more for the last of several, 0 for a tombstone), so a report still counts every change.
+Every server that wrote a change of the window keeps a row (a sink refuses a batch its own server
+wrote), and every row that carries its layout's columns (a read with ``columns=first``) is kept. A partial JSON update another change of its row replaces is not kept: the row's last
+change is applied, and nothing refuses the batch for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from binlake.arrowlog.variant import decode
+from binlake.changes import KEY_WIDTH, NAME_OPS, ROW_OPS, TOMBSTONE, Op
+
+WINDOW_ROWS = 131_072  # rows compacted at once: a window is held whole (~60 MB of Arrow at most)
+COUNT_FIELD = pa.field("changes", pa.int32())
+_ROWS = pa.array([o.value for o in ROW_OPS])
+_SPLITS = pa.array([o.value for o in NAME_OPS if o != Op.RENAME_COLUMN])  # rename_table, drop_table
+_KEY = ["db", "table", "_segment", "_key_value", "_key_metadata"]
+
+
+def last_per_key(
+    batches: Iterable[pa.RecordBatch], schema: pa.Schema, window: int = WINDOW_ROWS
+) -> Iterator[pa.RecordBatch]:
+    """``batches`` (change-log batches of ``schema``, in order) with only the last change per key of
+    each window of about ``window`` rows, and the ``changes`` each row stands for (``COUNT_FIELD``,
+    appended to the schema)."""
+    held: list[pa.RecordBatch] = []
+    rows = 0
+    for b in batches:
+        held.append(b)
+        rows += b.num_rows
+        if rows >= window:
+            yield from compacted(pa.Table.from_batches(held, schema))
+            held, rows = [], 0
+    if held:
+        yield from compacted(pa.Table.from_batches(held, schema))
+
+
+def compacted(t: pa.Table) -> Iterator[pa.RecordBatch]:
+    """One window's last change per key (module docstring)."""
+    t = t.combine_chunks()  # one chunk: every step below then runs over whole arrays
+    n = t.num_rows
+    op, pk, before_key = t["op"], t["pk"], t["pk_before"]
+    keyed = pc.and_(pc.is_in(op, _ROWS), pc.is_valid(pk)).combine_chunks()
+    moved = pc.and_(
+        pc.and_(keyed, pc.equal(op, Op.UPDATE.value)),
+        pc.and_(pc.is_valid(before_key), pc.invert(_same_key(pk, before_key))),
+    ).fill_null(False)
+    index = pa.array(range(n), pa.int64())
+    # a row's rank: its place in order key order, a tombstone just before its update
+    rows = t.append_column(COUNT_FIELD, pa.array([1] * n, pa.int32()))
+    rows = rows.append_column("_rank", pc.multiply(index, 2)).append_column("_keyed", keyed)
+    both = pa.concat_tables([rows, _tombstones(rows.filter(moved))])
+    both = both.append_column("_segment", _segments(t, both))
+    both = both.append_column("_key_value", pc.struct_field(both["pk"], "value"))
+    both = both.append_column("_key_metadata", pc.struct_field(both["pk"], "metadata"))
+    groups = (
+        both.filter(both["_keyed"])
+        .group_by(_KEY, use_threads=False)
+        .aggregate([("_rank", "max"), ("changes", "sum")])
+    )
+    last = groups["_rank_max"].combine_chunks()
+    ranks = pa.concat_arrays(
+        [last, pc.multiply(index.filter(pc.invert(keyed)), 2), _carriers(t, index, keyed)]
+    )
+    ranks = pa.concat_arrays([ranks, _servers_left(t, both, ranks)])
+    kept = both.filter(pc.is_in(both["_rank"], ranks))
+    # a group's last change stands for the group; a row kept for its server counts nothing more
+    total = pc.take(groups["changes_sum"].combine_chunks(), pc.index_in(kept["_rank"], last))
+    count = pc.if_else(
+        pc.is_valid(total),
+        pc.cast(total, pa.int32()),
+        pc.if_else(kept["_keyed"], pa.scalar(0, pa.int32()), kept["changes"]),
+    )
+    yield from kept.select(t.column_names).append_column(COUNT_FIELD, count).to_batches()
+
+
+def _same_key(a: pa.ChunkedArray, b: pa.ChunkedArray) -> pa.ChunkedArray:
+    """Two variant columns equal byte for byte (value and metadata), per row."""
+    return pc.and_(
+        pc.equal(pc.struct_field(a, "value"), pc.struct_field(b, "value")),
+        pc.equal(pc.struct_field(a, "metadata"), pc.struct_field(b, "metadata")),
+    )
+
+
+def _tombstones(moved: pa.Table) -> pa.Table:
+    """The deletes of the old keys of primary-key updates (``moved``: those rows), as ``latest_per_key``
+    makes them: the old key, no images, the update's order key with part TOMBSTONE, counted 0."""
+    m = moved.num_rows
+    replaced = {
+        "op": pa.array([Op.DELETE.value] * m, moved.schema.field("op").type),
+        "pk": moved["pk_before"],
+        "pk_before": pa.nulls(m, moved.schema.field("pk_before").type),
+        "before": pa.nulls(m, moved.schema.field("before").type),
+        "after": pa.nulls(m, moved.schema.field("after").type),
+        "order_key": pc.binary_replace_slice(
+            moved["order_key"], start=KEY_WIDTH - 1, stop=KEY_WIDTH, replacement=bytes([TOMBSTONE])
+        ),
+        "changes": pa.array([0] * m, pa.int32()),
+        "_rank": pc.subtract(moved["_rank"], 1),
+    }
+    return pa.table(
+        {name: replaced.get(name, moved[name]) for name in moved.column_names}, schema=moved.schema
+    )
+
+
+def _segments(t: pa.Table, rows: pa.Table) -> pa.Array:
+    """Per row of ``rows`` (ranked, ``compacted``), how many renames and drops of its table's name
+    came before it in window ``t``: rows of one name apart from each other by one are of two tables."""
+    segment = pa.array([0] * rows.num_rows, pa.int64())
+    splits = pc.is_in(t["op"], _SPLITS)
+    if not pc.any(splits).as_py():
+        return segment
+    names = pc.dictionary_encode(pc.binary_join_element_wise(rows["db"], rows["table"], "\x00"))
+    if isinstance(names, pa.ChunkedArray):
+        names = names.combine_chunks()
+    ids = {name: i for i, name in enumerate(names.dictionary.to_pylist())}
+    where = pc.indices_nonzero(splits).to_pylist()
+    changes = t.take(where).select(["before", "after"]).to_pylist()
+    for i, change in zip(where, changes, strict=True):
+        for image in (change["before"], change["after"]):
+            name = None if image is None else decode(image["value"], image["metadata"])
+            id_ = None if name is None else ids.get(f"{name['db']}\x00{name['table']}")
+            if id_ is None:  # no row of the window has that name
+                continue
+            touched = pc.and_(pc.equal(names.indices, id_), pc.greater(rows["_rank"], 2 * i))
+            segment = pc.add(segment, pc.cast(touched.fill_null(False), pa.int64()))
+    return segment
+
+
+def _carriers(t: pa.Table, index: pa.Array, keyed: pa.Array) -> pa.Array:
+    """The ranks of the row changes that carry their layout's columns where a read writes them once
+    (``ColumnsOnce``: rows with a ``layout`` number, NULL columns on the rest): kept whatever replaced
+    them, or a kept row of their layout (here or in a later window) would have no columns."""
+    if "layout" not in t.column_names:
+        return pa.array([], pa.int64())
+    carrying = pc.and_(keyed, pc.is_valid(t["columns"].combine_chunks()))
+    return pc.multiply(index.filter(carrying), 2)
+
+
+def _servers_left(t: pa.Table, both: pa.Table, ranks: pa.Array) -> pa.Array:
+    """For each server that wrote changes of window ``t`` but none of the rows of ``ranks``, the
+    rank of its last change (kept too: a superseded change the plan orders again changes nothing)."""
+    kept = set(pc.unique(both.filter(pc.is_in(both["_rank"], ranks))["server_id"]).to_pylist())
+    missing = set(pc.unique(t["server_id"]).to_pylist()) - kept
+    servers = t["server_id"].combine_chunks()
+    out = []
+    for server in sorted(missing, key=lambda s: (s is None, s)):
+        mine = pc.is_null(servers) if server is None else pc.equal(servers, server).fill_null(False)
+        out.append(pc.max(pc.indices_nonzero(mine)).as_py() * 2)
+    return pa.array(out, pa.int64())

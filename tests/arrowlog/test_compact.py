@@ -1,0 +1,130 @@
+"""A read of the last change per key (``arrowlog.compact``, option ``changes=last``) loses nothing a
+sync needs: over windows of any size, the last change per key of what it keeps is the last change
+per key of every change (found here row by row, the plain way), every change is counted once, DDL
+and keyless changes are all there, each server keeps a row and each layout a row carrying its
+columns. Generated series (hot keys, renames, drops, added columns) and the corpus."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from binlake.arrowlog.changelog import ColumnsOnce, Trim, transaction_batches
+from binlake.arrowlog.compact import COUNT_FIELD, last_per_key
+from binlake.arrowlog.variant import decode
+from binlake.changes import KEY_WIDTH, TOMBSTONE
+from binlake.errors import BinlogError
+from binlake.generate import generate
+from binlake.spark.changelog import file_transactions
+from tests.conftest import CORPUS, corpus_index
+
+ROWS = {"insert", "update", "delete"}
+
+
+def plain_latest(rows: list[dict[str, Any]]) -> dict[tuple[Any, ...], tuple[bytes, str]]:
+    """The last change per (table as named then, renames and drops before it, key): its order key
+    and op — each row in order key order, a primary-key update also deleting its old key."""
+    rows = sorted(rows, key=lambda r: r["order_key"])
+    since: dict[tuple[str, str], int] = {}
+    out: dict[tuple[Any, ...], tuple[bytes, str]] = {}
+
+    def put(r: dict[str, Any], key: Any, order: bytes, op: str) -> None:
+        k = (r["db"], r["table"], since.get((r["db"], r["table"]), 0), key["value"], key["metadata"])
+        if k not in out or out[k][0] < order:
+            out[k] = (order, op)
+
+    for r in rows:
+        if r["op"] in ("rename_table", "drop_table"):
+            for image in (r["before"], r["after"]):
+                if image is not None:
+                    name = decode(image["value"], image["metadata"])
+                    since[(name["db"], name["table"])] = since.get((name["db"], name["table"]), 0) + 1
+            continue
+        if r["op"] not in ROWS or r["pk"] is None:
+            continue
+        put(r, r["pk"], r["order_key"], r["op"])
+        old = r["pk_before"]
+        if r["op"] == "update" and old is not None and old != r["pk"]:
+            tombstone = r["order_key"][: KEY_WIDTH - 1] + bytes([TOMBSTONE])
+            put(r, old, tombstone, "delete")
+    return out
+
+
+def check(path: Path, window: int, once: bool) -> tuple[int, int]:
+    trim = Trim(ColumnsOnce() if once else None, keyed_before=False)
+    try:
+        batches = list(transaction_batches(file_transactions(path), size=64, trim=trim))
+    except BinlogError:
+        pytest.skip(f"{path.name}: not readable whole")
+    every = pa.Table.from_batches(batches, trim.schema).to_pylist()
+    counted = trim.schema.append(COUNT_FIELD)
+    kept = pa.Table.from_batches(last_per_key(batches, trim.schema, window), counted).to_pylist()
+    assert plain_latest(kept) == plain_latest(every)
+    assert sum(r["changes"] for r in kept if r["op"] in ROWS) == sum(r["op"] in ROWS for r in every)
+    rest = [
+        {k: v for k, v in r.items() if k != "changes"} for r in kept if r["op"] not in ROWS or r["pk"] is None
+    ]
+    assert rest == [r for r in every if r["op"] not in ROWS or r["pk"] is None]  # in order
+    assert {r["server_id"] for r in kept} == {r["server_id"] for r in every}
+    if once:  # a layout's rows in the output come with its columns, as the input's did
+        carried = {r["layout"] for r in kept if r["columns"] is not None}
+        assert {r["layout"] for r in kept if r["op"] in ROWS} <= carried
+    return len(every), len(kept)
+
+
+@pytest.mark.parametrize("window", [7, 300, 1_000_000])
+@pytest.mark.parametrize("once", [True, False], ids=["columns-once", "columns-every"])
+def test_generated_hot_keys_with_ddl(tmp_path: Path, window: int, once: bool) -> None:
+    generate(tmp_path, seed=9, target_bytes=200_000, max_file_size=None, ddl_every=25, keys_per_table=30)
+    (path,) = sorted(tmp_path.glob("binlog.0*"))
+    every, kept = check(path, window, once)
+    if window > every:  # one window: 3 tables of 30 keys, the DDL and a carrier per layout left
+        assert kept < every / 3
+
+
+def corpus_files() -> list[Path]:
+    records = [r for r in corpus_index()["records"] if "path" in r and not r.get("problems")]
+    return [CORPUS / r["path"] for r in records if any("ROWS" in k for k in r.get("hist", {}))]
+
+
+@pytest.mark.parametrize("path", corpus_files() or [None], ids=lambda p: p.name if p else "no corpus")
+def test_corpus(path: Path | None) -> None:
+    if path is None:
+        pytest.skip(f"real binlog corpus not found at {CORPUS}")
+    check(path, 64, once=True)
+
+
+def test_names_reused_and_keys_moved_on_a_real_server(own_mariadb: Any, tmp_path: Path) -> None:
+    """A table renamed away and one of its name created again, a table dropped and created again,
+    primary keys moved back and forth: rows of one name and key on either side of a rename or drop
+    are of two tables, a moved key is deleted — in windows of every size."""
+    db = own_mariadb
+    db.execute("CREATE DATABASE r", "CREATE TABLE r.t (id INT PRIMARY KEY, v INT)")
+    start = len(db.flush_binlogs())
+    db.execute(
+        "INSERT INTO r.t VALUES (1, 1), (2, 2)",
+        "UPDATE r.t SET v = 10 WHERE id = 1",
+        "RENAME TABLE r.t TO r.u",
+        "CREATE TABLE r.t (id INT PRIMARY KEY, v INT)",
+        "INSERT INTO r.t VALUES (1, 100)",
+        "UPDATE r.t SET id = 5 WHERE id = 1",  # moved: 1 deleted
+        "UPDATE r.t SET v = 6 WHERE id = 5",  # replaces the move, not the delete of 1
+        "UPDATE r.u SET id = 7 WHERE id = 2",
+        "UPDATE r.u SET v = 70 WHERE id = 7",
+        "INSERT INTO r.u VALUES (2, 20)",  # the moved-away key again
+        "DROP TABLE r.t",
+        "CREATE TABLE r.t (id INT PRIMARY KEY, v INT)",
+        "INSERT INTO r.t VALUES (5, 500)",
+        "UPDATE r.t SET v = 501 WHERE id = 5",
+    )
+    files = db.flush_binlogs()[start - 1 : -1]
+    (path,) = files[-1:] if len(files) == 1 else pytest.fail(f"one file expected, got {files}")
+    copy = tmp_path / path.name
+    copy.write_bytes(path.read_bytes())
+    for window in (1, 3, 1_000):
+        for once in (True, False):
+            every, kept = check(copy, window, once)
+            assert kept < every
