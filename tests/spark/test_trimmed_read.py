@@ -47,7 +47,9 @@ def test_trimmed_read_columns_once_and_no_keyed_before(spark: Any, tmp_path: Pat
 def test_a_read_of_the_last_changes_counts_every_change(spark: Any, tmp_path: Path) -> None:
     from pyspark.sql import functions as F
 
-    generate(tmp_path / "bin", seed=6, target_bytes=150_000, max_file_size=None, ddl_every=60, keys_per_table=40)
+    generate(
+        tmp_path / "bin", seed=6, target_bytes=150_000, max_file_size=None, ddl_every=60, keys_per_table=40
+    )
     plain = change_log(spark, str(tmp_path / "bin"), PLAIN)
     last = change_log(spark, str(tmp_path / "bin"), {**SYNC_READ, "splitSize": "0"})  # one range
     assert last.columns == [*plain.columns, "layout", "changes"]

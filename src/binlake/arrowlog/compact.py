@@ -34,7 +34,7 @@ import pyarrow.compute as pc
 from binlake.arrowlog.variant import decode
 from binlake.changes import KEY_WIDTH, NAME_OPS, ROW_OPS, TOMBSTONE, Op
 
-WINDOW_ROWS = 131_072  # rows compacted at once: a window is held whole (~60 MB of Arrow at most)
+WINDOW_ROWS = 65_536  # rows compacted at once: a window is held whole (~30 MB of Arrow at most)
 COUNT_FIELD = pa.field("changes", pa.int32())
 _ROWS = pa.array([o.value for o in ROW_OPS])
 _SPLITS = pa.array([o.value for o in NAME_OPS if o != Op.RENAME_COLUMN])  # rename_table, drop_table
