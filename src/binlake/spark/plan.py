@@ -10,6 +10,8 @@ table's typed target rows (``BatchPlan.rows``), an Arrow stream on the driver.
 
 from __future__ import annotations
 
+import functools
+import operator
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -17,6 +19,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from binlake.arrowlog.images import PARTIAL_JSON_KEY
 from binlake.changes import KEY_WIDTH, TOMBSTONE
 from binlake.dialects.mysql import quote_ident
 from binlake.errors import BinlogError
@@ -38,6 +41,7 @@ from binlake.spark.typedrows import (
     ORDER,
     arrow_batches,
     conform,
+    path,
     spark_type,
     target_schema,
     typed_field,
@@ -372,15 +376,30 @@ def batch_layouts(groups: list[Any]) -> Layouts:
 
 def refuse_partial_json(df: Any, layouts: Layouts) -> None:
     """Refuse a batch holding a partial JSON update (no sink can apply one) before any sink creates
-    or writes anything: one Spark job over the updates of tables with a JSON column, if any."""
+    or writes anything: one Spark job over the updates of tables with a JSON column, if any, looking
+    at their JSON columns alone (a partial update's column holds an object of edits, ``{"json_diff":
+    [{...}]}``, where it otherwise holds a string)."""
     from pyspark.sql import functions as F
 
-    json_layouts = [n for n, columns in layouts.items() if any(c["type"] == JSON_TYPE for c in columns)]
-    if not json_layouts:
+    json_columns: dict[str, list[int]] = {}  # a JSON column's name -> the layouts that have it
+    for number, columns in layouts.items():
+        for c in columns:
+            if c["type"] == JSON_TYPE:
+                json_columns.setdefault(c["name"], []).append(number)
+    if not json_columns:
         return
-    after = F.to_json(F.col("after"))
-    partial = (F.col("op") == "update") & F.col(LAYOUT).isin(json_layouts) & after.contains(PARTIAL_JSON_MARK)
-    first = F.min(F.struct("order_key", "db", "table", "file", "position", after.alias("after")))
+    after = F.col("after")
+    tests = []
+    for name, numbers in json_columns.items():
+        at = path(name)
+        edits = (
+            F.try_variant_get(after, f'{at}["{PARTIAL_JSON_KEY}"][0]', "variant").isNotNull()
+            if at is not None
+            else F.to_json(after).contains(PARTIAL_JSON_MARK)  # a name no path quotes
+        )
+        tests.append(F.col(LAYOUT).isin(numbers) & edits)
+    partial = (F.col("op") == "update") & functools.reduce(operator.or_, tests)
+    first = F.min(F.struct("order_key", "db", "table", "file", "position", F.to_json(after).alias("after")))
     found = df.where(partial).select(first.alias("p")).collect()[0]["p"]
     if found is not None:
         raise partial_json_error(found)
