@@ -73,12 +73,23 @@ def compacted(t: pa.Table) -> Iterator[pa.RecordBatch]:
     # a row's rank: its place in order key order, a tombstone just before its update
     rows = t.append_column(COUNT_FIELD, pa.array([1] * n, pa.int32()))
     rows = rows.append_column("_rank", pc.multiply(index, 2)).append_column("_keyed", keyed)
-    both = pa.concat_tables([rows, _tombstones(rows.filter(moved))])
-    both = both.append_column("_segment", _segments(t, both))
-    both = both.append_column("_key_value", pc.struct_field(both["pk"], "value"))
-    both = both.append_column("_key_metadata", pc.struct_field(both["pk"], "metadata"))
+    both = rows
+    if pc.any(moved).as_py():
+        both = pa.concat_tables([rows, _tombstones(rows.filter(moved))])
+    # the keys alone are grouped (filtering the whole rows would copy every image)
+    keys = pa.table(
+        {
+            "db": both["db"],
+            "table": both["table"],
+            "_segment": _segments(t, both),
+            "_key_value": pc.struct_field(both["pk"], "value"),
+            "_key_metadata": pc.struct_field(both["pk"], "metadata"),
+            "_rank": both["_rank"],
+            "changes": both["changes"],
+        }
+    )
     groups = (
-        both.filter(both["_keyed"])
+        keys.filter(both["_keyed"])
         .group_by(_KEY, use_threads=False)
         .aggregate([("_rank", "max"), ("changes", "sum")])
     )
