@@ -34,7 +34,10 @@ import pyarrow.compute as pc
 from binlake.arrowlog.variant import decode
 from binlake.changes import KEY_WIDTH, NAME_OPS, ROW_OPS, TOMBSTONE, Op
 
-WINDOW_ROWS = 65_536  # rows compacted at once: a window is held whole (~30 MB of Arrow at most)
+WINDOW_ROWS = 65_536  # rows compacted at once: a window is held whole (~30 MB of Arrow of narrow rows)
+# and bytes: wide rows (documents, BLOBs) by count alone held GBs, past the 2 GiB one Arrow binary
+# column holds (``combine_chunks`` failed); a batch bigger than this is a window alone
+WINDOW_BYTES = 128 << 20
 COUNT_FIELD = pa.field("changes", pa.int32())
 _ROWS = pa.array([o.value for o in ROW_OPS])
 _SPLITS = pa.array([o.value for o in NAME_OPS if o != Op.RENAME_COLUMN])  # rename_table, drop_table
@@ -42,19 +45,25 @@ _KEY = ["db", "table", "_segment", "_key_value", "_key_metadata"]
 
 
 def last_per_key(
-    batches: Iterable[pa.RecordBatch], schema: pa.Schema, window: int = WINDOW_ROWS
+    batches: Iterable[pa.RecordBatch],
+    schema: pa.Schema,
+    window: int = WINDOW_ROWS,
+    window_bytes: int = WINDOW_BYTES,
 ) -> Iterator[pa.RecordBatch]:
     """``batches`` (change-log batches of ``schema``, in order) with only the last change per key of
-    each window of about ``window`` rows, and the ``changes`` each row stands for (``COUNT_FIELD``,
-    appended to the schema)."""
+    each window of about ``window`` rows and at most ``window_bytes`` (or one batch), and the
+    ``changes`` each row stands for (``COUNT_FIELD``, appended to the schema)."""
     held: list[pa.RecordBatch] = []
-    rows = 0
+    rows = size = 0
     for b in batches:
-        held.append(b)
-        rows += b.num_rows
-        if rows >= window:
+        if held and size + b.nbytes > window_bytes:
             yield from compacted(pa.Table.from_batches(held, schema))
-            held, rows = [], 0
+            held, rows, size = [], 0, 0
+        held.append(b)
+        rows, size = rows + b.num_rows, size + b.nbytes
+        if rows >= window or size >= window_bytes:
+            yield from compacted(pa.Table.from_batches(held, schema))
+            held, rows, size = [], 0, 0
     if held:
         yield from compacted(pa.Table.from_batches(held, schema))
 
