@@ -20,8 +20,10 @@ change:
 Each row then carries ``changes``: how many row changes of the read it stands for (1 for one kept
 as it was, more for the last of several, 0 for a tombstone), so a report still counts every change.
 Every server that wrote a change of the window keeps a row (a sink refuses a batch its own server
-wrote), and every row that carries its layout's columns (a read with ``columns=first``) is kept. A partial JSON update another change of its row replaces is not kept: the row's last
-change is applied, and nothing refuses the batch for it.
+wrote), and every row that carries its layout's columns (a read with ``columns=first``) is kept. A
+partial JSON update is kept whatever replaced it, so the batch is refused as a plain read's is: the
+later change need not carry the document (a MINIMAL image leaves out the columns it did not change),
+and its edit would be lost without a word.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import pyarrow.compute as pc
 
 from binlake.arrowlog.variant import decode
 from binlake.changes import KEY_WIDTH, NAME_OPS, ROW_OPS, TOMBSTONE, Op
+from binlake.render.values import PARTIAL_JSON_KEY
 
 WINDOW_ROWS = 65_536  # rows compacted at once: a window is held whole (~30 MB of Arrow of narrow rows)
 # and bytes: wide rows (documents, BLOBs) by count alone held GBs, past the 2 GiB one Arrow binary
@@ -93,7 +96,12 @@ def compacted(t: pa.Table) -> Iterator[pa.RecordBatch]:
     )
     last = groups["_rank_max"].combine_chunks()
     ranks = pa.concat_arrays(
-        [last, pc.multiply(index.filter(pc.invert(keyed)), 2), _carriers(t, index, keyed)]
+        [
+            last,
+            pc.multiply(index.filter(pc.invert(keyed)), 2),
+            _carriers(t, index, keyed),
+            _partial_json(t, index, keyed),
+        ]
     )
     ranks = pa.concat_arrays([ranks, _servers_left(t, both, ranks)])
     kept = both.filter(pc.is_in(both["_rank"], ranks))
@@ -168,6 +176,14 @@ def _carriers(t: pa.Table, index: pa.Array, keyed: pa.Array) -> pa.Array:
         return pa.array([], pa.int64())
     carrying = pc.and_(keyed, pc.is_valid(t["columns"].combine_chunks()))
     return pc.multiply(index.filter(carrying), 2)
+
+
+def _partial_json(t: pa.Table, index: pa.Array, keyed: pa.Array) -> pa.Array:
+    """The ranks of the updates whose after image holds a partial JSON update (its key among the
+    image's field names; a column of that name only keeps more): kept, for the plan to refuse."""
+    names = pc.struct_field(t["after"], "metadata").combine_chunks()
+    partial = pc.and_(keyed, pc.match_substring(names, PARTIAL_JSON_KEY)).fill_null(False)
+    return pc.multiply(index.filter(partial), 2)
 
 
 def _servers_left(t: pa.Table, both: pa.Table, ranks: pa.Array) -> pa.Array:
