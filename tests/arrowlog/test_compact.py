@@ -13,12 +13,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
+from binlake.arrowlog import compact
 from binlake.arrowlog.changelog import ColumnsOnce, Trim, transaction_batches
 from binlake.arrowlog.compact import COUNT_FIELD, WINDOW_BYTES, last_per_key
 from binlake.arrowlog.variant import decode
 from binlake.changes import KEY_WIDTH, TOMBSTONE
 from binlake.errors import BinlogError
 from binlake.generate import generate
+from binlake.render.values import PARTIAL_JSON_KEY
 from binlake.spark.changelog import file_transactions
 from tests.conftest import CORPUS, corpus_index
 
@@ -54,6 +56,14 @@ def plain_latest(rows: list[dict[str, Any]]) -> dict[tuple[Any, ...], tuple[byte
     return out
 
 
+def is_partial_json(r: dict[str, Any]) -> bool:
+    """A partial JSON update (a column of the after image an object ``{"json_diff": [edits]}``)."""
+    if r["op"] != "update" or r["after"] is None:
+        return False
+    image = decode(r["after"]["value"], r["after"]["metadata"])
+    return any(isinstance(v, dict) and PARTIAL_JSON_KEY in v for v in image.values())
+
+
 def check(path: Path, window: int, once: bool, window_bytes: int = WINDOW_BYTES) -> tuple[int, int]:
     trim = Trim(ColumnsOnce() if once else None, keyed_before=False)
     try:
@@ -72,6 +82,8 @@ def check(path: Path, window: int, once: bool, window_bytes: int = WINDOW_BYTES)
     ]
     assert rest == [r for r in every if r["op"] not in ROWS or r["pk"] is None]  # in order
     assert {r["server_id"] for r in kept} == {r["server_id"] for r in every}
+    partial = {r["order_key"] for r in every if is_partial_json(r)}  # kept: the plan refuses them
+    assert partial <= {r["order_key"] for r in kept}
     if once:  # a layout's rows in the output come with its columns, as the input's did
         carried = {r["layout"] for r in kept if r["columns"] is not None}
         assert {r["layout"] for r in kept if r["op"] in ROWS} <= carried
@@ -106,6 +118,38 @@ def test_corpus(path: Path | None) -> None:
     if path is None:
         pytest.skip(f"real binlog corpus not found at {CORPUS}")
     check(path, 64, once=True)
+
+
+def test_partial_json_updates_are_kept(mysql: Any, tmp_path: Path) -> None:
+    """Partial JSON updates (``PARTIAL_JSON``, MINIMAL images) of keyed rows replaced by later
+    updates: found by their bytes, exactly those (not the other updates of the table, whose layout's
+    metadata names the key too), and kept in windows of every size, for the plan to refuse."""
+    db = mysql
+    db.execute(
+        "CREATE DATABASE IF NOT EXISTS pj", "CREATE TABLE pj.kept (id INT PRIMARY KEY, doc JSON, v INT)"
+    )
+    start = len(db.flush_binlogs())
+    doc = '{"a": 1, "b": "' + "x" * 200 + '"}'
+    db.execute(
+        "SET SESSION binlog_row_image = 'MINIMAL'",
+        "SET SESSION binlog_row_value_options = 'PARTIAL_JSON'",
+        f"INSERT INTO pj.kept VALUES (1, '{doc}', 0), (2, '{doc}', 0), (3, '{doc}', 0)",
+        "UPDATE pj.kept SET doc = JSON_SET(doc, '$.a', 2) WHERE id < 3",
+        "UPDATE pj.kept SET v = 5",
+        """UPDATE pj.kept SET doc = '{"c": 3}' WHERE id = 3""",
+    )
+    (path,) = db.flush_binlogs()[start - 1 : -1]
+    copy = tmp_path / path.name
+    copy.write_bytes(path.read_bytes())
+    for window in (1, 3, 1_000):
+        check(copy, window, once=True)
+    trim = Trim(ColumnsOnce(), keyed_before=False)
+    every = pa.Table.from_batches(list(transaction_batches(file_transactions(copy), trim=trim)), trim.schema)
+    rows = every.to_pylist()
+    keyed = pc.and_(pc.is_in(every["op"], pa.array(sorted(ROWS))), pc.is_valid(every["pk"]))
+    found = compact._partial_json(every, pa.array(range(len(rows)), pa.int64()), keyed.combine_chunks())
+    assert [i // 2 for i in found.to_pylist()] == [i for i, r in enumerate(rows) if is_partial_json(r)]
+    assert len(found) == 2
 
 
 def test_names_reused_and_keys_moved_on_a_real_server(own_mariadb: Any, tmp_path: Path) -> None:

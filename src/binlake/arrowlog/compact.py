@@ -33,7 +33,7 @@ from collections.abc import Iterable, Iterator
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from binlake.arrowlog.variant import decode
+from binlake.arrowlog.variant import OBJECT, _Reader, _width, decode
 from binlake.changes import KEY_WIDTH, NAME_OPS, ROW_OPS, TOMBSTONE, Op
 from binlake.render.values import PARTIAL_JSON_KEY
 
@@ -179,11 +179,44 @@ def _carriers(t: pa.Table, index: pa.Array, keyed: pa.Array) -> pa.Array:
 
 
 def _partial_json(t: pa.Table, index: pa.Array, keyed: pa.Array) -> pa.Array:
-    """The ranks of the updates whose after image holds a partial JSON update (its key among the
-    image's field names; a column of that name only keeps more): kept, for the plan to refuse."""
-    names = pc.struct_field(t["after"], "metadata").combine_chunks()
-    partial = pc.and_(keyed, pc.match_substring(names, PARTIAL_JSON_KEY)).fill_null(False)
-    return pc.multiply(index.filter(partial), 2)
+    """The ranks of the updates whose after image holds a partial JSON update: kept, for the plan to
+    refuse. Their layouts' metadata name its key (every layout with a JSON column's does); of
+    those, the images holding an object of that one key (``_partial_marks``; the bytes of a value
+    that happen to look so only keep a row more)."""
+    after = t["after"].combine_chunks()
+    maybe = pc.and_(
+        pc.and_(keyed, pc.equal(t["op"], Op.UPDATE.value)),
+        pc.match_substring(pc.struct_field(after, "metadata"), PARTIAL_JSON_KEY),
+    ).fill_null(False)
+    where = pc.indices_nonzero(maybe)
+    images = after.take(where)
+    values = pc.struct_field(images, "value").to_pylist()
+    metadata = pc.struct_field(images, "metadata").to_pylist()
+    marks: dict[bytes, list[bytes]] = {}
+    out = []
+    for i, value, meta in zip(where.to_pylist(), values, metadata, strict=True):
+        found = marks.get(meta)
+        if found is None:
+            found = marks[meta] = _partial_marks(meta)
+        if any(m in value for m in found):
+            out.append(2 * i)
+    return pa.array(out, pa.int64())
+
+
+def _partial_marks(metadata: bytes) -> list[bytes]:
+    """How an object ``{"json_diff": ...}`` starts under ``metadata`` (``variant.object_value``:
+    its header, one field, the key's id, the first offset 0), for each offset width."""
+    keys = _Reader(metadata).keys
+    if PARTIAL_JSON_KEY not in keys:
+        return []
+    key = keys.index(PARTIAL_JSON_KEY)
+    isize = _width(key)
+    return [
+        bytes([(((isize - 1) << 2 | (osize - 1)) << 2) | OBJECT, 1])
+        + key.to_bytes(isize, "little")
+        + bytes(osize)
+        for osize in (1, 2, 3, 4)
+    ]
 
 
 def _servers_left(t: pa.Table, both: pa.Table, ranks: pa.Array) -> pa.Array:
