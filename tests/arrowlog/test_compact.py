@@ -10,14 +10,17 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
+from binlake.arrowlog import compact
 from binlake.arrowlog.changelog import ColumnsOnce, Trim, transaction_batches
-from binlake.arrowlog.compact import COUNT_FIELD, last_per_key
+from binlake.arrowlog.compact import COUNT_FIELD, WINDOW_BYTES, last_per_key
 from binlake.arrowlog.variant import decode
 from binlake.changes import KEY_WIDTH, TOMBSTONE
 from binlake.errors import BinlogError
 from binlake.generate import generate
+from binlake.render.values import PARTIAL_JSON_KEY
 from binlake.spark.changelog import file_transactions
 from tests.conftest import CORPUS, corpus_index
 
@@ -53,7 +56,15 @@ def plain_latest(rows: list[dict[str, Any]]) -> dict[tuple[Any, ...], tuple[byte
     return out
 
 
-def check(path: Path, window: int, once: bool) -> tuple[int, int]:
+def is_partial_json(r: dict[str, Any]) -> bool:
+    """A partial JSON update (a column of the after image an object ``{"json_diff": [edits]}``)."""
+    if r["op"] != "update" or r["after"] is None:
+        return False
+    image = decode(r["after"]["value"], r["after"]["metadata"])
+    return any(isinstance(v, dict) and PARTIAL_JSON_KEY in v for v in image.values())
+
+
+def check(path: Path, window: int, once: bool, window_bytes: int = WINDOW_BYTES) -> tuple[int, int]:
     trim = Trim(ColumnsOnce() if once else None, keyed_before=False)
     try:
         batches = list(transaction_batches(file_transactions(path), size=64, trim=trim))
@@ -61,7 +72,9 @@ def check(path: Path, window: int, once: bool) -> tuple[int, int]:
         pytest.skip(f"{path.name}: not readable whole")
     every = pa.Table.from_batches(batches, trim.schema).to_pylist()
     counted = trim.schema.append(COUNT_FIELD)
-    kept = pa.Table.from_batches(last_per_key(batches, trim.schema, window), counted).to_pylist()
+    kept = pa.Table.from_batches(
+        last_per_key(batches, trim.schema, window, window_bytes), counted
+    ).to_pylist()
     assert plain_latest(kept) == plain_latest(every)
     assert sum(r["changes"] for r in kept if r["op"] in ROWS) == sum(r["op"] in ROWS for r in every)
     rest = [
@@ -69,6 +82,8 @@ def check(path: Path, window: int, once: bool) -> tuple[int, int]:
     ]
     assert rest == [r for r in every if r["op"] not in ROWS or r["pk"] is None]  # in order
     assert {r["server_id"] for r in kept} == {r["server_id"] for r in every}
+    partial = {r["order_key"] for r in every if is_partial_json(r)}  # kept: the plan refuses them
+    assert partial <= {r["order_key"] for r in kept}
     if once:  # a layout's rows in the output come with its columns, as the input's did
         carried = {r["layout"] for r in kept if r["columns"] is not None}
         assert {r["layout"] for r in kept if r["op"] in ROWS} <= carried
@@ -85,6 +100,14 @@ def test_generated_hot_keys_with_ddl(tmp_path: Path, window: int, once: bool) ->
         assert kept < every / 3
 
 
+@pytest.mark.parametrize("window_bytes", [1, 50_000])
+def test_windows_bounded_by_bytes(tmp_path: Path, window_bytes: int) -> None:
+    """Windows cut by their bytes (wide rows) before their row count: one batch of 64 rows, a few."""
+    generate(tmp_path, seed=9, target_bytes=200_000, max_file_size=None, ddl_every=25, keys_per_table=30)
+    (path,) = sorted(tmp_path.glob("binlog.0*"))
+    check(path, 1_000_000, True, window_bytes)
+
+
 def corpus_files() -> list[Path]:
     records = [r for r in corpus_index()["records"] if "path" in r and not r.get("problems")]
     return [CORPUS / r["path"] for r in records if any("ROWS" in k for k in r.get("hist", {}))]
@@ -95,6 +118,38 @@ def test_corpus(path: Path | None) -> None:
     if path is None:
         pytest.skip(f"real binlog corpus not found at {CORPUS}")
     check(path, 64, once=True)
+
+
+def test_partial_json_updates_are_kept(mysql: Any, tmp_path: Path) -> None:
+    """Partial JSON updates (``PARTIAL_JSON``, MINIMAL images) of keyed rows replaced by later
+    updates: found by their bytes, exactly those (not the other updates of the table, whose layout's
+    metadata names the key too), and kept in windows of every size, for the plan to refuse."""
+    db = mysql
+    db.execute(
+        "CREATE DATABASE IF NOT EXISTS pj", "CREATE TABLE pj.kept (id INT PRIMARY KEY, doc JSON, v INT)"
+    )
+    start = len(db.flush_binlogs())
+    doc = '{"a": 1, "b": "' + "x" * 200 + '"}'
+    db.execute(
+        "SET SESSION binlog_row_image = 'MINIMAL'",
+        "SET SESSION binlog_row_value_options = 'PARTIAL_JSON'",
+        f"INSERT INTO pj.kept VALUES (1, '{doc}', 0), (2, '{doc}', 0), (3, '{doc}', 0)",
+        "UPDATE pj.kept SET doc = JSON_SET(doc, '$.a', 2) WHERE id < 3",
+        "UPDATE pj.kept SET v = 5",
+        """UPDATE pj.kept SET doc = '{"c": 3}' WHERE id = 3""",
+    )
+    (path,) = db.flush_binlogs()[start - 1 : -1]
+    copy = tmp_path / path.name
+    copy.write_bytes(path.read_bytes())
+    for window in (1, 3, 1_000):
+        check(copy, window, once=True)
+    trim = Trim(ColumnsOnce(), keyed_before=False)
+    every = pa.Table.from_batches(list(transaction_batches(file_transactions(copy), trim=trim)), trim.schema)
+    rows = every.to_pylist()
+    keyed = pc.and_(pc.is_in(every["op"], pa.array(sorted(ROWS))), pc.is_valid(every["pk"]))
+    found = compact._partial_json(every, pa.array(range(len(rows)), pa.int64()), keyed.combine_chunks())
+    assert [i // 2 for i in found.to_pylist()] == [i for i, r in enumerate(rows) if is_partial_json(r)]
+    assert len(found) == 2
 
 
 def test_names_reused_and_keys_moved_on_a_real_server(own_mariadb: Any, tmp_path: Path) -> None:
@@ -128,3 +183,45 @@ def test_names_reused_and_keys_moved_on_a_real_server(own_mariadb: Any, tmp_path
         for once in (True, False):
             every, kept = check(copy, window, once)
             assert kept < every
+
+
+def widened(batch: pa.RecordBatch, width: int) -> pa.RecordBatch:
+    """``batch`` with every row change's ``after`` a string of ``width`` bytes (a wide row: a
+    document, a BLOB), as a VARIANT long string (basic type 0x40, a 4-byte length)."""
+    rows = pc.is_in(batch.column("op"), pa.array(sorted(ROWS)))
+    value = bytes([0x40]) + width.to_bytes(4, "little") + b"x" * width
+    wide = pa.StructArray.from_arrays(
+        [pa.array([value] * batch.num_rows, pa.binary()), pa.array([b"\x01\x00\x00"] * batch.num_rows)],
+        fields=list(batch.schema.field("after").type),
+    )
+    after = pc.if_else(rows, wide, batch.column("after"))
+    return batch.set_column(batch.schema.get_field_index("after"), "after", after)
+
+
+@pytest.mark.slow
+def test_a_window_of_wide_rows_is_held_under_2_gib(tmp_path: Path) -> None:
+    """Rows of 40 KB images: 65,536 of them are 2.6 GB, past what one Arrow binary column holds
+    (int32 offsets: 2 GiB). A window held whole by its row count alone failed (``combine_chunks``:
+    offset overflow) where the read without ``changes=last`` streamed batches of 4,096 rows; here a
+    window is bounded by its bytes too. (A range of one big transaction, a merged read: nothing else
+    bounds a window's bytes.) Holds ~2.2 GB."""
+    generate(tmp_path, seed=9, target_bytes=300_000, max_file_size=None, ddl_every=25, keys_per_table=30)
+    (path,) = sorted(tmp_path.glob("binlog.0*"))
+    trim = Trim(ColumnsOnce(), keyed_before=False)
+    batches = list(transaction_batches(file_transactions(path), size=64, trim=trim))
+    every = pa.Table.from_batches(batches, trim.schema)
+    n = int(pc.sum(pc.is_in(every["op"], pa.array(sorted(ROWS)))).as_py())
+    assert n < 65_536  # one window by rows
+    width = 2**31 // n + 1  # their images: just over 2 GiB
+    wide = [widened(b, width) for b in batches]
+    counted = trim.schema.append(COUNT_FIELD)
+    kept = pa.Table.from_batches(last_per_key(wide, trim.schema), counted)
+    del wide
+    row = pc.is_in(kept["op"], pa.array(sorted(ROWS)))
+    slim = kept.set_column(
+        kept.schema.get_field_index("after"),
+        "after",
+        pc.if_else(row, pa.nulls(len(kept), kept.schema.field("after").type), kept["after"]),
+    ).to_pylist()  # rows' images aside: what is left is small
+    assert plain_latest(slim) == plain_latest(every.to_pylist())
+    assert sum(r["changes"] for r in slim if r["op"] in ROWS) == n

@@ -20,8 +20,10 @@ change:
 Each row then carries ``changes``: how many row changes of the read it stands for (1 for one kept
 as it was, more for the last of several, 0 for a tombstone), so a report still counts every change.
 Every server that wrote a change of the window keeps a row (a sink refuses a batch its own server
-wrote), and every row that carries its layout's columns (a read with ``columns=first``) is kept. A partial JSON update another change of its row replaces is not kept: the row's last
-change is applied, and nothing refuses the batch for it.
+wrote), and every row that carries its layout's columns (a read with ``columns=first``) is kept. A
+partial JSON update is kept whatever replaced it, so the batch is refused as a plain read's is: the
+later change need not carry the document (a MINIMAL image leaves out the columns it did not change),
+and its edit would be lost without a word.
 """
 
 from __future__ import annotations
@@ -31,10 +33,14 @@ from collections.abc import Iterable, Iterator
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from binlake.arrowlog.variant import decode
+from binlake.arrowlog.variant import OBJECT, _Reader, _width, decode
 from binlake.changes import KEY_WIDTH, NAME_OPS, ROW_OPS, TOMBSTONE, Op
+from binlake.render.values import PARTIAL_JSON_KEY
 
-WINDOW_ROWS = 65_536  # rows compacted at once: a window is held whole (~30 MB of Arrow at most)
+WINDOW_ROWS = 65_536  # rows compacted at once: a window is held whole (~30 MB of Arrow of narrow rows)
+# and bytes: wide rows (documents, BLOBs) by count alone held GBs, past the 2 GiB one Arrow binary
+# column holds (``combine_chunks`` failed); a batch bigger than this is a window alone
+WINDOW_BYTES = 128 << 20
 COUNT_FIELD = pa.field("changes", pa.int32())
 _ROWS = pa.array([o.value for o in ROW_OPS])
 _SPLITS = pa.array([o.value for o in NAME_OPS if o != Op.RENAME_COLUMN])  # rename_table, drop_table
@@ -42,19 +48,25 @@ _KEY = ["db", "table", "_segment", "_key_value", "_key_metadata"]
 
 
 def last_per_key(
-    batches: Iterable[pa.RecordBatch], schema: pa.Schema, window: int = WINDOW_ROWS
+    batches: Iterable[pa.RecordBatch],
+    schema: pa.Schema,
+    window: int = WINDOW_ROWS,
+    window_bytes: int = WINDOW_BYTES,
 ) -> Iterator[pa.RecordBatch]:
     """``batches`` (change-log batches of ``schema``, in order) with only the last change per key of
-    each window of about ``window`` rows, and the ``changes`` each row stands for (``COUNT_FIELD``,
-    appended to the schema)."""
+    each window of about ``window`` rows and at most ``window_bytes`` (or one batch), and the
+    ``changes`` each row stands for (``COUNT_FIELD``, appended to the schema)."""
     held: list[pa.RecordBatch] = []
-    rows = 0
+    rows = size = 0
     for b in batches:
-        held.append(b)
-        rows += b.num_rows
-        if rows >= window:
+        if held and size + b.nbytes > window_bytes:
             yield from compacted(pa.Table.from_batches(held, schema))
-            held, rows = [], 0
+            held, rows, size = [], 0, 0
+        held.append(b)
+        rows, size = rows + b.num_rows, size + b.nbytes
+        if rows >= window or size >= window_bytes:
+            yield from compacted(pa.Table.from_batches(held, schema))
+            held, rows, size = [], 0, 0
     if held:
         yield from compacted(pa.Table.from_batches(held, schema))
 
@@ -95,7 +107,12 @@ def compacted(t: pa.Table) -> Iterator[pa.RecordBatch]:
     )
     last = groups["_rank_max"].combine_chunks()
     ranks = pa.concat_arrays(
-        [last, pc.multiply(index.filter(pc.invert(keyed)), 2), _carriers(t, index, keyed)]
+        [
+            last,
+            pc.multiply(index.filter(pc.invert(keyed)), 2),
+            _carriers(t, index, keyed),
+            _partial_json(t, index, keyed),
+        ]
     )
     ranks = pa.concat_arrays([ranks, _servers_left(t, both, ranks)])
     kept = both.filter(pc.is_in(both["_rank"], ranks))
@@ -170,6 +187,47 @@ def _carriers(t: pa.Table, index: pa.Array, keyed: pa.Array) -> pa.Array:
         return pa.array([], pa.int64())
     carrying = pc.and_(keyed, pc.is_valid(t["columns"].combine_chunks()))
     return pc.multiply(index.filter(carrying), 2)
+
+
+def _partial_json(t: pa.Table, index: pa.Array, keyed: pa.Array) -> pa.Array:
+    """The ranks of the updates whose after image holds a partial JSON update: kept, for the plan to
+    refuse. Their layouts' metadata name its key (every layout with a JSON column's does); of
+    those, the images holding an object of that one key (``_partial_marks``; the bytes of a value
+    that happen to look so only keep a row more)."""
+    after = t["after"].combine_chunks()
+    maybe = pc.and_(
+        pc.and_(keyed, pc.equal(t["op"], Op.UPDATE.value)),
+        pc.match_substring(pc.struct_field(after, "metadata"), PARTIAL_JSON_KEY),
+    ).fill_null(False)
+    where = pc.indices_nonzero(maybe)
+    images = after.take(where)
+    values = pc.struct_field(images, "value").to_pylist()
+    metadata = pc.struct_field(images, "metadata").to_pylist()
+    marks: dict[bytes, list[bytes]] = {}
+    out = []
+    for i, value, meta in zip(where.to_pylist(), values, metadata, strict=True):
+        found = marks.get(meta)
+        if found is None:
+            found = marks[meta] = _partial_marks(meta)
+        if any(m in value for m in found):
+            out.append(2 * i)
+    return pa.array(out, pa.int64())
+
+
+def _partial_marks(metadata: bytes) -> list[bytes]:
+    """How an object ``{"json_diff": ...}`` starts under ``metadata`` (``variant.object_value``:
+    its header, one field, the key's id, the first offset 0), for each offset width."""
+    keys = _Reader(metadata).keys
+    if PARTIAL_JSON_KEY not in keys:
+        return []
+    key = keys.index(PARTIAL_JSON_KEY)
+    isize = _width(key)
+    return [
+        bytes([(((isize - 1) << 2 | (osize - 1)) << 2) | OBJECT, 1])
+        + key.to_bytes(isize, "little")
+        + bytes(osize)
+        for osize in (1, 2, 3, 4)
+    ]
 
 
 def _servers_left(t: pa.Table, both: pa.Table, ranks: pa.Array) -> pa.Array:
