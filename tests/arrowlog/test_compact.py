@@ -23,6 +23,7 @@ from binlake.generate import generate
 from binlake.render.values import PARTIAL_JSON_KEY
 from binlake.spark.changelog import file_transactions
 from tests.conftest import CORPUS, corpus_index
+from tests.support.written import written
 
 ROWS = {"insert", "update", "delete"}
 
@@ -124,23 +125,20 @@ def test_partial_json_updates_are_kept(mysql: Any, tmp_path: Path) -> None:
     """Partial JSON updates (``PARTIAL_JSON``, MINIMAL images) of keyed rows replaced by later
     updates: found by their bytes, exactly those (not the other updates of the table, whose layout's
     metadata names the key too), and kept in windows of every size, for the plan to refuse."""
-    db = mysql
-    db.execute(
-        "CREATE DATABASE IF NOT EXISTS pj", "CREATE TABLE pj.kept (id INT PRIMARY KEY, doc JSON, v INT)"
-    )
-    start = len(db.flush_binlogs())
     doc = '{"a": 1, "b": "' + "x" * 200 + '"}'
-    db.execute(
-        "SET SESSION binlog_row_image = 'MINIMAL'",
-        "SET SESSION binlog_row_value_options = 'PARTIAL_JSON'",
-        f"INSERT INTO pj.kept VALUES (1, '{doc}', 0), (2, '{doc}', 0), (3, '{doc}', 0)",
-        "UPDATE pj.kept SET doc = JSON_SET(doc, '$.a', 2) WHERE id < 3",
-        "UPDATE pj.kept SET v = 5",
-        """UPDATE pj.kept SET doc = '{"c": 3}' WHERE id = 3""",
-    )
-    (path,) = db.flush_binlogs()[start - 1 : -1]
-    copy = tmp_path / path.name
-    copy.write_bytes(path.read_bytes())
+    (copy,) = written(
+        mysql,
+        ["CREATE DATABASE IF NOT EXISTS pj", "CREATE TABLE pj.kept (id INT PRIMARY KEY, doc JSON, v INT)"],
+        [
+            "SET SESSION binlog_row_image = 'MINIMAL'",
+            "SET SESSION binlog_row_value_options = 'PARTIAL_JSON'",
+            f"INSERT INTO pj.kept VALUES (1, '{doc}', 0), (2, '{doc}', 0), (3, '{doc}', 0)",
+            "UPDATE pj.kept SET doc = JSON_SET(doc, '$.a', 2) WHERE id < 3",
+            "UPDATE pj.kept SET v = 5",
+            """UPDATE pj.kept SET doc = '{"c": 3}' WHERE id = 3""",
+        ],
+        tmp_path / "bin",
+    ).iterdir()
     for window in (1, 3, 1_000):
         check(copy, window, once=True)
     trim = Trim(ColumnsOnce(), keyed_before=False)
@@ -156,29 +154,27 @@ def test_names_reused_and_keys_moved_on_a_real_server(own_mariadb: Any, tmp_path
     """A table renamed away and one of its name created again, a table dropped and created again,
     primary keys moved back and forth: rows of one name and key on either side of a rename or drop
     are of two tables, a moved key is deleted — in windows of every size."""
-    db = own_mariadb
-    db.execute("CREATE DATABASE r", "CREATE TABLE r.t (id INT PRIMARY KEY, v INT)")
-    start = len(db.flush_binlogs())
-    db.execute(
-        "INSERT INTO r.t VALUES (1, 1), (2, 2)",
-        "UPDATE r.t SET v = 10 WHERE id = 1",
-        "RENAME TABLE r.t TO r.u",
-        "CREATE TABLE r.t (id INT PRIMARY KEY, v INT)",
-        "INSERT INTO r.t VALUES (1, 100)",
-        "UPDATE r.t SET id = 5 WHERE id = 1",  # moved: 1 deleted
-        "UPDATE r.t SET v = 6 WHERE id = 5",  # replaces the move, not the delete of 1
-        "UPDATE r.u SET id = 7 WHERE id = 2",
-        "UPDATE r.u SET v = 70 WHERE id = 7",
-        "INSERT INTO r.u VALUES (2, 20)",  # the moved-away key again
-        "DROP TABLE r.t",
-        "CREATE TABLE r.t (id INT PRIMARY KEY, v INT)",
-        "INSERT INTO r.t VALUES (5, 500)",
-        "UPDATE r.t SET v = 501 WHERE id = 5",
-    )
-    files = db.flush_binlogs()[start - 1 : -1]
-    (path,) = files[-1:] if len(files) == 1 else pytest.fail(f"one file expected, got {files}")
-    copy = tmp_path / path.name
-    copy.write_bytes(path.read_bytes())
+    (copy,) = written(
+        own_mariadb,
+        ["CREATE DATABASE r", "CREATE TABLE r.t (id INT PRIMARY KEY, v INT)"],
+        [
+            "INSERT INTO r.t VALUES (1, 1), (2, 2)",
+            "UPDATE r.t SET v = 10 WHERE id = 1",
+            "RENAME TABLE r.t TO r.u",
+            "CREATE TABLE r.t (id INT PRIMARY KEY, v INT)",
+            "INSERT INTO r.t VALUES (1, 100)",
+            "UPDATE r.t SET id = 5 WHERE id = 1",  # moved: 1 deleted
+            "UPDATE r.t SET v = 6 WHERE id = 5",  # replaces the move, not the delete of 1
+            "UPDATE r.u SET id = 7 WHERE id = 2",
+            "UPDATE r.u SET v = 70 WHERE id = 7",
+            "INSERT INTO r.u VALUES (2, 20)",  # the moved-away key again
+            "DROP TABLE r.t",
+            "CREATE TABLE r.t (id INT PRIMARY KEY, v INT)",
+            "INSERT INTO r.t VALUES (5, 500)",
+            "UPDATE r.t SET v = 501 WHERE id = 5",
+        ],
+        tmp_path / "bin",
+    ).iterdir()
     for window in (1, 3, 1_000):
         for once in (True, False):
             every, kept = check(copy, window, once)

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from binlake.generate import generate
+from tests.support.written import closed_since
 
 pytestmark = pytest.mark.slow
 
@@ -49,15 +50,6 @@ def test_generated_batch_with_ddl_is_planned_by_table_plans(spark: Any, tmp_path
     fast, slow, _ = both_ways(spark, tmp_path / "bin")
     assert fast is None  # renames or added columns: the head does not tell
     assert slow
-
-
-def closed_since(db: Any, start: int, into: Path) -> Path:
-    """A directory holding copies of the server's binlogs from file ``start`` (1-based) on, the
-    active one closed first: what the server wrote since."""
-    into.mkdir()
-    for f in db.flush_binlogs()[start - 1 : -1]:
-        (into / f.name).write_bytes(f.read_bytes())
-    return into
 
 
 @pytest.mark.parametrize("read", ["plain", "sync"])

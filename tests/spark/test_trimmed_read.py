@@ -16,7 +16,7 @@ from binlake.generate import generate
 from binlake.spark.apply import SYNC_READ, apply_changes, change_log, sync
 from binlake.spark.plan import batch_layouts
 from binlake.spark.sinks.delta import delta_tables
-from tests.spark.test_plan_head import closed_since
+from tests.support.written import written
 
 pytestmark = pytest.mark.slow
 PLAIN = {"columns": "every", "before": "every", "changes": "every"}
@@ -116,16 +116,17 @@ def test_minimal_images_keep_the_columns_an_update_leaves_out(
     one, or a sync's that keeps only the last change per key)."""
     from deltalake import DeltaTable
 
-    db = own_mariadb
-    db.execute("CREATE DATABASE m", "CREATE TABLE m.t (id INT PRIMARY KEY, name VARCHAR(10), v INT)")
-    start = len(db.flush_binlogs())
-    db.execute(
-        "SET SESSION binlog_row_image = 'MINIMAL'",
-        "INSERT INTO m.t VALUES (1, 'a', 10), (2, 'b', 20)",
-        "UPDATE m.t SET v = 11 WHERE id = 1",
-        "UPDATE m.t SET name = 'c' WHERE id = 1",
+    source = written(
+        own_mariadb,
+        ["CREATE DATABASE m", "CREATE TABLE m.t (id INT PRIMARY KEY, name VARCHAR(10), v INT)"],
+        [
+            "SET SESSION binlog_row_image = 'MINIMAL'",
+            "INSERT INTO m.t VALUES (1, 'a', 10), (2, 'b', 20)",
+            "UPDATE m.t SET v = 11 WHERE id = 1",
+            "UPDATE m.t SET name = 'c' WHERE id = 1",
+        ],
+        tmp_path / "bin",
     )
-    source = closed_since(db, start, tmp_path / "bin")
     sync(spark, str(source), tmp_path / "lake", options=PLAIN if read == "plain" else None)
     (table,) = delta_tables(tmp_path / "lake")
     got = DeltaTable(str(tmp_path / "lake" / table)).to_pyarrow_table(columns=["id", "name", "v"])
@@ -140,18 +141,20 @@ def test_a_partial_json_update_replaced_by_a_minimal_one_is_refused(
     column of the row: the later change's after image does not carry the document, so the partial
     update's edit is in no change a sink could apply — the batch is refused, whatever the read
     (keeping only the last change per key must not turn a refusal into a document lost)."""
-    db = mysql
-    db.execute(
-        "CREATE DATABASE IF NOT EXISTS pj", f"CREATE TABLE pj.t_{read} (id INT PRIMARY KEY, doc JSON, v INT)"
+    source = written(
+        mysql,
+        [
+            "CREATE DATABASE IF NOT EXISTS pj",
+            f"CREATE TABLE pj.t_{read} (id INT PRIMARY KEY, doc JSON, v INT)",
+        ],
+        [
+            "SET SESSION binlog_row_image = 'MINIMAL'",
+            "SET SESSION binlog_row_value_options = 'PARTIAL_JSON'",
+            f'INSERT INTO pj.t_{read} VALUES (1, \'{{"a": 1, "b": "{"x" * 200}"}}\', 0)',
+            f"UPDATE pj.t_{read} SET doc = JSON_SET(doc, '$.a', 2) WHERE id = 1",
+            f"UPDATE pj.t_{read} SET v = 5 WHERE id = 1",
+        ],
+        tmp_path / "bin",
     )
-    start = len(db.flush_binlogs())
-    db.execute(
-        "SET SESSION binlog_row_image = 'MINIMAL'",
-        "SET SESSION binlog_row_value_options = 'PARTIAL_JSON'",
-        f'INSERT INTO pj.t_{read} VALUES (1, \'{{"a": 1, "b": "{"x" * 200}"}}\', 0)',
-        f"UPDATE pj.t_{read} SET doc = JSON_SET(doc, '$.a', 2) WHERE id = 1",
-        f"UPDATE pj.t_{read} SET v = 5 WHERE id = 1",
-    )
-    source = closed_since(db, start, tmp_path / "bin")
     with pytest.raises(UnappliableChangeError):
         sync(spark, str(source), tmp_path / "lake", options=PLAIN if read == "plain" else None)
