@@ -77,7 +77,6 @@ SPARK_DDL = (
 )
 LAYOUT_FIELD = pa.field("layout", pa.int64())
 ONCE_SCHEMA = CHANGELOG_SCHEMA.append(LAYOUT_FIELD)  # the batches read with ``ColumnsOnce``
-_ROW_OPS = pa.array([o.value for o in (Op.INSERT, Op.UPDATE, Op.DELETE)])
 _NAME_FIELDS = {
     Op.RENAME_TABLE: ("db", "table"),
     Op.DROP_TABLE: ("db", "table"),
@@ -125,7 +124,9 @@ class ColumnsOnce:
         for ``i`` in ``which`` (None: a rename or drop) and of ``ops``."""
         numbers = [self.number(lay) for lay in distinct]
         kept = list(which)
-        for row, (i, is_row) in enumerate(zip(which, pc.is_in(ops, _ROW_OPS).to_pylist(), strict=True)):
+        for row, (i, is_row) in enumerate(
+            zip(which, pc.is_in(ops, compact.ROW_OP_VALUES).to_pylist(), strict=True)
+        ):
             if i is None or not is_row:
                 continue
             if numbers[i] in self._sent:

@@ -33,7 +33,7 @@ from collections.abc import Iterable, Iterator
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from binlake.arrowlog.variant import OBJECT, _Reader, _width, decode
+from binlake.arrowlog.variant import decode, metadata_keys, one_field_starts
 from binlake.changes import KEY_WIDTH, NAME_OPS, ROW_OPS, TOMBSTONE, Op
 from binlake.render.values import PARTIAL_JSON_KEY
 
@@ -42,7 +42,7 @@ WINDOW_ROWS = 65_536  # rows compacted at once: a window is held whole (~30 MB o
 # column holds (``combine_chunks`` failed); a batch bigger than this is a window alone
 WINDOW_BYTES = 128 << 20
 COUNT_FIELD = pa.field("changes", pa.int32())
-_ROWS = pa.array([o.value for o in ROW_OPS])
+ROW_OP_VALUES = pa.array([o.value for o in ROW_OPS])  # ``op`` of a row change
 _SPLITS = pa.array([o.value for o in NAME_OPS if o != Op.RENAME_COLUMN])  # rename_table, drop_table
 _KEY = ["db", "table", "_segment", "_key_value", "_key_metadata"]
 
@@ -76,7 +76,7 @@ def compacted(t: pa.Table) -> Iterator[pa.RecordBatch]:
     t = t.combine_chunks()  # one chunk: every step below then runs over whole arrays
     n = t.num_rows
     op, pk, before_key = t["op"], t["pk"], t["pk_before"]
-    keyed = pc.and_(pc.is_in(op, _ROWS), pc.is_valid(pk)).combine_chunks()
+    keyed = pc.and_(pc.is_in(op, ROW_OP_VALUES), pc.is_valid(pk)).combine_chunks()
     moved = pc.and_(
         pc.and_(keyed, pc.equal(op, Op.UPDATE.value)),
         pc.and_(pc.is_valid(before_key), pc.invert(_same_key(pk, before_key))),
@@ -215,19 +215,9 @@ def _partial_json(t: pa.Table, index: pa.Array, keyed: pa.Array) -> pa.Array:
 
 
 def _partial_marks(metadata: bytes) -> list[bytes]:
-    """How an object ``{"json_diff": ...}`` starts under ``metadata`` (``variant.object_value``:
-    its header, one field, the key's id, the first offset 0), for each offset width."""
-    keys = _Reader(metadata).keys
-    if PARTIAL_JSON_KEY not in keys:
-        return []
-    key = keys.index(PARTIAL_JSON_KEY)
-    isize = _width(key)
-    return [
-        bytes([(((isize - 1) << 2 | (osize - 1)) << 2) | OBJECT, 1])
-        + key.to_bytes(isize, "little")
-        + bytes(osize)
-        for osize in (1, 2, 3, 4)
-    ]
+    """How an object ``{"json_diff": ...}`` starts under ``metadata`` (none: no such key there)."""
+    keys = metadata_keys(metadata)
+    return one_field_starts(keys.index(PARTIAL_JSON_KEY)) if PARTIAL_JSON_KEY in keys else []
 
 
 def _servers_left(t: pa.Table, both: pa.Table, ranks: pa.Array) -> pa.Array:

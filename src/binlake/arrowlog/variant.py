@@ -191,14 +191,31 @@ def _uints(values: Sequence[int], size: int) -> bytes:
 
 def object_value(ids: Sequence[int], values: Sequence[bytes]) -> bytes:
     """An object of fields already in key order: their ids and encoded values."""
-    n = len(ids)
     offsets = [0, *itertools.accumulate(map(len, values))]
     osize = _width(offsets[-1])
     isize = _width(max(ids, default=0))
+    return (
+        _object_head(len(ids), isize, osize) + _uints(ids, isize) + _uints(offsets, osize) + b"".join(values)
+    )
+
+
+def _object_head(n: int, isize: int, osize: int) -> bytes:
+    """An object's header byte and field count (``n`` fields, ids and offsets that wide)."""
     large = n > 255
     head = bytes(((((large << 4) | ((isize - 1) << 2) | (osize - 1)) << 2) | OBJECT,))
-    count = n.to_bytes(4 if large else 1, "little")
-    return head + count + _uints(ids, isize) + _uints(offsets, osize) + b"".join(values)
+    return head + n.to_bytes(4 if large else 1, "little")
+
+
+def one_field_starts(key_id: int) -> list[bytes]:
+    """How an object of the one field ``key_id`` begins, whatever its value's size: its header,
+    count, id and first offset (0), for each offset width ``object_value`` may choose."""
+    isize = _width(key_id)
+    return [_object_head(1, isize, osize) + _uints([key_id], isize) + bytes(osize) for osize in (1, 2, 3, 4)]
+
+
+def metadata_keys(metadata: bytes) -> list[str]:
+    """The key names a variant's metadata holds, by id."""
+    return _Reader(metadata).keys
 
 
 def array_value(values: Sequence[bytes]) -> bytes:
