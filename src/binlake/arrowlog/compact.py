@@ -28,6 +28,7 @@ and its edit would be lost without a word.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Iterator
 
 import pyarrow as pa
@@ -83,7 +84,7 @@ def compacted(t: pa.Table) -> Iterator[pa.RecordBatch]:
     ).fill_null(False)
     index = pa.array(range(n), pa.int64())
     # a row's rank: its place in order key order, a tombstone just before its update
-    rows = t.append_column(COUNT_FIELD, pa.array([1] * n, pa.int32()))
+    rows = t.append_column(COUNT_FIELD, pa.repeat(pa.scalar(1, pa.int32()), n))
     rows = rows.append_column("_rank", pc.multiply(index, 2)).append_column("_keyed", keyed)
     both = rows
     if pc.any(moved).as_py():
@@ -147,7 +148,7 @@ def _tombstones(moved: pa.Table) -> pa.Table:
         "order_key": pc.binary_replace_slice(
             moved["order_key"], start=KEY_WIDTH - 1, stop=KEY_WIDTH, replacement=bytes([TOMBSTONE])
         ),
-        "changes": pa.array([0] * m, pa.int32()),
+        "changes": pa.repeat(pa.scalar(0, pa.int32()), m),
         "_rank": pc.subtract(moved["_rank"], 1),
     }
     return pa.table(
@@ -158,7 +159,7 @@ def _tombstones(moved: pa.Table) -> pa.Table:
 def _segments(t: pa.Table, rows: pa.Table) -> pa.Array:
     """Per row of ``rows`` (ranked, ``compacted``), how many renames and drops of its table's name
     came before it in window ``t``: rows of one name apart from each other by one are of two tables."""
-    segment = pa.array([0] * rows.num_rows, pa.int64())
+    segment = pa.repeat(pa.scalar(0, pa.int64()), rows.num_rows)
     splits = pc.is_in(t["op"], _SPLITS)
     if not pc.any(splits).as_py():
         return segment
@@ -192,26 +193,23 @@ def _carriers(t: pa.Table, index: pa.Array, keyed: pa.Array) -> pa.Array:
 def _partial_json(t: pa.Table, index: pa.Array, keyed: pa.Array) -> pa.Array:
     """The ranks of the updates whose after image holds a partial JSON update: kept, for the plan to
     refuse. Their layouts' metadata name its key (every layout with a JSON column's does); of
-    those, the images holding an object of that one key (``_partial_marks``; the bytes of a value
-    that happen to look so only keep a row more)."""
+    those, the images holding an object of that one key (``_partial_marks``, searched per metadata
+    in the images that have it; the bytes of a value that happen to look so only keep a row more)."""
     after = t["after"].combine_chunks()
+    values, metadata = pc.struct_field(after, "value"), pc.struct_field(after, "metadata")
     maybe = pc.and_(
-        pc.and_(keyed, pc.equal(t["op"], Op.UPDATE.value)),
-        pc.match_substring(pc.struct_field(after, "metadata"), PARTIAL_JSON_KEY),
+        pc.and_(keyed, pc.equal(t["op"], Op.UPDATE.value)), pc.match_substring(metadata, PARTIAL_JSON_KEY)
     ).fill_null(False)
-    where = pc.indices_nonzero(maybe)
-    images = after.take(where)
-    values = pc.struct_field(images, "value").to_pylist()
-    metadata = pc.struct_field(images, "metadata").to_pylist()
-    marks: dict[bytes, list[bytes]] = {}
-    out = []
-    for i, value, meta in zip(where.to_pylist(), values, metadata, strict=True):
-        found = marks.get(meta)
-        if found is None:
-            found = marks[meta] = _partial_marks(meta)
-        if any(m in value for m in found):
-            out.append(2 * i)
-    return pa.array(out, pa.int64())
+    found = [pa.array([], pa.int64())]
+    for meta in pc.unique(metadata.filter(maybe)).to_pylist():
+        marks = _partial_marks(meta)
+        if not marks:  # the key's name is only part of another's
+            continue
+        rows = pc.indices_nonzero(pc.and_(maybe, pc.equal(metadata, meta)))
+        images = values.take(rows)
+        hit = functools.reduce(pc.or_, (pc.match_substring(images, m) for m in marks))
+        found.append(pc.cast(rows.filter(hit), pa.int64()))
+    return pc.multiply(index.take(pa.concat_arrays(found)), 2)
 
 
 def _partial_marks(metadata: bytes) -> list[bytes]:

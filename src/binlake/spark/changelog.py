@@ -105,38 +105,36 @@ def file_batches(
     """``to_batches(file_changes(...))``: the change log of one binlog file as record batches,
     without a ``RowChange`` per row where the compiled builder is chosen and nothing is selected
     (``arrowlog.changelog.transaction_batches``). ``trim``: what the batches leave out (``Trim``)."""
+    trim = trim or Trim()
     if selection is not None:
         built = to_batches(file_changes(path, source, observers, start, stop, selection), trim=trim)
     else:
         built = transaction_batches(file_transactions(path, observers, start, stop), source, trim=trim)
-    return iter(built if trim is None else trim.batches(built))
+    return iter(trim.batches(built))
 
 
 # the options that trim a read (``arrowlog.changelog.Trim``): their values, the default first
 TRIM_OPTIONS = {"columns": ("every", "first"), "before": ("every", "keyless"), "changes": ("every", "last")}
 
 
-def read_trim(options: dict[str, str]) -> Trim | None:
+def read_trim(options: dict[str, str]) -> Trim:
     """What a read with ``options`` leaves out: ``columns`` ``first`` (each layout's columns once per
     range, a ``layout`` number on every row), ``before`` ``keyless`` (a keyed change's ``before``
     image NULL), ``changes`` ``last`` (only the last change per key of each stretch of a range, and
-    how many changes each row stands for: ``binlake.arrowlog.compact``); None: nothing (every option
-    at its default)."""
+    how many changes each row stands for: ``binlake.arrowlog.compact``); every option at its
+    default: nothing."""
     chosen = {}
     for name, values in TRIM_OPTIONS.items():
         chosen[name] = options.get(name, values[0]).lower()
         if chosen[name] not in values:
             raise ValueError(f"option {name}: {' or '.join(values)}, not {chosen[name]!r}")
-    if chosen == {name: values[0] for name, values in TRIM_OPTIONS.items()}:
-        return None
     once = ColumnsOnce() if chosen["columns"] == "first" else None
     return Trim(once, keyed_before=chosen["before"] == "every", last=chosen["changes"] == "last")
 
 
 def spark_ddl(options: dict[str, str]) -> str:
     """The change log's schema as a read with ``options`` gives it."""
-    trim = read_trim(options)
-    return SPARK_DDL if trim is None else trim.spark_ddl
+    return read_trim(options).spark_ddl
 
 
 to_batches = changelog_batches

@@ -79,8 +79,7 @@ def read_merged(options: dict[str, str], part: MergedPartition) -> Iterator[Any]
         merged(options, part, view), source=source, schema=schema, ddl=view is not None
     )
     trim = read_trim(options)
-    built = to_batches(changes, trim=trim)
-    yield from built if trim is None else trim.batches(built)
+    yield from trim.batches(to_batches(changes, trim=trim))
 
 
 def merged(options: dict[str, str], part: MergedPartition, view: Any = None) -> Iterator[Any]:
