@@ -1021,7 +1021,7 @@ cdef class BatchBuilder:
     cdef dict index
     cdef readonly list distinct, which
     cdef readonly Py_ssize_t rows
-    # False: a keyed change's ``before`` is NULL (its key is ``pk_before``; ``changelog.KEYED_BEFORE``)
+    # False: a keyed change's ``before`` is NULL (its key is ``pk_before``; ``changelog.Trim.keyed_before``)
     cdef public bint keyed_before
     # ``add_transaction``: what it found for the last table map, source file and transaction source
     cdef object last_tm, last_pk_list, pk_order, tm_layout, tm_db, tm_table
