@@ -221,3 +221,54 @@ def test_a_window_of_wide_rows_is_held_under_2_gib(tmp_path: Path) -> None:
     ).to_pylist()  # rows' images aside: what is left is small
     assert plain_latest(slim) == plain_latest(every.to_pylist())
     assert sum(r["changes"] for r in slim if r["op"] in ROWS) == n
+
+
+def test_tables_with_partial_images_keep_every_change(own_mariadb: Any, tmp_path: Path) -> None:
+    """MINIMAL/NOBLOB images (an update logs the columns it changed): the plan folds a key's images
+    column by column, so a table with an image lacking columns keeps every change of the window,
+    while a table logged whole is compacted as before — also past 255 columns, where an object
+    counts its fields in four bytes."""
+    wide = ", ".join(f"c{i} INT DEFAULT {i}" for i in range(300))
+    (copy,) = written(
+        own_mariadb,
+        [
+            "CREATE DATABASE p",
+            "CREATE TABLE p.whole (id INT PRIMARY KEY, a INT, b INT)",
+            "CREATE TABLE p.part (id INT PRIMARY KEY, a INT, b INT)",
+            f"CREATE TABLE p.wide_whole (id INT PRIMARY KEY, {wide})",
+            f"CREATE TABLE p.wide_part (id INT PRIMARY KEY, {wide})",
+        ],
+        [
+            "INSERT INTO p.whole VALUES (1, 1, 1), (2, 2, 2)",
+            "INSERT INTO p.part VALUES (1, 1, 1), (2, 2, 2)",
+            "INSERT INTO p.wide_whole (id) VALUES (1)",
+            "INSERT INTO p.wide_part (id) VALUES (1)",
+            *[f"UPDATE p.whole SET a = {i} WHERE id = 1" for i in range(5)],
+            *[f"UPDATE p.wide_whole SET c7 = {i} WHERE id = 1" for i in range(5)],
+            "SET SESSION binlog_row_image = 'MINIMAL'",
+            "UPDATE p.part SET a = 10 WHERE id = 1",
+            "UPDATE p.part SET b = 20 WHERE id = 1",
+            "UPDATE p.part SET a = 30 WHERE id = 2",
+            "UPDATE p.wide_part SET c7 = 70 WHERE id = 1",
+            "UPDATE p.wide_part SET c8 = 80 WHERE id = 1",
+        ],
+        tmp_path / "bin",
+    ).iterdir()
+    for once in (True, False):
+        trim = Trim(ColumnsOnce() if once else None, keyed_before=False)
+        batches = list(transaction_batches(file_transactions(copy), size=4, trim=trim))
+        every = pa.Table.from_batches(batches, trim.schema).to_pylist()
+        for window in (1, 4, 1_000):
+            check(copy, window, once)
+            kept = pa.Table.from_batches(
+                last_per_key(batches, trim.schema, window), trim.schema.append(COUNT_FIELD)
+            ).to_pylist()
+            keys = {r["order_key"] for r in kept}
+            for table in ("part", "wide_part"):
+                mine = [r["order_key"] for r in every if r["table"] == table]
+                assert len(mine) > 2 and set(mine) <= keys
+                assert sum(r["changes"] for r in kept if r["table"] == table) == len(mine)
+            if window == 1_000:  # one window: the whole tables' hot key down to its last change
+                for table in ("whole", "wide_whole"):
+                    mine = [r for r in every if r["table"] == table]
+                    assert len([r for r in kept if r["table"] == table]) <= len(mine) - 4

@@ -103,7 +103,7 @@ def test_failure_inside_the_apply_transaction_rolls_back_whole(
         sync(spark, source, postgres.url)
     # the first table's apply (its CREATE TABLE included) was rolled back with the rest: no position
     assert postgres.psql(f"SELECT count(*) FROM _binlake_positions WHERE source = '{source}'").strip() == "0"
-    schema, table = calls[0][1:3]
+    schema, table = calls[0][0][1:3]  # (stage, types): the stage names its target
     assert postgres.psql(f'SELECT to_regclass(\'"{schema}"."{table}"\') IS NULL').strip() == "t"
     # and no staging table outlives the failed batch
     assert (
@@ -152,7 +152,9 @@ def test_sync_to_postgres_killed_again_and_again_then_finished(
         "from binlake.spark.session import spark_session; from binlake.spark.apply import sync; "
         f"sync(spark_session('local[1]'), {str(tmp_path / 'bin')!r}, {postgres.url!r})"
     )
-    kills = kill_then_finish([sys.executable, "-c", code], seed=11, runs=3, window=(4, 12))  # a run takes ~13 s
+    kills = kill_then_finish(
+        [sys.executable, "-c", code], seed=11, runs=3, window=(4, 12)
+    )  # a run takes ~13 s
     assert kills >= 1
     expected = expected_tables(spark, workload)
     assert pg_tables(spark, postgres.url, sorted(expected)) == expected

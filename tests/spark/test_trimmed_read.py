@@ -101,11 +101,6 @@ def test_two_column_lists_under_one_number_are_refused() -> None:
     assert batch_layouts([group, {"layout": 7, "columns": None, "columns_max": None}]) == {7: a}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open (not the trimmed read's: the plain read loses it too): a MINIMAL update's after image "
-    "lacks the columns it did not change, and the target row gets NULL there",
-)
 @pytest.mark.parametrize("read", ["plain", "sync"])
 def test_minimal_images_keep_the_columns_an_update_leaves_out(
     spark: Any, own_mariadb: Any, tmp_path: Path, read: str

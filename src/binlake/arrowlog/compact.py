@@ -15,7 +15,11 @@ change:
 * names are identities: a ``rename_table`` or ``drop_table`` starts a new table under each name it
   touches (a row of ``a`` before ``RENAME TABLE a TO b`` belongs to ``b``; a dropped table is kept
   aside), so changes on either side of one never replace each other;
-* keyless tables' changes and DDL changes are kept as they are, in order.
+* keyless tables' changes and DDL changes are kept as they are, in order;
+* a table with an insert or update whose image lacks columns of its layout (``binlog_row_image``
+  MINIMAL or NOBLOB: an update logs the columns it changed) keeps every change of the window as it
+  is: the plan folds a key's images column by column (``binlake.spark.plan``), and a change that
+  was replaced may hold the only value of a column the later ones leave out.
 
 Each row then carries ``changes``: how many row changes of the read it stands for (1 for one kept
 as it was, more for the last of several, 0 for a tombstone), so a report still counts every change.
@@ -34,7 +38,7 @@ from collections.abc import Iterable, Iterator
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from binlake.arrowlog.variant import decode, metadata_keys, one_field_starts
+from binlake.arrowlog.variant import decode, metadata_keys, object_starts, one_field_starts
 from binlake.changes import KEY_WIDTH, NAME_OPS, ROW_OPS, TOMBSTONE, Op
 from binlake.render.values import PARTIAL_JSON_KEY
 
@@ -44,6 +48,7 @@ WINDOW_ROWS = 65_536  # rows compacted at once: a window is held whole (~30 MB o
 WINDOW_BYTES = 128 << 20
 COUNT_FIELD = pa.field("changes", pa.int32())
 ROW_OP_VALUES = pa.array([o.value for o in ROW_OPS])  # ``op`` of a row change
+WRITE_OP_VALUES = pa.array([Op.INSERT.value, Op.UPDATE.value])  # the row changes with an after image
 _SPLITS = pa.array([o.value for o in NAME_OPS if o != Op.RENAME_COLUMN])  # rename_table, drop_table
 _KEY = ["db", "table", "_segment", "_key_value", "_key_metadata"]
 
@@ -59,25 +64,29 @@ def last_per_key(
     ``changes`` each row stands for (``COUNT_FIELD``, appended to the schema)."""
     held: list[pa.RecordBatch] = []
     rows = size = 0
+    widths: dict[int, int] = {}  # a layout number's column count (its columns come on its first row)
     for b in batches:
         if held and size + b.nbytes > window_bytes:
-            yield from compacted(pa.Table.from_batches(held, schema))
+            yield from compacted(pa.Table.from_batches(held, schema), widths)
             held, rows, size = [], 0, 0
         held.append(b)
         rows, size = rows + b.num_rows, size + b.nbytes
         if rows >= window or size >= window_bytes:
-            yield from compacted(pa.Table.from_batches(held, schema))
+            yield from compacted(pa.Table.from_batches(held, schema), widths)
             held, rows, size = [], 0, 0
     if held:
-        yield from compacted(pa.Table.from_batches(held, schema))
+        yield from compacted(pa.Table.from_batches(held, schema), widths)
 
 
-def compacted(t: pa.Table) -> Iterator[pa.RecordBatch]:
-    """One window's last change per key (module docstring)."""
+def compacted(t: pa.Table, widths: dict[int, int] | None = None) -> Iterator[pa.RecordBatch]:
+    """One window's last change per key (module docstring). ``widths``: the column count of each
+    layout number seen so far in the read (a read with ``columns=first``), updated here."""
     t = t.combine_chunks()  # one chunk: every step below then runs over whole arrays
     n = t.num_rows
     op, pk, before_key = t["op"], t["pk"], t["pk_before"]
-    keyed = pc.and_(pc.is_in(op, ROW_OP_VALUES), pc.is_valid(pk)).combine_chunks()
+    rowchange = pc.and_(pc.is_in(op, ROW_OP_VALUES), pc.is_valid(pk))
+    # the changes of a table with a partial image stay as they are, like a keyless table's
+    keyed = pc.and_(rowchange, pc.invert(_in_partial_tables(t, rowchange, widths))).combine_chunks()
     moved = pc.and_(
         pc.and_(keyed, pc.equal(op, Op.UPDATE.value)),
         pc.and_(pc.is_valid(before_key), pc.invert(_same_key(pk, before_key))),
@@ -125,6 +134,44 @@ def compacted(t: pa.Table) -> Iterator[pa.RecordBatch]:
         pc.if_else(kept["_keyed"], pa.scalar(0, pa.int32()), kept["changes"]),
     )
     yield from kept.select(t.column_names).append_column(COUNT_FIELD, count).to_batches()
+
+
+def _in_partial_tables(t: pa.Table, keyed: pa.Array, widths: dict[int, int] | None) -> pa.Array:
+    """The keyed row changes of tables that have, in window ``t``, an insert or update whose after
+    image lacks columns of its layout (it holds fewer fields than the layout has columns)."""
+    writes = pc.and_(keyed, pc.is_in(t["op"], WRITE_OP_VALUES)).fill_null(False)
+    if not pc.any(writes).as_py():
+        return pa.repeat(pa.scalar(False), t.num_rows)
+    count = _layout_widths(t, widths)
+    values = pc.struct_field(t["after"].combine_chunks(), "value")
+    full = pa.repeat(pa.scalar(False), t.num_rows)
+    for w in pc.unique(count.filter(writes)).to_pylist():
+        if w is None:  # a layout whose columns this read has not shown: taken as partial
+            continue
+        starts = pa.array(object_starts(w), pa.binary())
+        head = pc.binary_slice(values, 0, len(starts[0].as_py()))
+        full = pc.or_(full, pc.and_(pc.equal(count, w), pc.is_in(head, starts)).fill_null(False))
+    partial = pc.and_(writes, pc.invert(full))
+    names = pc.binary_join_element_wise(t["db"], t["table"], "\x00")
+    tables = pc.unique(names.filter(partial))
+    return pc.and_(keyed, pc.is_in(names, tables)).fill_null(False)
+
+
+def _layout_widths(t: pa.Table, widths: dict[int, int] | None) -> pa.Array:
+    """Each row's layout's column count: its ``columns``' length, or in a read with ``columns=first``
+    that of its ``layout`` number (``widths``, updated from the rows that carry columns)."""
+    lengths = pc.list_value_length(t["columns"].combine_chunks())
+    if "layout" not in t.column_names:
+        return lengths
+    known = widths if widths is not None else {}
+    numbers = t["layout"].combine_chunks()
+    carrying = pc.is_valid(lengths)
+    for number, width in zip(
+        numbers.filter(carrying).to_pylist(), lengths.filter(carrying).to_pylist(), strict=True
+    ):
+        known[number] = width
+    ids = pa.array(list(known), pa.int64())
+    return pc.take(pa.array(list(known.values()), pa.int32()), pc.index_in(numbers, ids))
 
 
 def _same_key(a: pa.ChunkedArray, b: pa.ChunkedArray) -> pa.ChunkedArray:

@@ -203,7 +203,20 @@ def _object_head(n: int, isize: int, osize: int) -> bytes:
     """An object's header byte and field count (``n`` fields, ids and offsets that wide)."""
     large = n > 255
     head = bytes(((((large << 4) | ((isize - 1) << 2) | (osize - 1)) << 2) | OBJECT,))
-    return head + n.to_bytes(4 if large else 1, "little")
+    return head + field_count(n)
+
+
+def field_count(n: int) -> bytes:
+    """How an object of ``n`` fields writes their number, just after its header byte (one byte, or
+    four for more than 255 fields)."""
+    return n.to_bytes(4 if n > 255 else 1, "little")
+
+
+def object_starts(n: int) -> list[bytes]:
+    """How an object of exactly ``n`` fields begins (its header byte and count), for every id and
+    offset width: an image holds each column of its layout where it begins so for the layout's
+    column count (a MINIMAL image holds fewer fields, and its count or header differs)."""
+    return [_object_head(n, isize, osize) for isize in (1, 2, 3, 4) for osize in (1, 2, 3, 4)]
 
 
 def one_field_starts(key_id: int) -> list[bytes]:
@@ -280,7 +293,7 @@ class ObjectEncoder:
         n = len(names)
         isize = _width(max(self._ids, default=0))
         large = n > 255
-        count = n.to_bytes(4 if large else 1, "little")
+        count = field_count(n)
         ids = _uints(self._ids, isize)
         # the bytes before the offsets, by offset width (1..4)
         self._heads = [

@@ -14,7 +14,7 @@ import functools
 import operator
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pyarrow as pa
@@ -22,7 +22,7 @@ import pyarrow as pa
 from binlake.arrowlog.images import PARTIAL_JSON_KEY
 from binlake.changes import KEY_WIDTH, TOMBSTONE
 from binlake.dialects.mysql import quote_ident
-from binlake.errors import BinlogError
+from binlake.errors import BinlogError, UnappliableChangeError
 from binlake.spark import trace
 from binlake.spark.changelog import (
     ADD_COLUMN,
@@ -39,9 +39,13 @@ from binlake.spark.typedrows import (
     DELETED,
     GTID,
     ORDER,
+    PRESENT,
+    Sources,
     arrow_batches,
     conform,
+    fold_images,
     path,
+    presence,
     spark_type,
     target_schema,
     typed_field,
@@ -53,7 +57,6 @@ KEY = "_binlake_key"  # a change's primary key as JSON text, while finding the l
 JSON_TYPE = 245  # ColumnType.JSON: the only columns a partial JSON update is in
 Phase = Callable[[str], None] | None  # told what a sync does now, for progress displays
 Layout = tuple[list[dict[str, Any]], str | None]  # a change-log ``columns`` value and its ``renamed``
-Sources = dict[str, list[tuple[str | None, str]]]  # target column -> (renamed, name in the images)
 
 
 def shown_name(db: str, table: str) -> str:
@@ -127,26 +130,58 @@ def latest_per_key(df: Any, partitions: int | None = None) -> Any:
     from pyspark.sql import functions as F
 
     wanted = [c for c in df.columns if c in LATEST_COLUMNS]  # (not what the sinks never read)
-    keyed = df.where(F.col("pk").isNotNull()).select(*wanted, "pk_before").withColumn(KEY, F.to_json("pk"))
-    moved = keyed.where(
+    both = keyed_changes(df.select(*wanted, "pk_before"))
+    if partitions is not None:  # the window's grouping, so its sort needs no other exchange
+        both = both.repartition(partitions, "db", "table", KEY)
+    w = Window.partitionBy("db", "table", KEY).orderBy(F.col("order_key").desc())
+    return (
+        both.withColumn("_rn", F.row_number().over(w))
+        .where(F.col("_rn") == 1)
+        .drop("_rn", KEY, MOVED, "pk_before")
+    )
+
+
+MOVED = "_binlake_moved"  # a change whose key came from another (a primary-key update)
+
+
+def keyed_changes(df: Any) -> Any:
+    """The row changes of ``df`` with a key, each with its key as JSON text (``KEY``) and whether
+    it moved the row here (``MOVED``), and a tombstone for the old key of each primary-key change."""
+    from pyspark.sql import functions as F
+
+    keyed = df.where(F.col("pk").isNotNull()).withColumn(KEY, F.to_json("pk"))
+    moved = (
         (F.col("op") == "update") & F.col("pk_before").isNotNull() & (F.to_json("pk_before") != F.col(KEY))
     )
+    keyed = keyed.withColumn(MOVED, moved)
     tombstone = F.overlay(F.col("order_key"), F.lit(bytes([TOMBSTONE])), F.lit(KEY_WIDTH))
     replaced = {
         "op": F.lit("delete"),
         "pk": F.col("pk_before"),
         KEY: F.to_json("pk_before"),
+        MOVED: F.lit(False),
         "order_key": tombstone,
         "after": F.lit(None).cast("variant"),
     }
-    tombstones = moved.select(*[replaced.get(c, F.col(c)).alias(c) for c in keyed.columns])
-    both = keyed.unionByName(tombstones)
-    if partitions is not None:  # the window's grouping, so its sort needs no other exchange
-        both = both.repartition(partitions, "db", "table", KEY)
-    w = Window.partitionBy("db", "table", KEY).orderBy(F.col("order_key").desc())
-    return (
-        both.withColumn("_rn", F.row_number().over(w)).where(F.col("_rn") == 1).drop("_rn", KEY, "pk_before")
+    tombstones = keyed.where(F.col(MOVED)).select(
+        *[replaced.get(c, F.col(c)).alias(c) for c in keyed.columns]
     )
+    return keyed.unionByName(tombstones)
+
+
+def image_fields() -> Any:
+    """How many columns an insert's or update's after image holds (a Spark column; NULL for other
+    changes): fewer than its layout has where the source logs MINIMAL or NOBLOB images."""
+    from pyspark.sql import functions as F
+
+    writes = F.col("op").isin("insert", "update")
+    return F.when(writes, F.size(F.variant_get(F.col("after"), "$", "map<string,variant>")))
+
+
+def partial_layout(fields: int | None, columns: Any) -> bool:
+    """A group of changes whose fewest image fields (``image_fields``) are fewer than their
+    layout's ``columns``: some image lacks columns."""
+    return fields is not None and fields < len(columns)
 
 
 @dataclass(frozen=True)
@@ -159,6 +194,7 @@ class TablePlan:
     layouts: list[Layout]
     rows: int
     keyless: bool
+    partial: bool = False  # some image lacks columns (MINIMAL/NOBLOB): its changes are folded
 
     @property
     def name(self) -> str:
@@ -219,18 +255,26 @@ def table_plans(df: Any, keyless: bool, layouts: Layouts, partitions: int | None
     ``layouts``: what each row's ``layout`` number stands for (the batch's head found them)."""
     from pyspark.sql import functions as F
 
-    found: dict[tuple[str, str], list[tuple[bytes, Layout, int]]] = {}
+    found: dict[tuple[str, str], list[tuple[bytes, Layout, int, bool]]] = {}
     if partitions is not None:
         df = df.repartition(partitions, "db", "table")
     groups = df.groupBy("db", "table", LAYOUT, "renamed").agg(
-        F.max("order_key").alias("k"), F.count(F.lit(1)).alias("n")
+        F.max("order_key").alias("k"), F.count(F.lit(1)).alias("n"), F.min(image_fields()).alias("fields")
     )
     for g in groups.collect():
         columns = [c.asDict(recursive=True) for c in layouts[g[LAYOUT]]]
-        found.setdefault((g["db"], g["table"]), []).append((bytes(g["k"]), (columns, g["renamed"]), g["n"]))
+        partial = partial_layout(g["fields"], columns)
+        found.setdefault((g["db"], g["table"]), []).append(
+            (bytes(g["k"]), (columns, g["renamed"]), g["n"], partial)
+        )
     return [
         TablePlan(
-            db, table, [lay for _, lay, _ in sorted(ls, key=lambda x: x[0])], sum(n for *_, n in ls), keyless
+            db,
+            table,
+            [lay for _, lay, *_ in sorted(ls, key=lambda x: x[0])],
+            sum(n for _, _, n, _ in ls),
+            keyless,
+            any(p for *_, p in ls),
         )
         for (db, table), ls in sorted(found.items())
     ]
@@ -305,6 +349,7 @@ def head_and_contents(df: Any, source: str) -> tuple[SyncReport, dict[str, str],
     op = F.col("op")
     moved = (op == "update") & F.col("pk_before").isNotNull() & (F.to_json("pk_before") != F.to_json("pk"))
     row = op.isin(*ROW_OPS)
+    fields = image_fields()
     # how many changes a row stands for: 1, or what a read of the last changes per key counted
     stands_for = F.sum("changes") if "changes" in df.columns else F.count(F.lit(1))
     groups = (
@@ -318,6 +363,11 @@ def head_and_contents(df: Any, source: str) -> tuple[SyncReport, dict[str, str],
             count(op.isin(*NAME_OPS)).alias("names"),
             count(op == ADD_COLUMN).alias("adds"),
             F.collect_set("server_id").alias("servers"),
+            # images lacking columns (MINIMAL/NOBLOB): the fewest fields, of any write, of an
+            # insert, and of a primary-key update with where it is
+            F.min(fields).alias("fields"),
+            F.min(F.when(op == "insert", fields)).alias("insert_fields"),
+            F.min(F.when(moved, F.struct(fields.alias("n"), "file", "position"))).alias("moved_fields"),
             # what the layout number stands for (the rows that carry it): two values, two layouts
             F.min("columns").alias("columns"),
             F.max("columns").alias("columns_max"),
@@ -329,8 +379,10 @@ def head_and_contents(df: Any, source: str) -> tuple[SyncReport, dict[str, str],
         return report, {}, Contents()
     rows = [g for g in groups if g["row"]]
     layouts = batch_layouts(rows)
+    refuse_partial_moves(rows, layouts)
     with trace.span("partial json"):
         refuse_partial_json(df, layouts)
+    report.warnings += unknown_defaults(rows, layouts)
     top = max((g["top"] for g in groups), key=tuple)
     names, adds = (sum(int(g[k]) for g in groups) for k in ("names", "adds"))
     contents = Contents(
@@ -372,6 +424,43 @@ def batch_layouts(groups: list[Any]) -> Layouts:
             "columns=every to filter)"
         )
     return layouts
+
+
+def refuse_partial_moves(groups: list[Any], layouts: Layouts) -> None:
+    """Refuse a batch with a primary-key update whose after image lacks columns (MINIMAL): the
+    row's other columns are in the old key's row, which the binlog does not hold, and a sink that
+    moved the row with only what the image says would lose them."""
+    for g in groups:
+        found = g["moved_fields"]
+        if found is not None and found["n"] < len(layouts[g[LAYOUT]]):
+            name = shown_name(g["db"], g["table"])
+            raise UnappliableChangeError(
+                f"table {name}: a primary-key update whose row image lacks columns "
+                "(binlog_row_image=MINIMAL or NOBLOB) moves a row whose other values the binlog "
+                "does not hold; nothing was written. Sync from a source logging FULL images "
+                "(binlog_row_image=FULL) from a copy taken after that",
+                table=name,
+                column="",
+                source=found["file"],
+                offset=found["position"],
+            )
+
+
+def unknown_defaults(groups: list[Any], layouts: Layouts) -> list[str]:
+    """A warning per table with inserts whose images lack columns (MINIMAL/NOBLOB): such a column
+    got its DEFAULT on the server, which the binlog does not carry; a sink writes NULL there."""
+    tables = sorted(
+        {
+            shown_name(g["db"], g["table"])
+            for g in groups
+            if partial_layout(g["insert_fields"], layouts[g[LAYOUT]])
+        }
+    )
+    return [
+        f"{t}: inserts whose row images lack columns (binlog_row_image=MINIMAL or NOBLOB): those "
+        "columns hold their server DEFAULT, which the binlog does not carry; NULL was written"
+        for t in tables
+    ]
 
 
 def refuse_partial_json(df: Any, layouts: Layouts) -> None:
@@ -423,6 +512,7 @@ def simple_tables(groups: list[Any], layouts: Layouts) -> tuple[TablePlan, ...] 
             [([c.asDict(recursive=True) for c in layouts[g[LAYOUT]]], None)],
             g["n"] + (0 if keyless else int(g["moved"])),
             keyless,
+            partial_layout(g["fields"], layouts[g[LAYOUT]]),
         )
         for (keyless, db, table), (g,) in sorted(found.items())
     )
@@ -602,9 +692,23 @@ class BatchPlan:
             keyless = self.changes.where(F.col("pk").isNull())
             with trace.span("table_plans"):
                 self._tables = table_plans(self.latest, False, self.contents.layouts, self.partitions)
+                if any(t.partial for t in self._tables):
+                    self._tables = self._every_layout(self._tables)
                 if self.contents.keyless:
                     self._tables += table_plans(keyless, True, self.contents.layouts, self.partitions)
         return self._tables
+
+    def _every_layout(self, tables: list[TablePlan]) -> list[TablePlan]:
+        """``tables`` (keyed, planned from the last change per key) with the layouts of every change
+        of the partial ones: their rows fold earlier changes too, which may name a column otherwise
+        (a rename in the batch)."""
+        from pyspark.sql import functions as F
+
+        keyed = self.changes.where(F.col("pk").isNotNull())
+        every = {
+            (t.db, t.table): t for t in table_plans(keyed, False, self.contents.layouts, self.partitions)
+        }
+        return [replace(t, layouts=every[(t.db, t.table)].layouts) if t.partial else t for t in tables]
 
     def rows(
         self,
@@ -631,19 +735,29 @@ class BatchPlan:
             if column["name"] not in sources:
                 columns.append(column)
             folded.append((column["name"], f.order_key, row.column(0)[0]))
-        df = self.changes.where(F.col("pk").isNull()) if t.keyless else self.latest
-        rows = df.where((F.col("db") == t.db) & (F.col("table") == t.table))
+        this = (F.col("db") == t.db) & (F.col("table") == t.table)
         known: int | None = t.rows
+        schema = target_schema(columns, keyless=t.keyless)
         if t.keyless:
+            rows = self.changes.where(F.col("pk").isNull() & this)
             if after is not None:  # fewer rows than planned: let the slicer count them
                 rows, known = rows.where(F.col("order_key") > F.lit(after)), None
-            rows = rows.orderBy("order_key")
-        typed = typed_rows(rows, columns, sources, t.keyless)
-        schema = target_schema(columns, keyless=t.keyless)
+            typed = typed_rows(rows.orderBy("order_key"), columns, sources, True, partial=t.partial)
+        elif t.partial:  # each key's changes folded column by column (``fold_images``)
+            changes = keyed_changes(self.changes.where(this))
+            restart = (F.col("op") != "update") | F.col(MOVED)
+            typed = typed_rows(
+                changes, columns, sources, False, partial=True, keep=[KEY, restart.alias(MOVED)]
+            )
+            typed = fold_images(typed, columns, KEY, MOVED)
+            flags = [n for n in typed.columns if n.startswith(PRESENT)]
+            schema = pa.schema([*schema, *(pa.field(n, pa.bool_()) for n in flags)])
+        else:
+            typed = typed_rows(self.latest.where(this), columns, sources, False)
         with trace.span(f"rows {t.name}"):
             stream = arrow_batches(typed, schema, chunk_rows, known)
             if folded:
-                stream = pa.RecordBatchReader.from_batches(schema, (fold(b, folded) for b in stream))
+                stream = pa.RecordBatchReader.from_batches(schema, (fold(b, folded, columns) for b in stream))
             return columns, Counted(stream)
 
     def close(self) -> None:
@@ -656,17 +770,23 @@ class BatchPlan:
             self._latest = None
 
 
-def fold(batch: pa.RecordBatch, fills: list[tuple[str, bytes, pa.Scalar]]) -> pa.RecordBatch:
+def fold(
+    batch: pa.RecordBatch, fills: list[tuple[str, bytes, pa.Scalar]], columns: list[dict[str, Any]]
+) -> pa.RecordBatch:
     """``batch`` with each fill's value (column, order key, value) in the live rows changed before
-    it (order keys compare as bytes: their encoding's order is theirs)."""
+    it (order keys compare as bytes: their encoding's order is theirs), which then set the column
+    (``PRESENT``, where the rows of ``columns`` say which they set)."""
     import pyarrow.compute as pc
 
     order, live = batch.column(ORDER), pc.invert(batch.column(DELETED))
     arrays = dict(zip(batch.schema.names, batch.columns, strict=True))
+    flags = presence(batch.schema, columns)
     for name, key, value in fills:
         target = batch.schema.field(name).type
         before = pc.and_(pc.less(order, pa.scalar(key, pa.binary())), live).fill_null(False)
         arrays[name] = pc.if_else(before, value.cast(target), arrays[name])
+        if name in flags:
+            arrays[flags[name]] = pc.or_(arrays[flags[name]], before)
     return pa.RecordBatch.from_arrays(list(arrays.values()), schema=batch.schema)
 
 

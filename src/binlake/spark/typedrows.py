@@ -24,6 +24,9 @@ ORDER, DELETED, GTID, COMMIT_TS, OP = (
     "_binlake_commit_ts",
     "_binlake_op",
 )
+# a row's column i holds a value the row's changes set (``fold_images``); a row without these
+# columns sets every column. Never a target column: a sink reads them to leave the others alone.
+PRESENT = "_binlake_has_"
 
 
 def spark_type(t: pa.DataType) -> str:
@@ -90,21 +93,30 @@ def target_schema(columns: Sequence[dict[str, Any]], *, keyless: bool = False) -
     return pa.schema(fields)
 
 
+Sources = dict[str, list[tuple[str | None, str]]]  # target column -> (renamed, name in the images)
+
+
 def typed_rows(
     df: Any,
     columns: Sequence[dict[str, Any]],
-    sources: dict[str, list[tuple[str | None, str]]],
+    sources: Sources,
     keyless: bool,
+    *,
+    partial: bool = False,
+    keep: Sequence[Any] = (),
 ) -> Any:
     """One table's changes as typed target rows (a DataFrame). ``columns``: the target columns
     (name, types, ``pk``); ``sources[name]``: (``renamed`` value, name in the images) for every
     layout the column has (a rename within the batch gives one column two image names; none: the
     column is NULL here, a sink's fill gives it its value). Keyed tables: key columns from ``pk``,
     the rest from ``after`` (NULL for a delete, a tombstone); keyless: every column from the image
-    the change has (a delete's ``before``) and ``_binlake_op``."""
+    the change has (a delete's ``before``) and ``_binlake_op``. ``partial``: images may lack
+    columns (MINIMAL/NOBLOB): a keyed row says which of its columns it sets (``PRESENT``); a
+    keyless update takes a column its after image lacks from its before image (which, without a
+    key, holds every column). ``keep``: columns of ``df`` kept as they are."""
     from pyspark.sql import functions as F
 
-    out = _column_values(columns, sources, keyless)
+    out = _column_values(columns, sources, keyless, partial)
     out += [
         F.col("order_key").alias(ORDER),
         (F.col("op") == "delete").alias(DELETED),
@@ -113,35 +125,111 @@ def typed_rows(
     ]
     if keyless:
         out.append(F.col("op").alias(OP))
-    return df.select(*out)
+    elif partial:
+        out += _presence(columns, sources)
+    return df.select(*out, *keep)
 
 
 def _column_values(
-    columns: Sequence[dict[str, Any]], sources: dict[str, list[tuple[str | None, str]]], keyless: bool
+    columns: Sequence[dict[str, Any]], sources: Sources, keyless: bool, partial: bool
 ) -> list[Any]:
     """The typed value of each of ``columns`` in a change-log row (Spark columns; see ``typed_rows``)."""
     from pyspark.sql import functions as F
 
-    deleted = F.col("op") == "delete"
+    op = F.col("op")
+    deleted = op == "delete"
     image = F.when(deleted, F.col("before")).otherwise(F.col("after")) if keyless else F.col("after")
     out = []
     for c in columns:
         t = arrow_type(c)
         src = F.col("pk") if (c.get("pk") and not keyless) else image
-        names = sources.get(c["name"], [])
-        if not names:
+        value = _per_layout(c, sources, lambda n: field(src, n, t))  # noqa: B023 (used at once)
+        if value is None:
             value = F.lit(None).cast(spark_type(t))
-        elif len({n for _, n in names}) == 1:
-            value = field(src, names[0][1], t)
-        else:
-            (renamed, n), *rest = names
-            value = F.when(_layout_is(renamed), field(src, n, t))
-            for renamed, n in rest:
-                value = value.when(_layout_is(renamed), field(src, n, t))
+        elif keyless and partial:  # an update's unchanged column: as its before image holds it
+            unchanged = _per_layout(c, sources, lambda n: ~has_field(F.col("after"), n))
+            was = _per_layout(c, sources, lambda n: field(F.col("before"), n, t))  # noqa: B023
+            value = F.when((op == "update") & unchanged, was).otherwise(value)
         if not keyless and not c.get("pk"):
             value = F.when(~deleted, value)
         out.append(value.alias(c["name"]))
     return out
+
+
+def _presence(columns: Sequence[dict[str, Any]], sources: Sources) -> list[Any]:
+    """Per column of a keyed table but its key, whether a row change sets it (``PRESENT`` + its
+    place in ``columns``): an update where its after image holds the column, an insert or a delete
+    always (a column an insert's image lacks is NULL: its server default is not in the binlog)."""
+    from pyspark.sql import functions as F
+
+    out = []
+    for i, c in enumerate(columns):
+        if c.get("pk"):
+            continue
+        has = _per_layout(c, sources, lambda n: has_field(F.col("after"), n))
+        sets = F.col("op") != "update"
+        out.append((sets if has is None else sets | F.coalesce(has, F.lit(False))).alias(f"{PRESENT}{i}"))
+    return out
+
+
+def _per_layout(c: dict[str, Any], sources: Sources, pick: Any) -> Any:
+    """``pick(name in the image)`` for target column ``c``, by the layout of the row (a column
+    renamed in the batch has two names); None: no layout of the batch has the column."""
+    from pyspark.sql import functions as F
+
+    names = sources.get(c["name"], [])
+    if not names:
+        return None
+    if len({n for _, n in names}) == 1:
+        return pick(names[0][1])
+    (renamed, n), *rest = names
+    value = F.when(_layout_is(renamed), pick(n))
+    for renamed, n in rest:
+        value = value.when(_layout_is(renamed), pick(n))
+    return value
+
+
+def has_field(image: Any, name: str) -> Any:
+    """VARIANT object ``image`` holds field ``name`` (a JSON null is a value; a missing field is SQL
+    NULL to ``variant_get``)."""
+    from pyspark.sql import functions as F
+
+    p = path(name)
+    if p is not None:
+        return F.variant_get(image, p, "variant").isNotNull()
+    return F.element_at(F.try_variant_get(image, "$", "map<string,variant>"), F.lit(name)).isNotNull()
+
+
+def presence(schema: pa.Schema, columns: Sequence[dict[str, Any]]) -> dict[str, str]:
+    """Target column -> the column of ``schema`` that says whether a row sets it (only the columns
+    that have one: a column without sets it in every row)."""
+    return {c["name"]: f"{PRESENT}{i}" for i, c in enumerate(columns) if f"{PRESENT}{i}" in schema.names}
+
+
+def fold_images(typed: Any, columns: Sequence[dict[str, Any]], key: str, restart: str) -> Any:
+    """One row per key (column ``key``) of a keyed table's typed changes with ``PRESENT`` columns
+    (``typed_rows(partial=True)``), each column as the key's last change that set it — since its
+    last ``restart`` (an insert, a delete, a key moved here: the row began again). A column no such
+    change set keeps its ``PRESENT`` false: the sink leaves the target's value."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    order = F.col(ORDER)
+    began = F.max(F.when(F.col(restart), order)).over(Window.partitionBy(key))
+    live = typed.withColumn("_began", began).where(F.col("_began").isNull() | (order >= F.col("_began")))
+    names = typed.columns
+    aggs = []
+    for i, c in enumerate(columns):
+        flag = f"{PRESENT}{i}"
+        if flag in names:
+            aggs += [
+                F.max_by(c["name"], F.when(F.col(flag), order)).alias(c["name"]),
+                F.max(flag).alias(flag),
+            ]
+        else:
+            aggs.append(F.max_by(c["name"], order).alias(c["name"]))
+    aggs += [F.max(ORDER).alias(ORDER)] + [F.max_by(n, order).alias(n) for n in (DELETED, GTID, COMMIT_TS)]
+    return live.groupBy(key).agg(*aggs).drop(key)
 
 
 def _layout_is(renamed: str | None) -> Any:

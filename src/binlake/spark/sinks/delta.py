@@ -21,7 +21,7 @@ from binlake.spark import trace
 from binlake.spark.plan import BatchPlan, FillPlan, Phase, SyncReport, TablePlan
 from binlake.spark.sinks.delta_renames import rename_delta_targets
 from binlake.spark.typed import arrow_type
-from binlake.spark.typedrows import COMMIT_TS, DELETED, GTID, OP, ORDER
+from binlake.spark.typedrows import COMMIT_TS, DELETED, GTID, OP, ORDER, presence
 from binlake.targetnames import NAME_BOOK, NameBook, escape_reserved, inside, path_name
 
 APP_ID = "binlake-sync"
@@ -151,7 +151,12 @@ class DeltaSink:
             keys = [c["name"] for c in columns if c.get("pk")]
             version = plan.report.version if plan.positioned else None
             merge_table(
-                path, counted.stream, keys, version, {**plan.metadata, "binlake.columns": json.dumps(columns)}
+                path,
+                counted.stream,
+                keys,
+                version,
+                {**plan.metadata, "binlake.columns": json.dumps(columns)},
+                presence(counted.stream.schema, columns),
             )
         plan.report.filled += [f"{f.name}: {f.column}" for f in fills]
         return counted.n
@@ -211,39 +216,67 @@ def widen_table(path: Path, types: dict[str, pa.DataType]) -> None:
 
 
 def merge_table(
-    path: Path, batch: Any, keys: list[str], version: int | None, metadata: dict[str, str]
+    path: Path,
+    batch: Any,
+    keys: list[str],
+    version: int | None,
+    metadata: dict[str, str],
+    present: dict[str, str] | None = None,
 ) -> None:
     """Upsert ``batch`` (a table or an Arrow stream) by key, newer order keys winning, in one commit
-    that records ``version`` as the app transaction (None: an idempotent step before the last)."""
+    that records ``version`` as the app transaction (None: an idempotent step before the last).
+    ``present``: column -> the batch's column saying whether a row sets it (images lacking columns,
+    ``typedrows.PRESENT``): a row that does not keeps the target's value, or NULL when inserted."""
     from deltalake import CommitProperties, DeltaTable, Schema, Transaction, write_deltalake
 
+    present = present or {}
+    flags = set(present.values())
+    names = [n for n in batch.schema.names if n not in flags]
     txns = [Transaction(APP_ID, version)] if version is not None else None
     props = CommitProperties(custom_metadata=metadata, app_transactions=txns)
     if not (path / "_delta_log").exists():
         path.mkdir(parents=True, exist_ok=True)
-        write_deltalake(str(path), batch, mode="append", commit_properties=props)
+        write_deltalake(str(path), without(batch, flags), mode="append", commit_properties=props)
         return
     predicate = sql.keys_equal(keys)
     table = DeltaTable(str(path))
     have = pa.schema(table.schema().to_arrow())
-    added = [f for f in batch.schema if f.name not in have.names]
+    added = [f for f in batch.schema if f.name not in have.names and f.name not in flags]
     if added:  # ADD COLUMN upstream (its own commit; a rerun finds the column there)
         table.alter.add_columns(Schema.from_arrow(pa.schema(added)).fields)
         table = DeltaTable(str(path))
     # columns dropped or renamed upstream stay in the table; a row changed after that reads NULL there
-    gone = [name for name in have.names if name not in batch.schema.names]
+    gone = [name for name in have.names if name not in names]
     q = sql.quote_ident
-    updates = {q(c): sql.column("s", c) for c in batch.schema.names} | {q(c): "NULL" for c in gone}
+
+    def value(c: str) -> str:
+        if c not in present:
+            return sql.column("s", c)
+        return (
+            f"CASE WHEN {sql.column('s', present[c])} THEN {sql.column('s', c)} ELSE {sql.column('t', c)} END"
+        )
+
+    updates = {q(c): value(c) for c in names} | {q(c): "NULL" for c in gone}
     newer = f"{sql.column('s', ORDER)} > {sql.column('t', ORDER)}"
     (
         table.merge(batch, predicate, source_alias="s", target_alias="t", commit_properties=props)
         .when_matched_update(updates, predicate=newer)
         # every column named and quoted here: delta-rs's insert_all does not quote the names it makes
-        .when_not_matched_insert({q(c): sql.column("s", c) for c in batch.schema.names})
+        .when_not_matched_insert({q(c): sql.column("s", c) for c in names})
         .execute()
     )
     if version is not None and DeltaTable(str(path)).transaction_version(APP_ID) != version:
         commit_empty(path, props)  # a MERGE that changed no row commits nothing, nor the version
+
+
+def without(batch: Any, names: set[str]) -> Any:
+    """A table or Arrow stream without columns ``names``."""
+    if not names:
+        return batch
+    if isinstance(batch, pa.Table):
+        return batch.drop_columns(list(names))
+    schema = pa.schema([f for f in batch.schema if f.name not in names])
+    return pa.RecordBatchReader.from_batches(schema, (b.select(schema.names) for b in batch))
 
 
 def commit_empty(path: Path, props: Any, *, overwrite: bool = False) -> None:

@@ -38,7 +38,7 @@ from binlake.spark.sinks.jdbc_connection import (
 )
 from binlake.spark.sinks.jdbc_dialects import SYSTEM_COLUMNS, dialect_for
 from binlake.spark.sinks.jdbc_renames import rename_jdbc_targets
-from binlake.spark.typedrows import DELETED, OP, ORDER
+from binlake.spark.typedrows import DELETED, OP, ORDER, presence
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,13 @@ class JdbcSink:
                     on_phase(f"staging {t.name}")
                 keys = [] if t.keyless else [c["name"] for c in columns if c.get("pk")]
                 schema, table = db.dialect.target(t.db, t.table)
-                stage: Stage = (f"_binlake_stage_{report.version}_{len(stages)}", schema, table, keys)
+                stage: Stage = (
+                    f"_binlake_stage_{report.version}_{len(stages)}",
+                    schema,
+                    table,
+                    keys,
+                    presence(counted.stream.schema, columns),
+                )
                 stages.append(stage)  # dropped at the end, whatever happens: before it exists
                 self._stage(spark, db, counted.stream, (t.db, t.table), stage)
                 report.tables[t.name] = report.tables.get(t.name, 0) + counted.n
@@ -98,7 +104,7 @@ class JdbcSink:
             for f in plan.fills:
                 _, row = plan.fill_rows(f, name=db.dialect.column)
                 schema, table = db.dialect.target(f.db, f.table)
-                fill: Stage = (f"_binlake_stage_{report.version}_{len(stages)}", schema, table, [])
+                fill: Stage = (f"_binlake_stage_{report.version}_{len(stages)}", schema, table, [], {})
                 stages.append(fill)
                 fills.append(fill)
                 self._stage(
@@ -126,7 +132,7 @@ class JdbcSink:
     ) -> None:
         """Write one table's rows to its staging table beside its target (Spark's JDBC writer)."""
         d = db.dialect
-        name, schema, table, keys = stage
+        name, schema, table, keys, _ = stage
         record_name(db, schema, table, db_table)
         arrow = d.to_stage(stream.read_all())
         where = d.stage_schema(schema)
@@ -154,21 +160,23 @@ class JdbcSink:
         d = db.dialect
         types = final_types(db, stages)
         if not d.transactional_ddl:  # DDL would commit the transaction half-way: do it first
-            for name, schema, table, keys in stages:
-                if (name, schema, table, keys) not in fills or _holds_rows(db, schema, table):
-                    _prepare_target(db, name, schema, table, keys, types)
+            for stage in stages:
+                if stage not in fills or _holds_rows(db, *stage[1:3]):
+                    _prepare_target(db, stage, types)
         with db.transaction():
-            for name, schema, table, keys in stages:
-                if (name, schema, table, keys) in fills:
-                    _apply_fill(db, name, schema, table, keys, types)
+            for stage in stages:
+                if stage in fills:
+                    _apply_fill(db, stage, types)
                 else:
-                    _apply_stage(db, name, schema, table, keys, types)
+                    _apply_stage(db, stage, types)
             if plan.positioned:
                 db.execute(d.save_position(), [source, plan.report.version, plan.report.position])
 
 
 Types = dict[tuple[str, str], dict[str, str]]  # target (schema, table) -> column -> SQL type
-Stage = tuple[str, str, str, list[str]]  # staging table, target schema, target table, key columns
+# staging table, target schema, target table, key columns, and column -> its staged flag saying
+# which rows set it (``typedrows.PRESENT``: images lacking columns; a flag is never a target column)
+Stage = tuple[str, str, str, list[str], dict[str, str]]
 
 
 def final_types(db: Jdbc, stages: list[Stage]) -> Types:
@@ -176,25 +184,27 @@ def final_types(db: Jdbc, stages: list[Stage]) -> Types:
     chronological order): rows of older layouts in the same batch go into the newer type."""
     d = db.dialect
     out: Types = {}
-    for name, schema, table, _ in stages:
+    for name, schema, table, *_ in stages:
         out.setdefault((schema, table), {}).update(d.columns(db, d.stage_schema(schema), name))
     return out
 
 
-def _prepare_target(
-    db: Jdbc, stage: str, schema: str, table: str, keys: list[str], types: Types
-) -> tuple[list[str], list[str]]:
-    """Create the target like the staging table (plus its key); add the columns it lacks and give
-    changed columns their newest type. Returns the staged column names and the target's source
-    columns the stage lacks: dropped or renamed upstream, they stay in the target (rows written
-    after that read NULL there: see ``Dialect.upsert``)."""
+def _prepare_target(db: Jdbc, stage: Stage, types: Types) -> tuple[list[str], list[str]]:
+    """Create the target like the staging table (plus its key, without its flags); add the columns
+    it lacks and give changed columns their newest type. Returns the staged column names and the
+    target's source columns the stage lacks: dropped or renamed upstream, they stay in the target
+    (rows written after that read NULL there: see ``Dialect.upsert``)."""
     d = db.dialect
+    name, schema, table, keys, present = stage
     target = f"{d.q(schema)}.{d.q(table)}"
-    staged = d.columns(db, d.stage_schema(schema), stage)
+    flags = set(present.values())
+    staged = [c for c in d.columns(db, d.stage_schema(schema), name) if c[0] not in flags]
     have = dict(d.columns(db, schema, table))
     if not have:
         db.execute(f"CREATE SCHEMA IF NOT EXISTS {d.q(schema)}")
-        db.execute(d.create_like(target, f"{d.q(d.stage_schema(schema))}.{d.q(stage)}"))
+        db.execute(d.create_like(target, f"{d.q(d.stage_schema(schema))}.{d.q(name)}"))
+        for flag in sorted(flags):
+            db.execute(f"ALTER TABLE {target} DROP COLUMN {d.q(flag)}")
         if keys:
             db.execute(f"ALTER TABLE {target} ADD PRIMARY KEY ({', '.join(d.q(k) for k in keys)})")
         have = dict(staged)
@@ -215,16 +225,17 @@ def _holds_rows(db: Jdbc, schema: str, table: str) -> bool:
     return bool(have) and OP not in have
 
 
-def _apply_fill(db: Jdbc, stage: str, schema: str, table: str, keys: list[str], types: Types) -> None:
+def _apply_fill(db: Jdbc, stage: Stage, types: Types) -> None:
     """The value of an ADD COLUMN (the stage's one row) in every row the target held before it
     (an older order key): the column added first where it is missing. Idempotent."""
+    name, schema, table, *_ = stage
     if not _holds_rows(db, schema, table):
         return
     d = db.dialect
-    names, _ = _prepare_target(db, stage, schema, table, keys, types)
+    names, _ = _prepare_target(db, stage, types)
     column = next(c for c in names if c not in SYSTEM_COLUMNS)
     target = f"{d.q(schema)}.{d.q(table)}"
-    staged = f"{d.q(d.stage_schema(schema))}.{d.q(stage)}"
+    staged = f"{d.q(d.stage_schema(schema))}.{d.q(name)}"
     order = d.q(ORDER)
     db.execute(
         f"UPDATE {target} SET {d.q(column)} = (SELECT s.{d.q(column)} FROM {staged} AS s) "
@@ -232,11 +243,12 @@ def _apply_fill(db: Jdbc, stage: str, schema: str, table: str, keys: list[str], 
     )
 
 
-def _apply_stage(db: Jdbc, stage: str, schema: str, table: str, keys: list[str], types: Types) -> None:
+def _apply_stage(db: Jdbc, stage: Stage, types: Types) -> None:
     d = db.dialect
+    name, schema, table, keys, present = stage
     target = f"{d.q(schema)}.{d.q(table)}"
-    staged = f"{d.q(d.stage_schema(schema))}.{d.q(stage)}"
-    names, gone = _prepare_target(db, stage, schema, table, keys, types)
+    staged = f"{d.q(d.stage_schema(schema))}.{d.q(name)}"
+    names, gone = _prepare_target(db, stage, types)
     cols = [c for c in names if c != DELETED]
     if not keys:  # a change table: append what it does not hold yet (a rerun re-reads old changes)
         listed = ", ".join(d.q(c) for c in cols)
@@ -247,5 +259,7 @@ def _apply_stage(db: Jdbc, stage: str, schema: str, table: str, keys: list[str],
             f"WHERE s.{order} > COALESCE((SELECT m.{order} FROM {target} AS m ORDER BY m.{order} DESC LIMIT 1), '')"
         )
         return
+    if present:  # rows held: only the columns each row sets; then the rest inserted
+        db.execute(d.update_present(target, staged, cols, keys, present, gone))
     db.execute(d.upsert(target, staged, cols, keys, gone))
     db.execute(d.delete(target, staged, keys))

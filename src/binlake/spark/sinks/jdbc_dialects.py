@@ -76,6 +76,34 @@ class Dialect:
     def delete(self, target: str, stage: str, keys: list[str]) -> str:
         raise NotImplementedError
 
+    def update_present(
+        self,
+        target: str,
+        stage: str,
+        names: list[str],
+        keys: list[str],
+        present: dict[str, str],
+        cleared: list[str],
+    ) -> str:
+        """Update the rows the target holds from newer staged rows, each column of ``present``
+        (column -> staged flag) only where its flag says the row sets it, else kept (images that
+        lack columns: ``typedrows.PRESENT``); an ``upsert`` after it inserts the other rows."""
+        raise NotImplementedError
+
+    def _assignments(self, names: list[str], keys: list[str], present: dict[str, str], to: str) -> list[str]:
+        """``column = value`` of an ``update_present`` (the order key last); ``to`` prefixes the
+        updated column."""
+        q = self.q
+
+        def value(c: str) -> str:
+            if c not in present:
+                return f"s.{q(c)}"
+            return f"CASE WHEN s.{q(present[c])} THEN s.{q(c)} ELSE t.{q(c)} END"
+
+        return [f"{to}{q(c)} = {value(c)}" for c in names if c not in keys and c != ORDER] + [
+            f"{to}{q(ORDER)} = s.{q(ORDER)}"
+        ]
+
     def save_position(self) -> str:
         """Upsert (source, version, position), bound as parameters."""
         raise NotImplementedError
@@ -144,6 +172,23 @@ class Postgres(Dialect):
             f"INSERT INTO {target} AS t ({cols}) SELECT {cols} FROM {stage} WHERE NOT {q(DELETED)} "
             f"ON CONFLICT ({', '.join(q(k) for k in keys)}) DO UPDATE SET {sets} "
             f"WHERE t.{q(ORDER)} < EXCLUDED.{q(ORDER)}"
+        )
+
+    def update_present(
+        self,
+        target: str,
+        stage: str,
+        names: list[str],
+        keys: list[str],
+        present: dict[str, str],
+        cleared: list[str],
+    ) -> str:
+        q = self.q
+        sets = self._assignments(names, keys, present, "")
+        listed = ", ".join(sets + [f"{q(c)} = NULL" for c in cleared])
+        return (
+            f"UPDATE {target} AS t SET {listed} FROM {stage} AS s "
+            f"WHERE {self.key_match(keys)} AND NOT s.{q(DELETED)} AND t.{q(ORDER)} < s.{q(ORDER)}"
         )
 
     def delete(self, target: str, stage: str, keys: list[str]) -> str:
@@ -236,6 +281,23 @@ class MariaDB(Dialect):
             f"INSERT INTO {target} ({cols}) SELECT {', '.join('s.' + q(c) for c in names)} FROM {stage} AS s "
             f"WHERE NOT s.{q(DELETED)} "
             f"ON DUPLICATE KEY UPDATE {sets}"
+        )
+
+    def update_present(
+        self,
+        target: str,
+        stage: str,
+        names: list[str],
+        keys: list[str],
+        present: dict[str, str],
+        cleared: list[str],
+    ) -> str:
+        q = self.q
+        sets = self._assignments(names, keys, present, "t.")
+        listed = ", ".join(sets + [f"t.{q(c)} = NULL" for c in cleared])
+        return (
+            f"UPDATE {target} AS t JOIN {stage} AS s ON {self.key_match(keys)} SET {listed} "
+            f"WHERE NOT s.{q(DELETED)} AND t.{q(ORDER)} < s.{q(ORDER)}"
         )
 
     def delete(self, target: str, stage: str, keys: list[str]) -> str:
