@@ -15,7 +15,7 @@ import pytest
 
 from binlake.arrowlog import compact
 from binlake.arrowlog.changelog import ColumnsOnce, Trim, transaction_batches
-from binlake.arrowlog.compact import COUNT_FIELD, WINDOW_BYTES, last_per_key
+from binlake.arrowlog.compact import WINDOW_BYTES, compacted_schema, last_per_key
 from binlake.arrowlog.variant import decode
 from binlake.changes import KEY_WIDTH, TOMBSTONE
 from binlake.errors import BinlogError
@@ -72,19 +72,28 @@ def check(path: Path, window: int, once: bool, window_bytes: int = WINDOW_BYTES)
     except BinlogError:
         pytest.skip(f"{path.name}: not readable whole")
     every = pa.Table.from_batches(batches, trim.schema).to_pylist()
-    counted = trim.schema.append(COUNT_FIELD)
+    counted = compacted_schema(trim.schema)
     kept = pa.Table.from_batches(
         last_per_key(batches, trim.schema, window, window_bytes), counted
     ).to_pylist()
     assert plain_latest(kept) == plain_latest(every)
     assert sum(r["changes"] for r in kept if r["op"] in ROWS) == sum(r["op"] in ROWS for r in every)
     rest = [
-        {k: v for k, v in r.items() if k != "changes"} for r in kept if r["op"] not in ROWS or r["pk"] is None
+        {k: v for k, v in r.items() if k not in ("changes", "partial")}
+        for r in kept
+        if r["op"] not in ROWS or r["pk"] is None
     ]
     assert rest == [r for r in every if r["op"] not in ROWS or r["pk"] is None]  # in order
     assert {r["server_id"] for r in kept} == {r["server_id"] for r in every}
     partial = {r["order_key"] for r in every if is_partial_json(r)}  # kept: the plan refuses them
     assert partial <= {r["order_key"] for r in kept}
+    widths = {r["layout"]: len(r["columns"]) for r in every if once and r["columns"] is not None}
+    for r in kept:  # ``partial``: exactly the inserts and updates whose image lacks columns
+        if r["op"] in ("insert", "update"):
+            width = len(r["columns"]) if r["columns"] is not None else widths[r["layout"]]
+            assert r["partial"] is (len(decode(**r["after"])) < width)
+        else:
+            assert r["partial"] is False
     if once:  # a layout's rows in the output come with its columns, as the input's did
         carried = {r["layout"] for r in kept if r["columns"] is not None}
         assert {r["layout"] for r in kept if r["op"] in ROWS} <= carried
@@ -210,7 +219,7 @@ def test_a_window_of_wide_rows_is_held_under_2_gib(tmp_path: Path) -> None:
     assert n < 65_536  # one window by rows
     width = 2**31 // n + 1  # their images: just over 2 GiB
     wide = [widened(b, width) for b in batches]
-    counted = trim.schema.append(COUNT_FIELD)
+    counted = compacted_schema(trim.schema)
     kept = pa.Table.from_batches(last_per_key(wide, trim.schema), counted)
     del wide
     row = pc.is_in(kept["op"], pa.array(sorted(ROWS)))
@@ -261,7 +270,7 @@ def test_tables_with_partial_images_keep_every_change(own_mariadb: Any, tmp_path
         for window in (1, 4, 1_000):
             check(copy, window, once)
             kept = pa.Table.from_batches(
-                last_per_key(batches, trim.schema, window), trim.schema.append(COUNT_FIELD)
+                last_per_key(batches, trim.schema, window), compacted_schema(trim.schema)
             ).to_pylist()
             keys = {r["order_key"] for r in kept}
             for table in ("part", "wide_part"):

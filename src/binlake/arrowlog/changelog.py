@@ -157,13 +157,13 @@ class Trim:
     @property
     def read_schema(self) -> pa.Schema:
         """The schema of the batches a read yields (``batches``)."""
-        return self.schema.append(compact.COUNT_FIELD) if self.last else self.schema
+        return compact.compacted_schema(self.schema) if self.last else self.schema
 
     @property
     def spark_ddl(self) -> str:
         """``read_schema`` as a Spark DDL string."""
         once = ", layout BIGINT" if self.once is not None else ""
-        return SPARK_DDL + once + (", changes INT" if self.last else "")
+        return SPARK_DDL + once + (", changes INT, partial BOOLEAN" if self.last else "")
 
     def batches(self, built: Iterable[pa.RecordBatch]) -> Iterable[pa.RecordBatch]:
         """What a read yields of the batches the builders made with this trim."""

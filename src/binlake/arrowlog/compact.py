@@ -22,7 +22,8 @@ change:
   was replaced may hold the only value of a column the later ones leave out.
 
 Each row then carries ``changes``: how many row changes of the read it stands for (1 for one kept
-as it was, more for the last of several, 0 for a tombstone), so a report still counts every change.
+as it was, more for the last of several, 0 for a tombstone), so a report still counts every change,
+and ``partial``: its after image lacks columns of its layout (the plan folds its table).
 Every server that wrote a change of the window keeps a row (a sink refuses a batch its own server
 wrote), and every row that carries its layout's columns (a read with ``columns=first``) is kept. A
 partial JSON update is kept whatever replaced it, so the batch is refused as a plain read's is: the
@@ -47,10 +48,17 @@ WINDOW_ROWS = 65_536  # rows compacted at once: a window is held whole (~30 MB o
 # column holds (``combine_chunks`` failed); a batch bigger than this is a window alone
 WINDOW_BYTES = 128 << 20
 COUNT_FIELD = pa.field("changes", pa.int32())
+# a row's after image lacks columns of its layout (``partial_images``): the plan folds its table
+PARTIAL_FIELD = pa.field("partial", pa.bool_())
 ROW_OP_VALUES = pa.array([o.value for o in ROW_OPS])  # ``op`` of a row change
 WRITE_OP_VALUES = pa.array([Op.INSERT.value, Op.UPDATE.value])  # the row changes with an after image
 _SPLITS = pa.array([o.value for o in NAME_OPS if o != Op.RENAME_COLUMN])  # rename_table, drop_table
 _KEY = ["db", "table", "_segment", "_key_value", "_key_metadata"]
+
+
+def compacted_schema(schema: pa.Schema) -> pa.Schema:
+    """The schema of what ``last_per_key`` yields of batches of ``schema``."""
+    return schema.append(COUNT_FIELD).append(PARTIAL_FIELD)
 
 
 def last_per_key(
@@ -61,7 +69,7 @@ def last_per_key(
 ) -> Iterator[pa.RecordBatch]:
     """``batches`` (change-log batches of ``schema``, in order) with only the last change per key of
     each window of about ``window`` rows and at most ``window_bytes`` (or one batch), and the
-    ``changes`` each row stands for (``COUNT_FIELD``, appended to the schema)."""
+    ``changes`` each row stands for and whether its image is ``partial`` (``compacted_schema``)."""
     held: list[pa.RecordBatch] = []
     rows = size = 0
     widths: dict[int, int] = {}  # a layout number's column count (its columns come on its first row)
@@ -84,9 +92,11 @@ def compacted(t: pa.Table, widths: dict[int, int] | None = None) -> Iterator[pa.
     t = t.combine_chunks()  # one chunk: every step below then runs over whole arrays
     n = t.num_rows
     op, pk, before_key = t["op"], t["pk"], t["pk_before"]
-    rowchange = pc.and_(pc.is_in(op, ROW_OP_VALUES), pc.is_valid(pk))
+    rowchange = pc.is_in(op, ROW_OP_VALUES)
+    partial = partial_images(t, rowchange, widths)
+    rowchange = pc.and_(rowchange, pc.is_valid(pk))
     # the changes of a table with a partial image stay as they are, like a keyless table's
-    keyed = pc.and_(rowchange, pc.invert(_in_partial_tables(t, rowchange, widths))).combine_chunks()
+    keyed = pc.and_(rowchange, pc.invert(_tables_of(t, rowchange, partial))).combine_chunks()
     moved = pc.and_(
         pc.and_(keyed, pc.equal(op, Op.UPDATE.value)),
         pc.and_(pc.is_valid(before_key), pc.invert(_same_key(pk, before_key))),
@@ -94,6 +104,7 @@ def compacted(t: pa.Table, widths: dict[int, int] | None = None) -> Iterator[pa.
     index = pa.array(range(n), pa.int64())
     # a row's rank: its place in order key order, a tombstone just before its update
     rows = t.append_column(COUNT_FIELD, pa.repeat(pa.scalar(1, pa.int32()), n))
+    rows = rows.append_column(PARTIAL_FIELD, partial)
     rows = rows.append_column("_rank", pc.multiply(index, 2)).append_column("_keyed", keyed)
     both = rows
     if pc.any(moved).as_py():
@@ -133,13 +144,24 @@ def compacted(t: pa.Table, widths: dict[int, int] | None = None) -> Iterator[pa.
         pc.cast(total, pa.int32()),
         pc.if_else(kept["_keyed"], pa.scalar(0, pa.int32()), kept["changes"]),
     )
-    yield from kept.select(t.column_names).append_column(COUNT_FIELD, count).to_batches()
+    out = kept.select(t.column_names).append_column(COUNT_FIELD, count)
+    yield from out.append_column(PARTIAL_FIELD, kept[PARTIAL_FIELD.name]).to_batches()
 
 
-def _in_partial_tables(t: pa.Table, keyed: pa.Array, widths: dict[int, int] | None) -> pa.Array:
-    """The keyed row changes of tables that have, in window ``t``, an insert or update whose after
-    image lacks columns of its layout (it holds fewer fields than the layout has columns)."""
-    writes = pc.and_(keyed, pc.is_in(t["op"], WRITE_OP_VALUES)).fill_null(False)
+def _tables_of(t: pa.Table, rows: pa.Array, marked: pa.Array) -> pa.Array:
+    """Of ``rows``, those whose table (by name) has a ``marked`` row in window ``t``."""
+    if not pc.any(marked).as_py():
+        return pa.repeat(pa.scalar(False), t.num_rows)
+    names = pc.binary_join_element_wise(t["db"], t["table"], "\x00")
+    tables = pc.unique(names.filter(marked))
+    return pc.and_(rows, pc.is_in(names, tables)).fill_null(False)
+
+
+def partial_images(t: pa.Table, rows: pa.Array, widths: dict[int, int] | None = None) -> pa.Array:
+    """Per row of change-log window ``t``, whether it is an insert or update of ``rows`` whose after
+    image lacks columns of its layout (MINIMAL/NOBLOB: it holds fewer fields than the layout has
+    columns; ``widths`` as in ``compacted``)."""
+    writes = pc.and_(rows, pc.is_in(t["op"], WRITE_OP_VALUES)).fill_null(False)
     if not pc.any(writes).as_py():
         return pa.repeat(pa.scalar(False), t.num_rows)
     count = _layout_widths(t, widths)
@@ -151,10 +173,7 @@ def _in_partial_tables(t: pa.Table, keyed: pa.Array, widths: dict[int, int] | No
         starts = pa.array(object_starts(w), pa.binary())
         head = pc.binary_slice(values, 0, len(starts[0].as_py()))
         full = pc.or_(full, pc.and_(pc.equal(count, w), pc.is_in(head, starts)).fill_null(False))
-    partial = pc.and_(writes, pc.invert(full))
-    names = pc.binary_join_element_wise(t["db"], t["table"], "\x00")
-    tables = pc.unique(names.filter(partial))
-    return pc.and_(keyed, pc.is_in(names, tables)).fill_null(False)
+    return pc.and_(writes, pc.invert(full)).combine_chunks()
 
 
 def _layout_widths(t: pa.Table, widths: dict[int, int] | None) -> pa.Array:
@@ -196,6 +215,7 @@ def _tombstones(moved: pa.Table) -> pa.Table:
             moved["order_key"], start=KEY_WIDTH - 1, stop=KEY_WIDTH, replacement=bytes([TOMBSTONE])
         ),
         "changes": pa.repeat(pa.scalar(0, pa.int32()), m),
+        "partial": pa.repeat(pa.scalar(False), m),
         "_rank": pc.subtract(moved["_rank"], 1),
     }
     return pa.table(

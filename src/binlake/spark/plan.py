@@ -88,6 +88,7 @@ def batch_version(file_number: int, txn_position: int) -> int:
     return file_number * 10**13 + txn_position
 
 
+PARTIAL = "partial"  # a read's own word that a row's image lacks columns (``arrowlog.compact``)
 LAYOUT = "layout"  # a row's layout by number (``arrowlog.changelog.ColumnsOnce``; ``with_layouts``)
 Layouts = dict[int, Any]  # a batch's layouts: number -> ``columns`` value (Spark rows)
 
@@ -117,6 +118,7 @@ LATEST_COLUMNS = (
     "commit_ts",
     "renamed",
     LAYOUT,
+    PARTIAL,
 )
 
 
@@ -160,6 +162,7 @@ def keyed_changes(df: Any) -> Any:
         "pk": F.col("pk_before"),
         KEY: F.to_json("pk_before"),
         MOVED: F.lit(False),
+        PARTIAL: F.lit(False),
         "order_key": tombstone,
         "after": F.lit(None).cast("variant"),
     }
@@ -169,11 +172,15 @@ def keyed_changes(df: Any) -> Any:
     return keyed.unionByName(tombstones)
 
 
-def image_fields() -> Any:
-    """How many columns an insert's or update's after image holds (a Spark column; NULL for other
-    changes): fewer than its layout has where the source logs MINIMAL or NOBLOB images."""
+def image_fields(df: Any) -> Any:
+    """How many columns an insert's or update's after image holds (a Spark column of ``df``; NULL
+    for other changes): fewer than its layout has where the source logs MINIMAL or NOBLOB images.
+    A read that says which images lack columns (its ``partial`` column, ``changes=last``) gives 0
+    for those and NULL for whole ones instead: the same comparison, without reading every image."""
     from pyspark.sql import functions as F
 
+    if PARTIAL in df.columns:
+        return F.when(F.col(PARTIAL), F.lit(0))
     writes = F.col("op").isin("insert", "update")
     return F.when(writes, F.size(F.variant_get(F.col("after"), "$", "map<string,variant>")))
 
@@ -259,7 +266,7 @@ def table_plans(df: Any, keyless: bool, layouts: Layouts, partitions: int | None
     if partitions is not None:
         df = df.repartition(partitions, "db", "table")
     groups = df.groupBy("db", "table", LAYOUT, "renamed").agg(
-        F.max("order_key").alias("k"), F.count(F.lit(1)).alias("n"), F.min(image_fields()).alias("fields")
+        F.max("order_key").alias("k"), F.count(F.lit(1)).alias("n"), F.min(image_fields(df)).alias("fields")
     )
     for g in groups.collect():
         columns = [c.asDict(recursive=True) for c in layouts[g[LAYOUT]]]
@@ -349,7 +356,7 @@ def head_and_contents(df: Any, source: str) -> tuple[SyncReport, dict[str, str],
     op = F.col("op")
     moved = (op == "update") & F.col("pk_before").isNotNull() & (F.to_json("pk_before") != F.to_json("pk"))
     row = op.isin(*ROW_OPS)
-    fields = image_fields()
+    fields = image_fields(df)
     # how many changes a row stands for: 1, or what a read of the last changes per key counted
     stands_for = F.sum("changes") if "changes" in df.columns else F.count(F.lit(1))
     groups = (
@@ -367,7 +374,9 @@ def head_and_contents(df: Any, source: str) -> tuple[SyncReport, dict[str, str],
             # insert, and of a primary-key update with where it is
             F.min(fields).alias("fields"),
             F.min(F.when(op == "insert", fields)).alias("insert_fields"),
-            F.min(F.when(moved, F.struct(fields.alias("n"), "file", "position"))).alias("moved_fields"),
+            F.min(F.when(moved & fields.isNotNull(), F.struct(fields.alias("n"), "file", "position"))).alias(
+                "moved_fields"
+            ),
             # what the layout number stands for (the rows that carry it): two values, two layouts
             F.min("columns").alias("columns"),
             F.max("columns").alias("columns_max"),
