@@ -200,6 +200,11 @@ def has_field(image: Any, name: str) -> Any:
     return F.element_at(F.try_variant_get(image, "$", "map<string,variant>"), F.lit(name)).isNotNull()
 
 
+def presence_column(columns: Sequence[dict[str, Any]], name: str) -> str:
+    """The ``PRESENT`` column of target column ``name`` (one of ``columns``, not a key)."""
+    return f"{PRESENT}{next(i for i, c in enumerate(columns) if c['name'] == name)}"
+
+
 def presence(schema: pa.Schema, columns: Sequence[dict[str, Any]]) -> dict[str, str]:
     """Target column -> the column of ``schema`` that says whether a row sets it (only the columns
     that have one: a column without sets it in every row)."""
