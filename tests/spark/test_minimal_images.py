@@ -300,3 +300,37 @@ def test_jdbc_a_column_added_between_minimal_changes(
     synced(spark, own_mariadb, tmp_path, add_column_steps(db), postgres.url)
     (got,) = jdbc_tables(spark, postgres.url, [f"{db}.t"], "org.postgresql.Driver", '"').values()
     assert [tuple(r.values()) for r in got] == select_all(own_mariadb, db, "t") == [(1, 11, 7), (2, 21, 7)]
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="one staged flag column per column: a stage of 600 columns + 599 flags passes InnoDB's 1017 "
+    "(and PostgreSQL's 1600 past ~795 columns): Too many columns",
+)
+def test_jdbc_a_wide_table_with_minimal_updates(
+    spark: Any, own_mariadb: Any, sink_mariadb: Any, tmp_path: Path
+) -> None:
+    """A table of 600 columns (InnoDB takes 1017) updated MINIMAL into a MariaDB target: the
+    staging table must fit too, whatever says which columns a row sets."""
+    db = unique("wide")
+    cols = ", ".join(f"c{i} INT" for i in range(600))
+    synced(
+        spark,
+        own_mariadb,
+        tmp_path,
+        [
+            (
+                [f"CREATE DATABASE {db}"],
+                [
+                    f"CREATE TABLE {db}.t (id INT PRIMARY KEY, {cols})",
+                    f"INSERT INTO {db}.t (id, c0, c599) VALUES (1, 1, 2)",
+                ],
+            ),
+            ([], ["SET SESSION binlog_row_image = 'MINIMAL'", f"UPDATE {db}.t SET c1 = 5 WHERE id = 1"]),
+        ],
+        sink_mariadb.url,
+    )
+    url = sink_mariadb.url.replace("jdbc:mariadb:", "jdbc:mysql:")
+    (got,) = jdbc_tables(spark, url, [f"{db}.t"], "org.mariadb.jdbc.Driver", '"').values()
+    assert [tuple(r.values()) for r in got] == select_all(own_mariadb, db, "t")
