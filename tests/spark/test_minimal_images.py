@@ -334,3 +334,44 @@ def test_jdbc_a_wide_table_with_minimal_updates(
     url = sink_mariadb.url.replace("jdbc:mariadb:", "jdbc:mysql:")
     (got,) = jdbc_tables(spark, url, [f"{db}.t"], "org.mariadb.jdbc.Driver", '"').values()
     assert [tuple(r.values()) for r in got] == select_all(own_mariadb, db, "t")
+
+
+HOSTILE = ["a.b", "it's", "back`tick", 'd"q', "$[0]", "x" * 64, "x" * 63 + "y"]
+
+
+def hostile_steps(db: str) -> list[tuple[list[str], list[str]]]:
+    """Columns named with dots, quotes, backticks, a JSON path, and two 64-character names that a
+    63-byte target (PostgreSQL) shortens; MINIMAL updates of one column each."""
+    q = [f"`{c.replace('`', '``')}`" for c in HOSTILE]
+    cols = ", ".join(f"{c} INT" for c in q)
+    values = ", ".join(str(i) for i in range(len(q)))
+    return [
+        (
+            [f"CREATE DATABASE {db}"],
+            [f"CREATE TABLE {db}.t (id INT PRIMARY KEY, {cols})", f"INSERT INTO {db}.t VALUES (1, {values})"],
+        ),
+        (
+            [],
+            ["SET SESSION binlog_row_image = 'MINIMAL'"]
+            + [f"UPDATE {db}.t SET {c} = {100 + i} WHERE id = 1" for i, c in enumerate(q) if i % 2 == 0],
+        ),
+    ]
+
+
+@pytest.mark.parametrize("sink", ["delta", "postgres"])
+def test_hostile_column_names_with_minimal_updates(
+    spark: Any, own_mariadb: Any, request: Any, tmp_path: Path, sink: str
+) -> None:
+    """Whatever a column's name, the columns MINIMAL updates leave out keep their values."""
+    db = unique("hn")
+    target = tmp_path / "lake" if sink == "delta" else request.getfixturevalue(sink).url
+    synced(spark, own_mariadb, tmp_path, hostile_steps(db), target)
+    want = select_all(own_mariadb, db, "t")
+    assert want == [(1, 100, 1, 102, 3, 104, 5, 106)]
+    if sink == "delta":
+        rows = read_table(target, db, "t").to_pylist()
+        got = [tuple(r.values()) for r in rows]
+    else:
+        (got_rows,) = jdbc_tables(spark, target, [f"{db}.t"], "org.postgresql.Driver", '"').values()
+        got = [tuple(r.values()) for r in got_rows]
+    assert got == want
