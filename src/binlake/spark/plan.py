@@ -752,8 +752,8 @@ class BatchPlan:
             typed = typed_rows(
                 changes, columns, sources, False, partial=True, keep=[KEY, restart.alias(MOVED)]
             )
-            for name, key, _ in folded:  # a change before the ADD COLUMN does not set it: ``fold`` does
-                flag = presence_column(columns, name)
+            for added, key, _ in folded:  # a change before the ADD COLUMN does not set it: ``fold`` does
+                flag = presence_column(columns, added)
                 typed = typed.withColumn(flag, F.col(flag) & (F.col(ORDER) >= F.lit(key)))
             typed = fold_images(typed, columns, KEY, MOVED)
             flags = [n for n in typed.columns if n.startswith(PRESENT)]
