@@ -58,7 +58,9 @@ def jdbc_tables(spark: Any, url: str, names: list[str], driver: str, quote: str)
     for name in names:
         schema, table = d.target(*name.split("."))
         df = spark.read.jdbc(url, f"{d.q(schema)}.{d.q(table)}", properties={"driver": driver})
-        df = df.select(*[c for c in df.columns if not c.startswith("_binlake_")])
+        df = df.select(
+            *["`" + c.replace("`", "``") + "`" for c in df.columns if not c.startswith("_binlake_")]
+        )
         rows = [{k: _plain(v) for k, v in r.asDict().items()} for r in df.collect()]
         first = df.columns[0]
         out[name] = sorted(rows, key=lambda r: str(r[first]))

@@ -46,6 +46,7 @@ from binlake.spark.typedrows import (
     fold_images,
     path,
     presence,
+    presence_column,
     spark_type,
     target_schema,
     typed_field,
@@ -736,7 +737,9 @@ class BatchPlan:
         from pyspark.sql import functions as F
 
         columns, sources = union_columns(t.layouts, name)
-        fills = self.table_fills(t) if filled else []
+        # a partial table's folded rows need them whatever the sink: an image after the ADD COLUMN
+        # may leave the column out, and the fill, not NULL, is then its value (``fold``)
+        fills = self.table_fills(t) if filled or t.partial else []
         folded = []
         for f in fills:
             fill_columns, row = self.fill_rows(f, name)
@@ -758,6 +761,9 @@ class BatchPlan:
             typed = typed_rows(
                 changes, columns, sources, False, partial=True, keep=[KEY, restart.alias(MOVED)]
             )
+            for added, key, _ in folded:  # a change before the ADD COLUMN does not set it: ``fold`` does
+                flag = presence_column(columns, added)
+                typed = typed.withColumn(flag, F.col(flag) & (F.col(ORDER) >= F.lit(key)))
             typed = fold_images(typed, columns, KEY, MOVED)
             flags = [n for n in typed.columns if n.startswith(PRESENT)]
             schema = pa.schema([*schema, *(pa.field(n, pa.bool_()) for n in flags)])
@@ -783,8 +789,9 @@ def fold(
     batch: pa.RecordBatch, fills: list[tuple[str, bytes, pa.Scalar]], columns: list[dict[str, Any]]
 ) -> pa.RecordBatch:
     """``batch`` with each fill's value (column, order key, value) in the live rows changed before
-    it (order keys compare as bytes: their encoding's order is theirs), which then set the column
-    (``PRESENT``, where the rows of ``columns`` say which they set)."""
+    it (order keys compare as bytes: their encoding's order is theirs), which then set the column.
+    Folded rows (``PRESENT``, where the rows of ``columns`` say which they set) also get it where
+    no change after the ADD COLUMN set the column: the row was there when the column was added."""
     import pyarrow.compute as pc
 
     order, live = batch.column(ORDER), pc.invert(batch.column(DELETED))
@@ -792,7 +799,10 @@ def fold(
     flags = presence(batch.schema, columns)
     for name, key, value in fills:
         target = batch.schema.field(name).type
-        before = pc.and_(pc.less(order, pa.scalar(key, pa.binary())), live).fill_null(False)
+        before = pc.less(order, pa.scalar(key, pa.binary()))
+        if name in flags:
+            before = pc.or_(before, pc.invert(arrays[flags[name]]))
+        before = pc.and_(before, live).fill_null(False)
         arrays[name] = pc.if_else(before, value.cast(target), arrays[name])
         if name in flags:
             arrays[flags[name]] = pc.or_(arrays[flags[name]], before)

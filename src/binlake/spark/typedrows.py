@@ -200,6 +200,11 @@ def has_field(image: Any, name: str) -> Any:
     return F.element_at(F.try_variant_get(image, "$", "map<string,variant>"), F.lit(name)).isNotNull()
 
 
+def presence_column(columns: Sequence[dict[str, Any]], name: str) -> str:
+    """The ``PRESENT`` column of target column ``name`` (one of ``columns``, not a key)."""
+    return f"{PRESENT}{next(i for i, c in enumerate(columns) if c['name'] == name)}"
+
+
 def presence(schema: pa.Schema, columns: Sequence[dict[str, Any]]) -> dict[str, str]:
     """Target column -> the column of ``schema`` that says whether a row sets it (only the columns
     that have one: a column without sets it in every row)."""
@@ -223,13 +228,21 @@ def fold_images(typed: Any, columns: Sequence[dict[str, Any]], key: str, restart
         flag = f"{PRESENT}{i}"
         if flag in names:
             aggs += [
-                F.max_by(c["name"], F.when(F.col(flag), order)).alias(c["name"]),
+                F.max_by(named(c["name"]), F.when(F.col(flag), order)).alias(c["name"]),
                 F.max(flag).alias(flag),
             ]
         else:
-            aggs.append(F.max_by(c["name"], order).alias(c["name"]))
+            aggs.append(F.max_by(named(c["name"]), order).alias(c["name"]))
     aggs += [F.max(ORDER).alias(ORDER)] + [F.max_by(n, order).alias(n) for n in (DELETED, GTID, COMMIT_TS)]
     return live.groupBy(key).agg(*aggs).drop(key)
+
+
+def named(name: str) -> Any:
+    """The column called ``name``, whatever it holds (a bare string is parsed: a dot is a struct
+    field, a backtick a quote)."""
+    from pyspark.sql import functions as F
+
+    return F.col("`" + name.replace("`", "``") + "`")
 
 
 def _layout_is(renamed: str | None) -> Any:
