@@ -38,12 +38,13 @@ from binlake.spark.typedrows import (
     COMMIT_TS,
     DELETED,
     GTID,
+    MASK,
     ORDER,
-    PRESENT,
     Sources,
     arrow_batches,
     conform,
     fold_images,
+    masked,
     path,
     presence,
     presence_column,
@@ -764,9 +765,8 @@ class BatchPlan:
             for added, key, _ in folded:  # a change before the ADD COLUMN does not set it: ``fold`` does
                 flag = presence_column(columns, added)
                 typed = typed.withColumn(flag, F.col(flag) & (F.col(ORDER) >= F.lit(key)))
-            typed = fold_images(typed, columns, KEY, MOVED)
-            flags = [n for n in typed.columns if n.startswith(PRESENT)]
-            schema = pa.schema([*schema, *(pa.field(n, pa.bool_()) for n in flags)])
+            typed = masked(fold_images(typed, columns, KEY, MOVED), columns)
+            schema = schema.append(pa.field(MASK, pa.string()))
         else:
             typed = typed_rows(self.latest.where(this), columns, sources, False)
         with trace.span(f"rows {t.name}"):
@@ -790,22 +790,26 @@ def fold(
 ) -> pa.RecordBatch:
     """``batch`` with each fill's value (column, order key, value) in the live rows changed before
     it (order keys compare as bytes: their encoding's order is theirs), which then set the column.
-    Folded rows (``PRESENT``, where the rows of ``columns`` say which they set) also get it where
-    no change after the ADD COLUMN set the column: the row was there when the column was added."""
+    Folded rows (a ``MASK`` saying which columns of ``columns`` they set) also get it where no
+    change after the ADD COLUMN set the column: the row was there when the column was added."""
     import pyarrow.compute as pc
 
     order, live = batch.column(ORDER), pc.invert(batch.column(DELETED))
     arrays = dict(zip(batch.schema.names, batch.columns, strict=True))
-    flags = presence(batch.schema, columns)
+    places = presence(batch.schema, columns)
     for name, key, value in fills:
         target = batch.schema.field(name).type
         before = pc.less(order, pa.scalar(key, pa.binary()))
-        if name in flags:
-            before = pc.or_(before, pc.invert(arrays[flags[name]]))
+        at = places.get(name)
+        if at is not None:  # a MASK place is 1-based, a slice 0-based
+            unset = pc.not_equal(pc.utf8_slice_codeunits(arrays[MASK], at - 1, at), "1")
+            before = pc.or_(before, unset)
         before = pc.and_(before, live).fill_null(False)
         arrays[name] = pc.if_else(before, value.cast(target), arrays[name])
-        if name in flags:
-            arrays[flags[name]] = pc.or_(arrays[flags[name]], before)
+        if at is not None:
+            arrays[MASK] = pc.if_else(
+                before, pc.utf8_replace_slice(arrays[MASK], at - 1, at, "1"), arrays[MASK]
+            )
     return pa.RecordBatch.from_arrays(list(arrays.values()), schema=batch.schema)
 
 

@@ -24,9 +24,13 @@ ORDER, DELETED, GTID, COMMIT_TS, OP = (
     "_binlake_commit_ts",
     "_binlake_op",
 )
-# a row's column i holds a value the row's changes set (``fold_images``); a row without these
-# columns sets every column. Never a target column: a sink reads them to leave the others alone.
+# while a table's changes are folded (``fold_images``): column i holds a value the row's changes set
 PRESENT = "_binlake_has_"
+# then one text of '1'/'0' per target column, 1-based as SQL's SUBSTR counts (``masked``): which of
+# its columns a row sets; a row without it sets every column. Never a target column: a sink reads it
+# to leave the others alone (one column, however wide the table: a flag column per column would
+# double a stage's width past what a database allows)
+MASK = "_binlake_set"
 
 
 def spark_type(t: pa.DataType) -> str:
@@ -205,10 +209,26 @@ def presence_column(columns: Sequence[dict[str, Any]], name: str) -> str:
     return f"{PRESENT}{next(i for i, c in enumerate(columns) if c['name'] == name)}"
 
 
-def presence(schema: pa.Schema, columns: Sequence[dict[str, Any]]) -> dict[str, str]:
-    """Target column -> the column of ``schema`` that says whether a row sets it (only the columns
-    that have one: a column without sets it in every row)."""
-    return {c["name"]: f"{PRESENT}{i}" for i, c in enumerate(columns) if f"{PRESENT}{i}" in schema.names}
+def masked(folded: Any, columns: Sequence[dict[str, Any]]) -> Any:
+    """``fold_images``' rows with their ``PRESENT`` flags as one ``MASK`` (a key column: '1')."""
+    from pyspark.sql import functions as F
+
+    flags = set(folded.columns)
+    bits = [
+        F.when(F.col(f"{PRESENT}{i}"), F.lit("1")).otherwise(F.lit("0"))
+        if f"{PRESENT}{i}" in flags
+        else F.lit("1")
+        for i in range(len(columns))
+    ]
+    return folded.withColumn(MASK, F.concat(*bits)).drop(*(f for f in flags if f.startswith(PRESENT)))
+
+
+def presence(schema: pa.Schema, columns: Sequence[dict[str, Any]]) -> dict[str, int]:
+    """Target column -> its place (1-based) in ``MASK`` where rows of ``schema`` carry one (every
+    non-key column of ``columns``), else nothing: every row sets every column."""
+    if MASK not in schema.names:
+        return {}
+    return {c["name"]: i + 1 for i, c in enumerate(columns) if not c.get("pk")}
 
 
 def fold_images(typed: Any, columns: Sequence[dict[str, Any]], key: str, restart: str) -> Any:

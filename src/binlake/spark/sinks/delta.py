@@ -21,7 +21,7 @@ from binlake.spark import trace
 from binlake.spark.plan import BatchPlan, FillPlan, Phase, SyncReport, TablePlan
 from binlake.spark.sinks.delta_renames import rename_delta_targets
 from binlake.spark.typed import arrow_type
-from binlake.spark.typedrows import COMMIT_TS, DELETED, GTID, OP, ORDER, presence
+from binlake.spark.typedrows import COMMIT_TS, DELETED, GTID, MASK, OP, ORDER, presence
 from binlake.targetnames import NAME_BOOK, NameBook, escape_reserved, inside, path_name
 
 APP_ID = "binlake-sync"
@@ -221,16 +221,16 @@ def merge_table(
     keys: list[str],
     version: int | None,
     metadata: dict[str, str],
-    present: dict[str, str] | None = None,
+    present: dict[str, int] | None = None,
 ) -> None:
     """Upsert ``batch`` (a table or an Arrow stream) by key, newer order keys winning, in one commit
     that records ``version`` as the app transaction (None: an idempotent step before the last).
-    ``present``: column -> the batch's column saying whether a row sets it (images lacking columns,
-    ``typedrows.PRESENT``): a row that does not keeps the target's value, or NULL when inserted."""
+    ``present``: column -> its place in the batch's ``typedrows.MASK`` saying whether a row sets it
+    (images lacking columns): a row that does not keeps the target's value, or NULL when inserted."""
     from deltalake import CommitProperties, DeltaTable, Schema, Transaction, write_deltalake
 
     present = present or {}
-    flags = set(present.values())
+    flags = {MASK} if present else set()
     names = [n for n in batch.schema.names if n not in flags]
     txns = [Transaction(APP_ID, version)] if version is not None else None
     props = CommitProperties(custom_metadata=metadata, app_transactions=txns)
@@ -252,9 +252,8 @@ def merge_table(
     def value(c: str) -> str:
         if c not in present:
             return sql.column("s", c)
-        return (
-            f"CASE WHEN {sql.column('s', present[c])} THEN {sql.column('s', c)} ELSE {sql.column('t', c)} END"
-        )
+        sets = f"substr({sql.column('s', MASK)}, {int(present[c])}, 1) = '1'"
+        return f"CASE WHEN {sets} THEN {sql.column('s', c)} ELSE {sql.column('t', c)} END"
 
     updates = {q(c): value(c) for c in names} | {q(c): "NULL" for c in gone}
     newer = f"{sql.column('s', ORDER)} > {sql.column('t', ORDER)}"

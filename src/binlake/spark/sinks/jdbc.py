@@ -38,7 +38,7 @@ from binlake.spark.sinks.jdbc_connection import (
 )
 from binlake.spark.sinks.jdbc_dialects import SYSTEM_COLUMNS, dialect_for
 from binlake.spark.sinks.jdbc_renames import rename_jdbc_targets
-from binlake.spark.typedrows import DELETED, OP, ORDER, presence
+from binlake.spark.typedrows import DELETED, MASK, OP, ORDER, presence
 
 
 @dataclass(frozen=True)
@@ -174,9 +174,9 @@ class JdbcSink:
 
 
 Types = dict[tuple[str, str], dict[str, str]]  # target (schema, table) -> column -> SQL type
-# staging table, target schema, target table, key columns, and column -> its staged flag saying
-# which rows set it (``typedrows.PRESENT``: images lacking columns; a flag is never a target column)
-Stage = tuple[str, str, str, list[str], dict[str, str]]
+# staging table, target schema, target table, key columns, and column -> its place in the staged
+# ``typedrows.MASK`` saying which rows set it (images lacking columns; never a target column)
+Stage = tuple[str, str, str, list[str], dict[str, int]]
 
 
 def final_types(db: Jdbc, stages: list[Stage]) -> Types:
@@ -197,7 +197,7 @@ def _prepare_target(db: Jdbc, stage: Stage, types: Types) -> tuple[list[str], li
     d = db.dialect
     name, schema, table, keys, present = stage
     target = f"{d.q(schema)}.{d.q(table)}"
-    flags = set(present.values())
+    flags = {MASK} if present else set()
     staged = [c for c in d.columns(db, d.stage_schema(schema), name) if c[0] not in flags]
     have = dict(d.columns(db, schema, table))
     if not have:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from binlake.dialects import mysql, postgres
-from binlake.spark.typedrows import COMMIT_TS, DELETED, GTID, ORDER
+from binlake.spark.typedrows import COMMIT_TS, DELETED, GTID, MASK, ORDER
 from binlake.targetnames import path_name
 
 if TYPE_CHECKING:
@@ -82,15 +82,15 @@ class Dialect:
         stage: str,
         names: list[str],
         keys: list[str],
-        present: dict[str, str],
+        present: dict[str, int],
         cleared: list[str],
     ) -> str:
         """Update the rows the target holds from newer staged rows, each column of ``present``
-        (column -> staged flag) only where its flag says the row sets it, else kept (images that
-        lack columns: ``typedrows.PRESENT``); an ``upsert`` after it inserts the other rows."""
+        (column -> its place in the staged ``typedrows.MASK``) only where the row sets it, else
+        kept (images that lack columns); an ``upsert`` after it inserts the other rows."""
         raise NotImplementedError
 
-    def _assignments(self, names: list[str], keys: list[str], present: dict[str, str], to: str) -> list[str]:
+    def _assignments(self, names: list[str], keys: list[str], present: dict[str, int], to: str) -> list[str]:
         """``column = value`` of an ``update_present`` (the order key last); ``to`` prefixes the
         updated column."""
         q = self.q
@@ -98,7 +98,8 @@ class Dialect:
         def value(c: str) -> str:
             if c not in present:
                 return f"s.{q(c)}"
-            return f"CASE WHEN s.{q(present[c])} THEN s.{q(c)} ELSE t.{q(c)} END"
+            sets = f"SUBSTR(s.{q(MASK)}, {int(present[c])}, 1) = '1'"
+            return f"CASE WHEN {sets} THEN s.{q(c)} ELSE t.{q(c)} END"
 
         return [f"{to}{q(c)} = {value(c)}" for c in names if c not in keys and c != ORDER] + [
             f"{to}{q(ORDER)} = s.{q(ORDER)}"
@@ -180,7 +181,7 @@ class Postgres(Dialect):
         stage: str,
         names: list[str],
         keys: list[str],
-        present: dict[str, str],
+        present: dict[str, int],
         cleared: list[str],
     ) -> str:
         q = self.q
@@ -289,7 +290,7 @@ class MariaDB(Dialect):
         stage: str,
         names: list[str],
         keys: list[str],
-        present: dict[str, str],
+        present: dict[str, int],
         cleared: list[str],
     ) -> str:
         q = self.q
