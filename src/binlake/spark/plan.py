@@ -765,7 +765,7 @@ class BatchPlan:
             for added, key, _ in folded:  # a change before the ADD COLUMN does not set it: ``fold`` does
                 flag = presence_column(columns, added)
                 typed = typed.withColumn(flag, F.col(flag) & (F.col(ORDER) >= F.lit(key)))
-            typed = masked(fold_images(typed, columns, KEY, MOVED), columns)
+            typed = masked(fold_images(typed, columns, KEY, MOVED, self.partitions), columns)
             schema = schema.append(pa.field(MASK, pa.string()))
         else:
             typed = typed_rows(self.latest.where(this), columns, sources, False)

@@ -13,7 +13,8 @@ its ``columns`` only where it is the first of its layout in a range, and every r
 number, the same for equal layouts), ``before`` (``every``, the default, or ``keyless``: a keyed
 change's ``before`` is NULL, its key is ``pk_before``), ``changes`` (``every``, the default, or
 ``last``: only the last change per key of each stretch of a range, each row counting the changes it
-stands for in ``changes``; ``binlake.arrowlog.compact``) — a sync reads with all three
+stands for in ``changes`` and whether its image lacks columns in ``partial``;
+``binlake.arrowlog.compact``) — a sync reads with all three
 (``binlake.arrowlog.changelog.Trim``); and a selection:
 ``databases``, ``tables`` (``db.table`` or ``table`` globs), ``operations`` (insert,update,delete),
 ``startDatetime``/``stopDatetime`` (by commit time), ``includeGtids``/``excludeGtids`` (GTID sets).

@@ -231,15 +231,20 @@ def presence(schema: pa.Schema, columns: Sequence[dict[str, Any]]) -> dict[str, 
     return {c["name"]: i + 1 for i, c in enumerate(columns) if not c.get("pk")}
 
 
-def fold_images(typed: Any, columns: Sequence[dict[str, Any]], key: str, restart: str) -> Any:
+def fold_images(
+    typed: Any, columns: Sequence[dict[str, Any]], key: str, restart: str, partitions: int | None = None
+) -> Any:
     """One row per key (column ``key``) of a keyed table's typed changes with ``PRESENT`` columns
     (``typed_rows(partial=True)``), each column as the key's last change that set it — since its
     last ``restart`` (an insert, a delete, a key moved here: the row began again). A column no such
-    change set keeps its ``PRESENT`` false: the sink leaves the target's value."""
+    change set keeps its ``PRESENT`` false: the sink leaves the target's value. ``partitions``: fold
+    in that many pieces (a small batch: few tasks; ``plan.sort_partitions``)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     order = F.col(ORDER)
+    if partitions is not None:  # the window's and the grouping's partitioning: no other exchange
+        typed = typed.repartition(partitions, key)
     began = F.max(F.when(F.col(restart), order)).over(Window.partitionBy(key))
     live = typed.withColumn("_began", began).where(F.col("_began").isNull() | (order >= F.col("_began")))
     names = typed.columns
