@@ -89,9 +89,7 @@ def t_(name: str) -> str:
     return ".".join(f"`{n}`" for n in name.split("."))
 
 
-@pytest.mark.parametrize(
-    ("server", "read"), [("own_mariadb", "sync"), ("own_mariadb", "plain"), ("mysql", "sync")]
-)
+@pytest.mark.parametrize(("server", "read"), [("mariadb", "sync"), ("mariadb", "plain"), ("mysql", "sync")])
 def test_delta_keeps_the_columns_minimal_updates_leave_out(
     spark: Any, request: Any, tmp_path: Path, server: str, read: str
 ) -> None:
@@ -118,92 +116,95 @@ def test_delta_keeps_the_columns_minimal_updates_leave_out(
 @pytest.mark.slow
 @pytest.mark.parametrize("sink", ["postgres", "sink_mariadb"])
 def test_jdbc_keeps_the_columns_minimal_updates_leave_out(
-    spark: Any, own_mariadb: Any, request: Any, tmp_path: Path, sink: str
+    spark: Any, mariadb: Any, request: Any, tmp_path: Path, sink: str
 ) -> None:
     """The same over JDBC: a row the target holds is updated in the columns the batch set alone
     (``Dialect.update_present``), and the staged flags never become target columns."""
     target = request.getfixturevalue(sink)
     name = f"{unique('mj')}.t"
-    synced(spark, own_mariadb, tmp_path, scenario(name), target.url)
+    synced(spark, mariadb, tmp_path, scenario(name), target.url)
     driver = "org.postgresql.Driver" if sink == "postgres" else "org.mariadb.jdbc.Driver"
     url = target.url if sink == "postgres" else target.url.replace("jdbc:mariadb:", "jdbc:mysql:")
     (got,) = jdbc_tables(spark, url, [name], driver, '"').values()
     schema, table = name.split(".")
-    assert [tuple(r.values()) for r in got] == select_all(own_mariadb, schema, table)
+    assert [tuple(r.values()) for r in got] == select_all(mariadb, schema, table)
     assert all(set(r) == {"id", "name", "v", "note"} for r in got)
 
 
-def test_a_column_renamed_between_minimal_updates(spark: Any, own_mariadb: Any, tmp_path: Path) -> None:
+def test_a_column_renamed_between_minimal_updates(spark: Any, mariadb: Any, tmp_path: Path) -> None:
     """A key updated, its column renamed, the key updated in another column: the target's column
     under its new name holds the first update's value (the fold reads every layout of the batch)."""
+    db = unique("r")
     synced(
         spark,
-        own_mariadb,
+        mariadb,
         tmp_path,
         [
             (
-                ["CREATE DATABASE r"],
+                [f"CREATE DATABASE {db}"],
                 [
-                    "CREATE TABLE r.t (id INT PRIMARY KEY, v INT, w INT)",
-                    "INSERT INTO r.t VALUES (1, 1, 1), (2, 2, 2)",
+                    f"CREATE TABLE {db}.t (id INT PRIMARY KEY, v INT, w INT)",
+                    f"INSERT INTO {db}.t VALUES (1, 1, 1), (2, 2, 2)",
                 ],
             ),
             (
                 [],
                 [
                     "SET SESSION binlog_row_image = 'MINIMAL'",
-                    "UPDATE r.t SET v = 10 WHERE id = 1",
-                    "ALTER TABLE r.t RENAME COLUMN v TO v2",
-                    "UPDATE r.t SET w = 30 WHERE id = 1",
-                    "UPDATE r.t SET w = 20 WHERE id = 2",
+                    f"UPDATE {db}.t SET v = 10 WHERE id = 1",
+                    f"ALTER TABLE {db}.t RENAME COLUMN v TO v2",
+                    f"UPDATE {db}.t SET w = 30 WHERE id = 1",
+                    f"UPDATE {db}.t SET w = 20 WHERE id = 2",
                 ],
             ),
         ],
         tmp_path / "lake",
     )
-    got = live_rows(tmp_path / "lake", "r", "t", ["id", "v2", "w"])
-    assert got == select_all(own_mariadb, "r", "t") == [(1, 10, 30), (2, 2, 20)]
+    got = live_rows(tmp_path / "lake", db, "t", ["id", "v2", "w"])
+    assert got == select_all(mariadb, db, "t") == [(1, 10, 30), (2, 2, 20)]
 
 
-def test_noblob_updates_keep_the_text_they_leave_out(spark: Any, own_mariadb: Any, tmp_path: Path) -> None:
+def test_noblob_updates_keep_the_text_they_leave_out(spark: Any, mariadb: Any, tmp_path: Path) -> None:
     """``binlog_row_image=NOBLOB``: an update that does not change a TEXT column leaves it out of
     its after image; the target keeps it."""
+    db = unique("nb")
     synced(
         spark,
-        own_mariadb,
+        mariadb,
         tmp_path,
         [
             (
-                ["CREATE DATABASE nb"],
+                [f"CREATE DATABASE {db}"],
                 [
-                    "CREATE TABLE nb.t (id INT PRIMARY KEY, body TEXT, v INT)",
-                    "INSERT INTO nb.t VALUES (1, 'long text', 1)",
+                    f"CREATE TABLE {db}.t (id INT PRIMARY KEY, body TEXT, v INT)",
+                    f"INSERT INTO {db}.t VALUES (1, 'long text', 1)",
                 ],
             ),
-            ([], ["SET SESSION binlog_row_image = 'NOBLOB'", "UPDATE nb.t SET v = 2 WHERE id = 1"]),
+            ([], ["SET SESSION binlog_row_image = 'NOBLOB'", f"UPDATE {db}.t SET v = 2 WHERE id = 1"]),
         ],
         tmp_path / "lake",
     )
-    assert live_rows(tmp_path / "lake", "nb", "t", ["id", "body", "v"]) == [(1, "long text", 2)]
+    assert live_rows(tmp_path / "lake", db, "t", ["id", "body", "v"]) == [(1, "long text", 2)]
 
 
-def test_a_minimal_primary_key_update_is_refused(spark: Any, own_mariadb: Any, tmp_path: Path) -> None:
+def test_a_minimal_primary_key_update_is_refused(spark: Any, mariadb: Any, tmp_path: Path) -> None:
     """A MINIMAL update of the primary key logs the new key alone: the row's other values are in
     the old key's row, which the binlog does not hold. Refused before anything is written."""
+    db = unique("pk")
     steps = in_steps(
-        own_mariadb,
+        mariadb,
         tmp_path,
         [
             (
-                ["CREATE DATABASE pk"],
-                ["CREATE TABLE pk.t (id INT PRIMARY KEY, v INT)", "INSERT INTO pk.t VALUES (1, 10)"],
+                [f"CREATE DATABASE {db}"],
+                [f"CREATE TABLE {db}.t (id INT PRIMARY KEY, v INT)", f"INSERT INTO {db}.t VALUES (1, 10)"],
             ),
             (
                 [],
                 [
                     "SET SESSION binlog_row_image = 'MINIMAL'",
-                    "UPDATE pk.t SET v = 11 WHERE id = 1",
-                    "UPDATE pk.t SET id = 9 WHERE id = 1",
+                    f"UPDATE {db}.t SET v = 11 WHERE id = 1",
+                    f"UPDATE {db}.t SET id = 9 WHERE id = 1",
                 ],
             ),
         ],
@@ -211,27 +212,31 @@ def test_a_minimal_primary_key_update_is_refused(spark: Any, own_mariadb: Any, t
     sync(spark, str(next(steps)), tmp_path / "lake")
     with pytest.raises(UnappliableChangeError, match="primary-key update") as refused:
         sync(spark, str(next(steps)), tmp_path / "lake")
-    assert refused.value.table == "pk.t" and refused.value.offset > 0
-    assert live_rows(tmp_path / "lake", "pk", "t", ["id", "v"]) == [(1, 10)]  # nothing of the batch
+    assert refused.value.table == f"{db}.t" and refused.value.offset > 0
+    assert live_rows(tmp_path / "lake", db, "t", ["id", "v"]) == [(1, 10)]  # nothing of the batch
 
 
-def test_minimal_inserts_name_the_defaults_they_lack(spark: Any, own_mariadb: Any, tmp_path: Path) -> None:
+def test_minimal_inserts_name_the_defaults_they_lack(spark: Any, mariadb: Any, tmp_path: Path) -> None:
     """A MINIMAL insert logs the columns the statement named: the others got their DEFAULT on the
     server, which the binlog does not carry. The report says so for the table; NULL is written."""
+    db = unique("df")
     report = synced(
         spark,
-        own_mariadb,
+        mariadb,
         tmp_path,
         [
             (
-                ["CREATE DATABASE df", "CREATE TABLE df.t (id INT PRIMARY KEY, v INT DEFAULT 7, w INT)"],
-                ["SET SESSION binlog_row_image = 'MINIMAL'", "INSERT INTO df.t (id, w) VALUES (1, 5)"],
+                [
+                    f"CREATE DATABASE {db}",
+                    f"CREATE TABLE {db}.t (id INT PRIMARY KEY, v INT DEFAULT 7, w INT)",
+                ],
+                ["SET SESSION binlog_row_image = 'MINIMAL'", f"INSERT INTO {db}.t (id, w) VALUES (1, 5)"],
             )
         ],
         tmp_path / "lake",
     )
-    assert [w for w in report.warnings if "DEFAULT" in w and w.startswith("df.t:")]
-    assert live_rows(tmp_path / "lake", "df", "t", ["id", "v", "w"]) == [(1, None, 5)]
+    assert [w for w in report.warnings if "DEFAULT" in w and w.startswith(f"{db}.t:")]
+    assert live_rows(tmp_path / "lake", db, "t", ["id", "v", "w"]) == [(1, None, 5)]
 
 
 def test_a_keyless_minimal_update_keeps_what_its_before_image_holds(
@@ -282,45 +287,45 @@ def add_column_steps(db: str) -> list[tuple[list[str], list[str]]]:
     ]
 
 
-def test_delta_a_column_added_between_minimal_changes(spark: Any, own_mariadb: Any, tmp_path: Path) -> None:
+def test_delta_a_column_added_between_minimal_changes(spark: Any, mariadb: Any, tmp_path: Path) -> None:
     """A key inserted before an ADD COLUMN and updated (MINIMAL) after it holds the added column's
     DEFAULT, as a key the target held before the batch does."""
     db = unique("ac")
-    synced(spark, own_mariadb, tmp_path, add_column_steps(db), tmp_path / "lake")
+    synced(spark, mariadb, tmp_path, add_column_steps(db), tmp_path / "lake")
     got = live_rows(tmp_path / "lake", db, "t", ["id", "v", "w"])
-    assert got == select_all(own_mariadb, db, "t") == [(1, 11, 7), (2, 21, 7)]
+    assert got == select_all(mariadb, db, "t") == [(1, 11, 7), (2, 21, 7)]
 
 
 @pytest.mark.slow
 def test_jdbc_a_column_added_between_minimal_changes(
-    spark: Any, own_mariadb: Any, postgres: Any, tmp_path: Path
+    spark: Any, mariadb: Any, postgres: Any, tmp_path: Path
 ) -> None:
     """The same over JDBC, where the fill of rows the target held runs as its own UPDATE."""
     db = unique("acj")
-    synced(spark, own_mariadb, tmp_path, add_column_steps(db), postgres.url)
+    synced(spark, mariadb, tmp_path, add_column_steps(db), postgres.url)
     (got,) = jdbc_tables(spark, postgres.url, [f"{db}.t"], "org.postgresql.Driver", '"').values()
-    assert [tuple(r.values()) for r in got] == select_all(own_mariadb, db, "t") == [(1, 11, 7), (2, 21, 7)]
+    assert [tuple(r.values()) for r in got] == select_all(mariadb, db, "t") == [(1, 11, 7), (2, 21, 7)]
 
 
 @pytest.mark.slow
 def test_jdbc_a_wide_table_with_minimal_updates(
-    spark: Any, own_mariadb: Any, sink_mariadb: Any, tmp_path: Path
+    spark: Any, mariadb: Any, sink_mariadb: Any, tmp_path: Path
 ) -> None:
-    """A table of 600 columns (InnoDB takes 1017) updated MINIMAL into a MariaDB target: the
+    """A table of 520 columns (InnoDB takes 1017) updated MINIMAL into a MariaDB target: the
     staging table must fit too, whatever says which columns a row sets (one ``MASK`` column, not a
-    flag per column: 600 + 599 would pass InnoDB's 1017)."""
+    flag per column: 520 + 519 would pass InnoDB's 1017)."""
     db = unique("wide")
-    cols = ", ".join(f"c{i} INT" for i in range(600))
+    cols = ", ".join(f"c{i} INT" for i in range(520))
     synced(
         spark,
-        own_mariadb,
+        mariadb,
         tmp_path,
         [
             (
                 [f"CREATE DATABASE {db}"],
                 [
                     f"CREATE TABLE {db}.t (id INT PRIMARY KEY, {cols})",
-                    f"INSERT INTO {db}.t (id, c0, c599) VALUES (1, 1, 2)",
+                    f"INSERT INTO {db}.t (id, c0, c519) VALUES (1, 1, 2)",
                 ],
             ),
             ([], ["SET SESSION binlog_row_image = 'MINIMAL'", f"UPDATE {db}.t SET c1 = 5 WHERE id = 1"]),
@@ -329,7 +334,7 @@ def test_jdbc_a_wide_table_with_minimal_updates(
     )
     url = sink_mariadb.url.replace("jdbc:mariadb:", "jdbc:mysql:")
     (got,) = jdbc_tables(spark, url, [f"{db}.t"], "org.mariadb.jdbc.Driver", '"').values()
-    assert [tuple(r.values()) for r in got] == select_all(own_mariadb, db, "t")
+    assert [tuple(r.values()) for r in got] == select_all(mariadb, db, "t")
 
 
 HOSTILE = ["a.b", "it's", "back`tick", 'd"q', "$[0]", "x" * 64, "x" * 63 + "y"]
@@ -356,13 +361,13 @@ def hostile_steps(db: str) -> list[tuple[list[str], list[str]]]:
 
 @pytest.mark.parametrize("sink", ["delta", "postgres"])
 def test_hostile_column_names_with_minimal_updates(
-    spark: Any, own_mariadb: Any, request: Any, tmp_path: Path, sink: str
+    spark: Any, mariadb: Any, request: Any, tmp_path: Path, sink: str
 ) -> None:
     """Whatever a column's name, the columns MINIMAL updates leave out keep their values."""
     db = unique("hn")
     target = tmp_path / "lake" if sink == "delta" else request.getfixturevalue(sink).url
-    synced(spark, own_mariadb, tmp_path, hostile_steps(db), target)
-    want = select_all(own_mariadb, db, "t")
+    synced(spark, mariadb, tmp_path, hostile_steps(db), target)
+    want = select_all(mariadb, db, "t")
     assert want == [(1, 100, 1, 102, 3, 104, 5, 106)]
     if sink == "delta":
         rows = read_table(target, db, "t").to_pylist()
