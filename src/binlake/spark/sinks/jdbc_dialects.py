@@ -27,6 +27,7 @@ class Dialect:
 
     driver = ""
     transactional_ddl = True  # may CREATE/ALTER run inside the apply transaction?
+    assigned = ""  # what names the target's column an UPDATE sets (``update_present``)
 
     def q(self, name: str) -> str:
         raise NotImplementedError
@@ -88,12 +89,18 @@ class Dialect:
         """Update the rows the target holds from newer staged rows, each column of ``present``
         (column -> its place in the staged ``typedrows.MASK``) only where the row sets it, else
         kept (images that lack columns); an ``upsert`` after it inserts the other rows."""
+        q, to = self.q, self.assigned
+        sets = self._assignments(names, keys, present) + [f"{to}{q(c)} = NULL" for c in cleared]
+        newer = f"NOT s.{q(DELETED)} AND t.{q(ORDER)} < s.{q(ORDER)}"
+        return self.update_joined(target, stage, ", ".join(sets), keys, newer)
+
+    def update_joined(self, target: str, stage: str, sets: str, keys: list[str], where: str) -> str:
+        """UPDATE target ``t`` from staged rows ``s`` of the same key: ``sets`` where ``where``."""
         raise NotImplementedError
 
-    def _assignments(self, names: list[str], keys: list[str], present: dict[str, int], to: str) -> list[str]:
-        """``column = value`` of an ``update_present`` (the order key last); ``to`` prefixes the
-        updated column."""
-        q = self.q
+    def _assignments(self, names: list[str], keys: list[str], present: dict[str, int]) -> list[str]:
+        """``column = value`` of an ``update_present`` (the order key last)."""
+        q, to = self.q, self.assigned
 
         def value(c: str) -> str:
             if c not in present:
@@ -175,22 +182,8 @@ class Postgres(Dialect):
             f"WHERE t.{q(ORDER)} < EXCLUDED.{q(ORDER)}"
         )
 
-    def update_present(
-        self,
-        target: str,
-        stage: str,
-        names: list[str],
-        keys: list[str],
-        present: dict[str, int],
-        cleared: list[str],
-    ) -> str:
-        q = self.q
-        sets = self._assignments(names, keys, present, "")
-        listed = ", ".join(sets + [f"{q(c)} = NULL" for c in cleared])
-        return (
-            f"UPDATE {target} AS t SET {listed} FROM {stage} AS s "
-            f"WHERE {self.key_match(keys)} AND NOT s.{q(DELETED)} AND t.{q(ORDER)} < s.{q(ORDER)}"
-        )
+    def update_joined(self, target: str, stage: str, sets: str, keys: list[str], where: str) -> str:
+        return f"UPDATE {target} AS t SET {sets} FROM {stage} AS s WHERE {self.key_match(keys)} AND {where}"
 
     def delete(self, target: str, stage: str, keys: list[str]) -> str:
         q = self.q
@@ -216,6 +209,7 @@ class MariaDB(Dialect):
 
     driver = "org.mariadb.jdbc.Driver"
     transactional_ddl = False
+    assigned = "t."  # a multi-table UPDATE names the table of each column it sets
 
     def __init__(self, database: str) -> None:
         self.database = database  # every target, stage and binlake table lives in the URL's database
@@ -284,22 +278,8 @@ class MariaDB(Dialect):
             f"ON DUPLICATE KEY UPDATE {sets}"
         )
 
-    def update_present(
-        self,
-        target: str,
-        stage: str,
-        names: list[str],
-        keys: list[str],
-        present: dict[str, int],
-        cleared: list[str],
-    ) -> str:
-        q = self.q
-        sets = self._assignments(names, keys, present, "t.")
-        listed = ", ".join(sets + [f"t.{q(c)} = NULL" for c in cleared])
-        return (
-            f"UPDATE {target} AS t JOIN {stage} AS s ON {self.key_match(keys)} SET {listed} "
-            f"WHERE NOT s.{q(DELETED)} AND t.{q(ORDER)} < s.{q(ORDER)}"
-        )
+    def update_joined(self, target: str, stage: str, sets: str, keys: list[str], where: str) -> str:
+        return f"UPDATE {target} AS t JOIN {stage} AS s ON {self.key_match(keys)} SET {sets} WHERE {where}"
 
     def delete(self, target: str, stage: str, keys: list[str]) -> str:
         q = self.q
