@@ -378,8 +378,9 @@ def test_hostile_column_names_with_minimal_updates(
     assert got == want
 
 
-
-@pytest.mark.xfail(strict=True, reason="a MINIMAL insert lacking a key column has pk NULL: planned keyless, lost")
+@pytest.mark.xfail(
+    strict=True, reason="a MINIMAL insert lacking a key column has pk NULL: planned keyless, lost"
+)
 def test_a_minimal_insert_that_leaves_a_key_column_out(spark: Any, mariadb: Any, tmp_path: Path) -> None:
     """A MINIMAL insert that does not name a key column with a DEFAULT logs the key without it
     (``changes._key``: pk NULL), so the keyed table's change is taken for a keyless one: the target
