@@ -391,6 +391,7 @@ def head_and_contents(df: Any, source: str) -> tuple[SyncReport, dict[str, str],
     rows = [g for g in groups if g["row"]]
     layouts = batch_layouts(rows)
     refuse_partial_moves(rows, layouts)
+    refuse_unkeyed_rows(rows, layouts)
     with trace.span("partial json"):
         refuse_partial_json(df, layouts)
     report.warnings += unknown_defaults(rows, layouts)
@@ -454,6 +455,25 @@ def refuse_partial_moves(groups: list[Any], layouts: Layouts) -> None:
                 column="",
                 source=found["file"],
                 offset=found["position"],
+            )
+
+
+def refuse_unkeyed_rows(groups: list[Any], layouts: Layouts) -> None:
+    """Refuse a batch with a row change of a keyed layout whose image lacks a key column (a MINIMAL
+    insert that left out a key column with a DEFAULT): its key is not in the binlog, and taken
+    for a keyless change it would be lost."""
+    for g in groups:
+        if g["keyless"] and any(c["pk"] for c in layouts[g[LAYOUT]]):
+            name, top = shown_name(g["db"], g["table"]), g["top"]
+            raise UnappliableChangeError(
+                f"table {name}: a row change whose image lacks a primary-key column "
+                "(binlog_row_image=MINIMAL: an INSERT that left a key column to its DEFAULT); its key "
+                "is not in the binlog, nothing was written. Sync from a source logging FULL images "
+                "(binlog_row_image=FULL) from a copy taken after that",
+                table=name,
+                column="",
+                source=top["file"],
+                offset=top["txn_position"],
             )
 
 

@@ -230,7 +230,7 @@ def merge_table(
     from deltalake import CommitProperties, DeltaTable, Schema, Transaction, write_deltalake
 
     present = present or {}
-    flags = {MASK} if present else set()
+    flags = {MASK} & set(batch.schema.names)  # never a target column, whatever ``present`` holds
     names = [n for n in batch.schema.names if n not in flags]
     txns = [Transaction(APP_ID, version)] if version is not None else None
     props = CommitProperties(custom_metadata=metadata, app_transactions=txns)

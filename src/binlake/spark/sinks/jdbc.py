@@ -197,8 +197,9 @@ def _prepare_target(db: Jdbc, stage: Stage, types: Types) -> tuple[list[str], li
     d = db.dialect
     name, schema, table, keys, present = stage
     target = f"{d.q(schema)}.{d.q(table)}"
-    flags = {MASK} if present else set()
-    staged = [c for c in d.columns(db, d.stage_schema(schema), name) if c[0] not in flags]
+    every = d.columns(db, d.stage_schema(schema), name)
+    flags = {MASK} & {c[0] for c in every}  # never a target column, whatever ``present`` holds
+    staged = [c for c in every if c[0] not in flags]
     have = dict(d.columns(db, schema, table))
     if not have:
         db.execute(f"CREATE SCHEMA IF NOT EXISTS {d.q(schema)}")
