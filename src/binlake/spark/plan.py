@@ -445,16 +445,12 @@ def refuse_partial_moves(groups: list[Any], layouts: Layouts) -> None:
     for g in groups:
         found = g["moved_fields"]
         if found is not None and found["n"] < len(layouts[g[LAYOUT]]):
-            name = shown_name(g["db"], g["table"])
-            raise UnappliableChangeError(
-                f"table {name}: a primary-key update whose row image lacks columns "
-                "(binlog_row_image=MINIMAL or NOBLOB) moves a row whose other values the binlog "
-                "does not hold; nothing was written. Sync from a source logging FULL images "
-                "(binlog_row_image=FULL) from a copy taken after that",
-                table=name,
-                column="",
-                source=found["file"],
-                offset=found["position"],
+            raise _not_in_binlog(
+                g,
+                "a primary-key update whose row image lacks columns (binlog_row_image=MINIMAL or "
+                "NOBLOB) moves a row whose other values the binlog does not hold",
+                found["file"],
+                found["position"],
             )
 
 
@@ -464,17 +460,26 @@ def refuse_unkeyed_rows(groups: list[Any], layouts: Layouts) -> None:
     for a keyless change it would be lost."""
     for g in groups:
         if g["keyless"] and any(c["pk"] for c in layouts[g[LAYOUT]]):
-            name, top = shown_name(g["db"], g["table"]), g["top"]
-            raise UnappliableChangeError(
-                f"table {name}: a row change whose image lacks a primary-key column "
-                "(binlog_row_image=MINIMAL: an INSERT that left a key column to its DEFAULT); its key "
-                "is not in the binlog, nothing was written. Sync from a source logging FULL images "
-                "(binlog_row_image=FULL) from a copy taken after that",
-                table=name,
-                column="",
-                source=top["file"],
-                offset=top["txn_position"],
+            raise _not_in_binlog(
+                g,
+                "a row change whose image lacks a primary-key column (binlog_row_image=MINIMAL: an "
+                "INSERT that left a key column to its DEFAULT) has a key the binlog does not hold",
+                g["top"]["file"],
+                g["top"]["txn_position"],
             )
+
+
+def _not_in_binlog(g: Any, what: str, file: str, offset: int) -> UnappliableChangeError:
+    """The refusal of a change of head group ``g`` that needs what its images left out."""
+    name = shown_name(g["db"], g["table"])
+    return UnappliableChangeError(
+        f"table {name}: {what}; nothing was written. Sync from a source logging FULL images "
+        "(binlog_row_image=FULL) from a copy taken after that",
+        table=name,
+        column="",
+        source=file,
+        offset=offset,
+    )
 
 
 def unknown_defaults(groups: list[Any], layouts: Layouts) -> list[str]:
