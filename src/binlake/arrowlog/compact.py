@@ -92,11 +92,11 @@ def compacted(t: pa.Table, widths: dict[int, int] | None = None) -> Iterator[pa.
     t = t.combine_chunks()  # one chunk: every step below then runs over whole arrays
     n = t.num_rows
     op, pk, before_key = t["op"], t["pk"], t["pk_before"]
-    rowchange = pc.is_in(op, ROW_OP_VALUES)
-    partial = partial_images(t, rowchange, widths)
-    rowchange = pc.and_(rowchange, pc.is_valid(pk))
+    row_ops = pc.is_in(op, ROW_OP_VALUES)
+    partial = partial_images(t, row_ops, widths)
+    with_key = pc.and_(row_ops, pc.is_valid(pk))
     # the changes of a table with a partial image stay as they are, like a keyless table's
-    keyed = pc.and_(rowchange, pc.invert(_tables_of(t, rowchange, partial))).combine_chunks()
+    keyed = pc.and_(with_key, pc.invert(_tables_of(t, with_key, partial))).combine_chunks()
     moved = pc.and_(
         pc.and_(keyed, pc.equal(op, Op.UPDATE.value)),
         pc.and_(pc.is_valid(before_key), pc.invert(_same_key(pk, before_key))),

@@ -154,10 +154,7 @@ def keyed_changes(df: Any) -> Any:
     from pyspark.sql import functions as F
 
     keyed = df.where(F.col("pk").isNotNull()).withColumn(KEY, F.to_json("pk"))
-    moved = (
-        (F.col("op") == "update") & F.col("pk_before").isNotNull() & (F.to_json("pk_before") != F.col(KEY))
-    )
-    keyed = keyed.withColumn(MOVED, moved)
+    keyed = keyed.withColumn(MOVED, key_moved(F.col(KEY)))
     tombstone = F.overlay(F.col("order_key"), F.lit(bytes([TOMBSTONE])), F.lit(KEY_WIDTH))
     replaced = {
         "op": F.lit("delete"),
@@ -172,6 +169,13 @@ def keyed_changes(df: Any) -> Any:
         *[replaced.get(c, F.col(c)).alias(c) for c in keyed.columns]
     )
     return keyed.unionByName(tombstones)
+
+
+def key_moved(key: Any) -> Any:
+    """A change is a primary-key update (a Spark column; ``key``: its ``pk`` as JSON text)."""
+    from pyspark.sql import functions as F
+
+    return (F.col("op") == "update") & F.col("pk_before").isNotNull() & (F.to_json("pk_before") != key)
 
 
 def image_fields(df: Any) -> Any:
@@ -356,7 +360,7 @@ def head_and_contents(df: Any, source: str) -> tuple[SyncReport, dict[str, str],
         return F.sum(c.cast("long"))
 
     op = F.col("op")
-    moved = (op == "update") & F.col("pk_before").isNotNull() & (F.to_json("pk_before") != F.to_json("pk"))
+    moved = key_moved(F.to_json("pk"))
     row = op.isin(*ROW_OPS)
     fields = image_fields(df)
     # how many changes a row stands for: 1, or what a read of the last changes per key counted

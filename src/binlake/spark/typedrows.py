@@ -213,14 +213,14 @@ def masked(folded: Any, columns: Sequence[dict[str, Any]]) -> Any:
     """``fold_images``' rows with their ``PRESENT`` flags as one ``MASK`` (a key column: '1')."""
     from pyspark.sql import functions as F
 
-    flags = set(folded.columns)
+    names = set(folded.columns)
     bits = [
         F.when(F.col(f"{PRESENT}{i}"), F.lit("1")).otherwise(F.lit("0"))
-        if f"{PRESENT}{i}" in flags
+        if f"{PRESENT}{i}" in names
         else F.lit("1")
         for i in range(len(columns))
     ]
-    return folded.withColumn(MASK, F.concat(*bits)).drop(*(f for f in flags if f.startswith(PRESENT)))
+    return folded.withColumn(MASK, F.concat(*bits)).drop(*(n for n in names if n.startswith(PRESENT)))
 
 
 def presence(schema: pa.Schema, columns: Sequence[dict[str, Any]]) -> dict[str, int]:

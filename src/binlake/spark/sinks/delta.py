@@ -230,18 +230,17 @@ def merge_table(
     from deltalake import CommitProperties, DeltaTable, Schema, Transaction, write_deltalake
 
     present = present or {}
-    flags = {MASK} & set(batch.schema.names)  # never a target column, whatever ``present`` holds
-    names = [n for n in batch.schema.names if n not in flags]
+    names = [n for n in batch.schema.names if n != MASK]  # the mask is never a target column
     txns = [Transaction(APP_ID, version)] if version is not None else None
     props = CommitProperties(custom_metadata=metadata, app_transactions=txns)
     if not (path / "_delta_log").exists():
         path.mkdir(parents=True, exist_ok=True)
-        write_deltalake(str(path), without(batch, flags), mode="append", commit_properties=props)
+        write_deltalake(str(path), without(batch, MASK), mode="append", commit_properties=props)
         return
     predicate = sql.keys_equal(keys)
     table = DeltaTable(str(path))
     have = pa.schema(table.schema().to_arrow())
-    added = [f for f in batch.schema if f.name not in have.names and f.name not in flags]
+    added = [f for f in batch.schema if f.name not in have.names and f.name != MASK]
     if added:  # ADD COLUMN upstream (its own commit; a rerun finds the column there)
         table.alter.add_columns(Schema.from_arrow(pa.schema(added)).fields)
         table = DeltaTable(str(path))
@@ -268,13 +267,13 @@ def merge_table(
         commit_empty(path, props)  # a MERGE that changed no row commits nothing, nor the version
 
 
-def without(batch: Any, names: set[str]) -> Any:
-    """A table or Arrow stream without columns ``names``."""
-    if not names:
+def without(batch: Any, name: str) -> Any:
+    """A table or Arrow stream without column ``name`` (if it has one)."""
+    if name not in batch.schema.names:
         return batch
     if isinstance(batch, pa.Table):
-        return batch.drop_columns(list(names))
-    schema = pa.schema([f for f in batch.schema if f.name not in names])
+        return batch.drop_columns([name])
+    schema = pa.schema([f for f in batch.schema if f.name != name])
     return pa.RecordBatchReader.from_batches(schema, (b.select(schema.names) for b in batch))
 
 

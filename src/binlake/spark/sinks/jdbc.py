@@ -190,22 +190,21 @@ def final_types(db: Jdbc, stages: list[Stage]) -> Types:
 
 
 def _prepare_target(db: Jdbc, stage: Stage, types: Types) -> tuple[list[str], list[str]]:
-    """Create the target like the staging table (plus its key, without its flags); add the columns
+    """Create the target like the staging table (plus its key, without its mask); add the columns
     it lacks and give changed columns their newest type. Returns the staged column names and the
     target's source columns the stage lacks: dropped or renamed upstream, they stay in the target
     (rows written after that read NULL there: see ``Dialect.upsert``)."""
     d = db.dialect
-    name, schema, table, keys, present = stage
+    name, schema, table, keys, _ = stage
     target = f"{d.q(schema)}.{d.q(table)}"
     every = d.columns(db, d.stage_schema(schema), name)
-    flags = {MASK} & {c[0] for c in every}  # never a target column, whatever ``present`` holds
-    staged = [c for c in every if c[0] not in flags]
+    staged = [c for c in every if c[0] != MASK]  # the mask is never a target column
     have = dict(d.columns(db, schema, table))
     if not have:
         db.execute(f"CREATE SCHEMA IF NOT EXISTS {d.q(schema)}")
         db.execute(d.create_like(target, f"{d.q(d.stage_schema(schema))}.{d.q(name)}"))
-        for flag in sorted(flags):
-            db.execute(f"ALTER TABLE {target} DROP COLUMN {d.q(flag)}")
+        if len(staged) < len(every):
+            db.execute(f"ALTER TABLE {target} DROP COLUMN {d.q(MASK)}")
         if keys:
             db.execute(f"ALTER TABLE {target} ADD PRIMARY KEY ({', '.join(d.q(k) for k in keys)})")
         have = dict(staged)
