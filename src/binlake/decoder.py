@@ -33,12 +33,30 @@ from binlake.events.base import (
 )
 from binlake.events.control import StartV3
 from binlake.events.payload import TransactionPayload
+from binlake.events.rows import NOT_ASKED, Rows, decode_deferred
 from binlake.events.table_map import TableMap
 from binlake.events.types import FLAG_BINLOG_IN_USE, V3_POST_HEADER_LEN, EventType, type_name
 from binlake.wire import ShortRead, crc32
 
 # What a body decoder may raise on bytes that do not follow the layout.
 DECODE_FAILURES = (ShortRead, ValueError, IndexError, KeyError, struct.error, OverflowError, UnicodeError)
+
+
+def decoded(e: Event) -> Event:
+    """``e`` with its rows decoded when they were read undecoded (``decode_rows`` off; else ``e``
+    itself); damaged rows raise the error reading them with decoding on raises."""
+    b = e.body
+    if type(b) is not Rows or b.undecoded_reason != NOT_ASKED:
+        return e
+    try:
+        return dataclasses.replace(e, body=decode_deferred(b))
+    except DECODE_FAILURES as err:
+        raise MalformedEventError(
+            f"malformed {type_name(e.type_code)} event: {err}",
+            event_type=e.type_code,
+            source=e.source,
+            offset=e.offset,
+        ) from None
 
 
 def v3_format(binlog_version: int, server_version: str, created: int) -> FormatDescription:

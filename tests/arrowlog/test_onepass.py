@@ -36,11 +36,11 @@ pytest.importorskip(
 RECORDS = [r for r in corpus_index()["records"] if "path" in r and not r.get("problems")]
 
 
-def events_of(path: Path) -> list[Event]:
+def events_of(path: Path, decode_rows: bool = True) -> list[Event]:
     """A file's events up to the first it cannot decode (a damaged tail ends the list)."""
     out: list[Event] = []
     try:
-        for ev in BinlogReader(path):
+        for ev in BinlogReader(path, decode_rows=decode_rows):
             out.append(ev)
     except BinlogError:
         pass
@@ -83,6 +83,12 @@ def same_batches(
     finished = [t for t in transactions if t.kind != UNFINISHED]
     want = outcome(lambda: reference(finished, size, source))
     got = outcome(lambda: list(transaction_batches(finished, source, size, compiled=True)))
+    return same_outcome(got, want, boundaries)
+
+
+def same_outcome(got: Any, want: Any, boundaries: bool = True) -> int:
+    """``got`` is ``want``: the same error, or the same batches (and batch boundaries when
+    ``boundaries``); returns the rows."""
     if isinstance(want, tuple):
         assert got == want
         return 0
@@ -99,6 +105,34 @@ def same_batches(
     return sum(b.num_rows for b in want)
 
 
+def finished(events: list[Event]) -> list[Transaction]:
+    return [t for t in grouped(events, False)[0] if t.kind != UNFINISHED]
+
+
+def copied(transactions: list[Transaction]) -> list[Transaction]:
+    """Each transaction with a list of events of its own (a pass decoding rows replaces it)."""
+    return [dataclasses.replace(t, events=list(t.events)) for t in transactions]
+
+
+def same_from_bytes(path: Path, sizes: tuple[int, ...] = (4096, 3), source: str = "") -> int:
+    """The one pass over the file read with row decoding off (images written from the rows'
+    bytes, ``BatchBuilder.add_transaction``) gives the reference's batches of the file read with
+    decoding on; where decoding meets damage the read with it off passes, the one pass raises it
+    (a ``BinlogError``). Returns the rows."""
+    want_ts = finished(events_of(path))
+    raw_ts = finished(events_of(path, decode_rows=False))
+    rows = 0
+    for size in sizes:
+        got = outcome(
+            lambda size=size: list(transaction_batches(copied(raw_ts), source, size, compiled=True))
+        )
+        if len(raw_ts) > len(want_ts):
+            assert isinstance(got, tuple) and issubclass(got[0], BinlogError), got
+        else:
+            rows = same_outcome(got, outcome(lambda size=size: reference(want_ts, size, source)))
+    return rows
+
+
 @pytest.mark.parametrize("rec", RECORDS or [{}], ids=[r["path"] for r in RECORDS] or ["no corpus"])
 def test_corpus_alike(corpus: Path, rec: dict) -> None:
     if "path" not in rec:
@@ -107,6 +141,7 @@ def test_corpus_alike(corpus: Path, rec: dict) -> None:
     transactions = same_grouping(events)
     same_batches(transactions)
     same_batches(transactions, size=3, source="src")
+    same_from_bytes(corpus / rec["path"], source="src")
 
 
 @pytest.mark.parametrize("flavor", ["mysql80", "mariadb", "mysql57"])
@@ -119,6 +154,7 @@ def test_generated_series_alike(tmp_path: Path, flavor: str) -> None:
         assert any(t.kind == "ddl" for t in transactions)
         rows += same_batches(transactions)
         same_batches(transactions, size=5)
+        assert same_from_bytes(Path(f), sizes=(4096, 5)) == same_batches(transactions)
     assert rows > 1000
 
 

@@ -30,9 +30,17 @@ from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.math cimport fabs, isfinite
 from libc.stdio cimport snprintf
-from libc.string cimport memcpy, memset, strlen, strstr
+from libc.string cimport memcmp, memcpy, memset, strlen, strstr
 from cpython.dict cimport PyDict_CheckExact
 from cpython.list cimport PyList_CheckExact, PyList_GET_ITEM, PyList_GET_SIZE
+from libc.stdint cimport int8_t, int16_t, uint32_t
+
+from binlake.values._bytes cimport be, le
+from binlake.values._fastrows cimport (
+    BIT, CALL, DATE, DATETIME2, DECIMAL, DOUBLE, FLOAT, INT8, INT16, INT24, INT32, INT64, JSON, STR, TIME2,
+    TIMESTAMP2, UINT8, UINT16, UINT24, UINT32, UINT64, YEAR, Fields, Image, Op, RowsDecoder,
+    datetime2_fields, decimal_groups, read_value, time2_us, timestamp2_total, valid_date, value_end,
+)
 
 import datetime as _dt
 from decimal import Decimal as _Decimal
@@ -64,7 +72,7 @@ cdef extern from *:
 import_datetime()
 
 # the module's interface this source expects (``binlake.arrowlog.images``): a stale build is not used
-INTERFACE = 3
+INTERFACE = 4
 
 # field kinds (``binlake.arrowlog.images.column_encoding`` names them)
 cdef enum:
@@ -117,6 +125,8 @@ cdef object _UTC = _dt.timezone.utc
 cdef object _DECIMAL = _Decimal
 cdef object _COMMA = ","
 cdef long long EPOCH_DAY = 719163  # date(1970, 1, 1).toordinal()
+cdef uint64_t POW10_64[10]
+POW10_64[:] = [1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000, 1000000000]
 cdef int _DAYS_BEFORE_MONTH[13]
 _DAYS_BEFORE_MONTH[:] = [0, 0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334]
 
@@ -245,6 +255,12 @@ cdef int put_decimal(Buf *b, object v, int kind, int scale) except -1:
         return 1
     if neg:
         u = -u
+    return put_unscaled(b, u, kind, scale)
+
+
+cdef int put_unscaled(Buf *b, i128 u, int kind, int scale) except -1:
+    """A decimal of the kind's width from its unscaled integer and scale; 1 past the width."""
+    cdef uint64_t lo
     if kind == K_DEC4:
         if u < -2147483648 or u > 2147483647:
             return 1
@@ -293,7 +309,13 @@ cdef int put_uint64_decimal(Buf *b, object v) except -1:
 
 cdef int put_time(Buf *b, object td, int fsp) except -1:
     """``format_time(td, fsp)`` as a variant string."""
-    cdef int64_t us = (<int64_t>timedelta_days(td) * 86400 + timedelta_seconds(td)) * 1000000 + timedelta_microseconds(td)
+    return put_time_us(
+        b, (<int64_t>timedelta_days(td) * 86400 + timedelta_seconds(td)) * 1000000 + timedelta_microseconds(td), fsp
+    )
+
+
+cdef int put_time_us(Buf *b, int64_t us, int fsp) except -1:
+    """A TIME of ``us`` signed microseconds as ``format_time`` writes it, a variant string."""
     cdef char out[48]
     cdef int n = 0, k
     cdef int64_t s, frac, h, m
@@ -445,14 +467,20 @@ cdef const char *_HEX = "0123456789abcdef"
 
 cdef int json_string(Buf *b, object s) except -1:
     """A str as ``json.encoder.encode_basestring`` quotes it; 1 when it is not UTF-8 encodable."""
-    cdef Py_ssize_t n, i, start = 0
+    cdef Py_ssize_t n
     cdef const unsigned char *p
-    cdef unsigned char c
-    cdef char esc[6]
     try:
         p = <const unsigned char *>PyUnicode_AsUTF8AndSize(s, &n)
     except UnicodeError:
         return 1
+    return json_bytes(b, p, n)
+
+
+cdef int json_bytes(Buf *b, const unsigned char *p, Py_ssize_t n) except -1:
+    """UTF-8 text as ``json_string`` quotes its str."""
+    cdef Py_ssize_t i, start = 0
+    cdef unsigned char c
+    cdef char esc[6]
     buf_put(b, "\"", 1)
     for i in range(n):
         c = p[i]
@@ -480,6 +508,22 @@ cdef int json_string(Buf *b, object s) except -1:
             buf_put(b, esc, 6)
     buf_put(b, <const char *>p + start, n - start)
     buf_put(b, "\"", 1)
+    return 0
+
+
+cdef int json_double(Buf *b, double v) except -1:
+    """A double as ``json.dumps`` writes it; 1 where MySQL writes it otherwise (``double_text``)."""
+    cdef double f = fabs(v)
+    cdef char *r
+    if not isfinite(f) or 1e-15 <= f < 1e-4 or 1e15 <= f < 1e16:
+        return 1  # MySQL writes these otherwise than repr: ``double_text``'s
+    r = PyOS_double_to_string(v, c'r', 0, Py_DTSF_ADD_DOT_0, NULL)
+    try:
+        if strstr(r, "e+") != NULL:
+            return 1  # MySQL writes 1e20: ``double_text``'s
+        buf_put(b, r, strlen(r))
+    finally:
+        PyMem_Free(r)
     return 0
 
 
@@ -511,17 +555,7 @@ cdef int json_text(Buf *b, object v, int depth) except -1:
         b.size += snprintf(b.data + b.size, 24, "%lld", x)
         return 0
     if PyFloat_CheckExact(v):
-        f = fabs(PyFloat_AS_DOUBLE(v))
-        if not isfinite(f) or 1e-15 <= f < 1e-4 or 1e15 <= f < 1e16:
-            return 1  # MySQL writes these otherwise than repr: ``double_text``'s
-        r = PyOS_double_to_string(PyFloat_AS_DOUBLE(v), c'r', 0, Py_DTSF_ADD_DOT_0, NULL)
-        try:
-            if strstr(r, "e+") != NULL:
-                return 1  # MySQL writes 1e20: ``double_text``'s
-            buf_put(b, r, strlen(r))
-        finally:
-            PyMem_Free(r)
-        return 0
+        return json_double(b, PyFloat_AS_DOUBLE(v))
     if PyDict_CheckExact(v):
         buf_put(b, "{", 1)
         first = True
@@ -555,8 +589,522 @@ def set_json_type(t):
     _JSON = t
 
 
+# ---- a binary JSON document straight to its text (``_fastjson`` + ``json_text`` is the reference) ----
+
+cdef enum:  # json_binary.cc's value types
+    J_SMALL_OBJECT, J_LARGE_OBJECT, J_SMALL_ARRAY, J_LARGE_ARRAY, J_LITERAL, J_INT16, J_UINT16, J_INT32,
+    J_UINT32, J_INT64, J_UINT64, J_DOUBLE, J_STRING
+    J_MAX_DEPTH = 150
+
+cdef int J_WIDTH[16]
+J_WIDTH[:] = [0, 0, 0, 0, 1, 2, 2, 4, 4, 8, 8, 8, 0, 0, 0, 0]
+
+
+cdef struct JDoc:
+    const unsigned char *s
+    Py_ssize_t size
+    Py_ssize_t budget  # ``_fastjson``'s: bytes left to decode (overlapping values fail there)
+
+
+cdef int json_doc(Buf *b, const unsigned char *s, Py_ssize_t n) except -1:
+    """The text ``Json.text`` gives of the binary document ``s`` (a JSON column's value) when
+    ``_fastjson.decode_json_column`` decodes it to a plain value ``json_text`` writes, read in
+    one walk with no Python value; 1 for anything else (no bytes, an opaque value, a check the
+    decoder fails, text that is not UTF-8, keys out of order (a repeated key), a number
+    ``json_text`` does not write): the decoded value then."""
+    cdef JDoc d
+    if n == 0:
+        return 1
+    d.s, d.size, d.budget = s, n, n
+    if s[0] <= J_LARGE_ARRAY:
+        return j_container(b, &d, s[0], 1, n, 0)
+    return j_scalar(b, &d, s[0], 1, n)
+
+
+cdef inline bint j_need(JDoc *d, Py_ssize_t pos, Py_ssize_t n) noexcept:
+    return 0 <= pos and pos + n <= d.size
+
+
+cdef inline bint j_spend(JDoc *d, Py_ssize_t n) noexcept:
+    d.budget -= n
+    return d.budget >= 0
+
+
+cdef inline int j_int(Buf *b, long long x) except -1:
+    buf_reserve(b, 24)
+    b.size += snprintf(b.data + b.size, 24, "%lld", x)
+    return 0
+
+
+cdef int j_string(Buf *b, const unsigned char *s, Py_ssize_t n) except -1:
+    if not is_utf8(s, n):  # decoded with surrogates, which ``json_string`` does not write
+        return 1
+    return json_bytes(b, s, n)
+
+
+cdef int j_scalar(Buf *b, JDoc *d, int t, Py_ssize_t pos, Py_ssize_t end) except -1:
+    cdef Py_ssize_t n = 0, p
+    cdef uint64_t u
+    cdef double f
+    cdef int i
+    cdef unsigned char c
+    if t < 16 and J_WIDTH[t] and not j_need(d, pos, J_WIDTH[t]):
+        return 1
+    if t == J_LITERAL:
+        c = d.s[pos]
+        if c > 2:
+            return 1
+        return buf_put(b, "null" if c == 0 else "true" if c == 1 else "false", 4 if c < 2 else 5)
+    if t == J_INT16:
+        return j_int(b, <int16_t>le(d.s + pos, 2))
+    if t == J_UINT16:
+        return j_int(b, <long long>le(d.s + pos, 2))
+    if t == J_INT32:
+        return j_int(b, <int32_t>le(d.s + pos, 4))
+    if t == J_UINT32:
+        return j_int(b, <long long>le(d.s + pos, 4))
+    if t == J_INT64:
+        return j_int(b, <int64_t>le(d.s + pos, 8))
+    if t == J_UINT64:
+        u = le(d.s + pos, 8)
+        if u > <uint64_t>9223372036854775807:
+            return 1
+        return j_int(b, <long long>u)
+    if t == J_DOUBLE:
+        memcpy(&f, d.s + pos, 8)
+        return json_double(b, f)
+    if t == J_STRING:
+        p = pos
+        for i in range(5):  # the length: 7 bits per byte, low bits first
+            if p >= end or not j_need(d, p, 1):
+                return 1
+            c = d.s[p]
+            p += 1
+            n |= <Py_ssize_t>(c & 0x7F) << (7 * i)
+            if not c & 0x80:
+                break
+        else:
+            return 1
+        if p + n > end or not j_spend(d, n):
+            return 1
+        return j_string(b, d.s + p, n)
+    return 1  # an opaque value, an unknown type
+
+
+cdef bint repeated_key(JDoc *d, Py_ssize_t base, Py_ssize_t kp, int osz, Py_ssize_t count) noexcept:
+    """Whether two of an object's keys (checked inside it) are the same bytes; past 32 keys, out
+    of order: taken as yes (the decoder's dict decides)."""
+    cdef Py_ssize_t i, j, ioff, ilen, joff, jlen, w = osz + 2
+    if count > 32:
+        return 1
+    for i in range(count):
+        ioff = <Py_ssize_t>le(d.s + kp + i * w, osz)
+        ilen = <Py_ssize_t>le(d.s + kp + i * w + osz, 2)
+        for j in range(i):
+            joff = <Py_ssize_t>le(d.s + kp + j * w, osz)
+            jlen = <Py_ssize_t>le(d.s + kp + j * w + osz, 2)
+            if ilen == jlen and memcmp(d.s + base + ioff, d.s + base + joff, ilen) == 0:
+                return 1
+    return 0
+
+
+cdef int j_container(Buf *b, JDoc *d, int t, Py_ssize_t base, Py_ssize_t end, int depth) except -1:
+    cdef bint large = t == J_LARGE_OBJECT or t == J_LARGE_ARRAY
+    cdef bint is_object = t == J_SMALL_OBJECT or t == J_LARGE_OBJECT
+    cdef int osz = 4 if large else 2, vt
+    cdef Py_ssize_t count, size, cend, kp, vp, k, koff, klen, pkoff = 0, pklen = -1, q, n
+    cdef bint sorted_keys = True
+    if depth > J_MAX_DEPTH or base + 2 * osz > end or not j_need(d, base, 2 * osz):
+        return 1
+    count = <Py_ssize_t>le(d.s + base, osz)
+    size = <Py_ssize_t>le(d.s + base + osz, osz)
+    if not j_spend(d, count) or base + size > end:
+        return 1
+    cend = base + size
+    kp = base + 2 * osz
+    vp = kp
+    if is_object:
+        if kp + count * (osz + 2) > cend:
+            return 1
+        for k in range(count):  # every key inside; in MySQL's order (length, bytes), none repeated
+            koff = <Py_ssize_t>le(d.s + kp + k * (osz + 2), osz)
+            klen = <Py_ssize_t>le(d.s + kp + k * (osz + 2) + osz, 2)
+            if base + koff + klen > cend:
+                return 1
+            if k and (klen < pklen or klen == pklen and memcmp(d.s + base + koff, d.s + base + pkoff, klen) <= 0):
+                sorted_keys = False
+            pkoff, pklen = koff, klen
+        if not sorted_keys and repeated_key(d, base, kp, osz, count):
+            return 1  # the decoded dict keeps one of them
+        vp = kp + count * (osz + 2)
+    if vp + count * (1 + osz) > cend:
+        return 1
+    buf_put(b, "{" if is_object else "[", 1)
+    for k in range(count):
+        if k:
+            buf_put(b, ", ", 2)
+        if is_object:
+            koff = <Py_ssize_t>le(d.s + kp + k * (osz + 2), osz)
+            klen = <Py_ssize_t>le(d.s + kp + k * (osz + 2) + osz, 2)
+            if j_string(b, d.s + base + koff, klen):
+                return 1
+            buf_put(b, ": ", 2)
+        vt = d.s[vp]
+        if vt == J_INT16:
+            j_int(b, <int16_t>le(d.s + vp + 1, 2))
+        elif vt == J_LITERAL and d.s[vp + 1] <= 1:
+            buf_put(b, "true" if d.s[vp + 1] else "null", 4)
+        elif vt == J_LITERAL or vt == J_UINT16 or (large and (vt == J_INT32 or vt == J_UINT32)):
+            if j_scalar(b, d, vt, vp + 1, cend):
+                return 1
+        else:
+            q = base + <Py_ssize_t>le(d.s + vp + 1, osz)
+            if q >= cend or not j_need(d, q, 1):
+                return 1
+            if vt == J_STRING and d.s[q] < 0x80:  # a string of fewer than 128 bytes
+                n = d.s[q]
+                if q + 1 + n > cend or not j_spend(d, n) or j_string(b, d.s + q + 1, n):
+                    return 1
+            elif vt <= J_LARGE_ARRAY:
+                if j_container(b, d, vt, q, cend, depth + 1):
+                    return 1
+            elif j_scalar(b, d, vt, q, cend):
+                return 1
+        vp += 1 + osz
+    return buf_put(b, "}" if is_object else "]", 1)
+
+
 cdef inline int width(uint64_t n) noexcept:
     return 1 if n < (1 << 8) else 2 if n < (1 << 16) else 3 if n < (1 << 24) else 4
+
+
+# ---- row images straight from a rows event's bytes (``_fastrows`` reads them) ----
+
+cdef enum:
+    NOT_IN_IMAGE = -1  # ``RawImage.pos`` of a column the image does not carry
+    NULL_VALUE = -2  # of a NULL
+
+# how a STR operation's bytes become text (``_fastrows.text``): kept as bytes (a binary collation),
+# UTF-8, a codec that reads ASCII bytes as themselves, any other codec
+cdef enum:
+    TEXT_BINARY = 0
+    TEXT_UTF8 = 1
+    TEXT_ASCII = 2
+    TEXT_OTHER = 3
+
+cdef dict _TEXT_CLASSES = {None: TEXT_BINARY, b"utf-8": TEXT_UTF8, b"ascii": TEXT_ASCII, b"latin-1": TEXT_ASCII}
+
+
+cdef bint is_utf8(const unsigned char *s, Py_ssize_t n) noexcept:
+    """Whether Python's strict UTF-8 decoder takes ``s`` (no overlong forms, surrogates or code
+    points past U+10FFFF): then its text's UTF-8 is ``s`` itself."""
+    cdef Py_ssize_t i = 0
+    cdef unsigned char c, lo, hi
+    cdef int more, k
+    while i < n:
+        c = s[i]
+        if c < 0x80:
+            i += 1
+            continue
+        lo, hi = 0x80, 0xBF
+        if 0xC2 <= c <= 0xDF:
+            more = 1
+        elif 0xE0 <= c <= 0xEF:
+            more = 2
+            if c == 0xE0:
+                lo = 0xA0
+            elif c == 0xED:
+                hi = 0x9F
+        elif 0xF0 <= c <= 0xF4:
+            more = 3
+            if c == 0xF0:
+                lo = 0x90
+            elif c == 0xF4:
+                hi = 0x8F
+        else:
+            return 0
+        if i + more >= n:
+            return 0
+        if not lo <= s[i + 1] <= hi:
+            return 0
+        for k in range(2, more + 1):
+            if not 0x80 <= s[i + k] <= 0xBF:
+                return 0
+        i += more + 1
+    return 1
+
+
+cdef bint is_ascii(const unsigned char *s, Py_ssize_t n) noexcept:
+    cdef Py_ssize_t i
+    for i in range(n):
+        if s[i] >= 0x80:
+            return 0
+    return 1
+
+
+cdef class RawImage:
+    """One image of a rows event's row as bytes: where each column's value starts (``parse``),
+    then each value written as a variant from those bytes (``put``) or read as the decoder reads
+    it (``value``). Made per image program of a compiled ``RowsDecoder``; which columns the image
+    carries never changes, so only theirs are set per row."""
+
+    cdef Image im
+    cdef readonly Py_ssize_t ncols
+    cdef Py_ssize_t *pos  # per column: its value's offset, NOT_IN_IMAGE or NULL_VALUE
+    cdef int *opi  # per column: its operation's index
+    cdef int *texts  # per operation: its TEXT_* class
+    cdef list called  # per column: the value a CALL operation's decoder gave
+    cdef object buf
+    cdef const unsigned char *s
+    cdef Py_ssize_t size
+
+    def __cinit__(self):
+        self.pos = NULL
+        self.opi = NULL
+        self.texts = NULL
+
+    def __dealloc__(self):
+        free(self.pos)
+        free(self.opi)
+        free(self.texts)
+
+    def __init__(self, Image im, Py_ssize_t ncols):
+        cdef Py_ssize_t k, c
+        self.im, self.ncols = im, ncols
+        self.pos = <Py_ssize_t *>malloc(max(ncols, 1) * sizeof(Py_ssize_t))
+        self.opi = <int *>malloc(max(ncols, 1) * sizeof(int))
+        self.texts = <int *>malloc(max(im.n, 1) * sizeof(int))
+        if not (self.pos and self.opi and self.texts):
+            raise MemoryError()
+        for k in range(ncols):
+            self.pos[k] = NOT_IN_IMAGE
+            self.opi[k] = -1
+        for k in range(im.n):
+            c = im.ops[k].column
+            if not 0 <= c < ncols:
+                raise ValueError(f"column {c} of {ncols}")
+            self.opi[c] = <int>k
+            self.texts[k] = _TEXT_CLASSES.get(<object>PyList_GET_ITEM(im.objects, k), TEXT_OTHER) if im.ops[k].code == STR else TEXT_OTHER
+        self.called = [None] * ncols
+
+    cdef int parse(self, object buf, const unsigned char *s, Py_ssize_t size, Py_ssize_t *pp) except -1:
+        """Find the values of the image at ``pp`` (moved past it); damage raises as decoding does."""
+        cdef Image im = self.im
+        cdef Py_ssize_t p = pp[0], nb, k, c
+        cdef const unsigned char *nulls
+        cdef Op *op
+        self.buf, self.s, self.size = buf, s, size
+        if im.n == 0:  # no columns: no bytes, not even a NULL bitmap
+            return 0
+        nb = (im.n + 7) >> 3
+        if p + nb > size:
+            raise ValueError("row image ends inside its NULL bitmap")
+        nulls = s + p
+        p += nb
+        for k in range(im.n):
+            op = &im.ops[k]
+            c = op.column
+            if nulls[k >> 3] >> (k & 7) & 1:
+                self.pos[c] = NULL_VALUE
+            elif op.code == CALL:
+                self.pos[c] = p
+                value, end = (<object>PyList_GET_ITEM(im.objects, k))(buf, p)
+                if end < p or end > size:
+                    raise ValueError(f"a value runs past the row image ({end} of {size} bytes)")
+                self.called[c] = value
+                p = end
+            else:
+                self.pos[c] = p
+                p = value_end(op, s, size, p)
+        pp[0] = p
+        return 0
+
+    cdef bint has(self, const Py_ssize_t *cols, Py_ssize_t n) noexcept:
+        """Whether the image carries each of ``cols`` (NULL or not): ``_has_key``'s test."""
+        cdef Py_ssize_t i
+        if n == 0:
+            return 0
+        for i in range(n):
+            if not 0 <= cols[i] < self.ncols or self.pos[cols[i]] == NOT_IN_IMAGE:
+                return 0
+        return 1
+
+    cdef object value(self, Py_ssize_t col):
+        """Column ``col``'s decoded value, as the decoder gives it."""
+        cdef Py_ssize_t p = self.pos[col]
+        cdef int k = self.opi[col]
+        if self.im.ops[k].code == CALL:
+            return self.called[col]
+        return read_value(&self.im.ops[k], <object>PyList_GET_ITEM(self.im.objects, k), self.buf, self.s, self.size, &p)
+
+    cdef int put(self, Buf *b, Py_ssize_t col, int kind, int arg) except -1:
+        """Column ``col``'s non-NULL value written as ``put_value`` writes its decoded value, from
+        its bytes; 1 (nothing written) where that takes more than the bytes: ``value`` then."""
+        cdef int k = self.opi[col]
+        cdef Op *op = &self.im.ops[k]
+        cdef const unsigned char *q = self.s + self.pos[col]
+        cdef int code = op.code
+        cdef int64_t x = 0
+        cdef uint64_t u
+        cdef Py_ssize_t n, pad
+        cdef float f
+        cdef double d
+        cdef Fields fl
+        if kind == K_PY:
+            return 1
+        if kind <= K_UINT64:
+            if code == UINT64 or code == BIT:
+                u = le(q, 8) if code == UINT64 else be(q, op.a)
+                if u > <uint64_t>9223372036854775807:
+                    if kind != K_UINT64:
+                        return 1
+                    put_le(b, H_DEC16, 0, 1)  # ``put_uint64_decimal``
+                    put_le_tail(b, u)
+                    return put_le_tail(b, 0)
+                x = <int64_t>u
+            elif code == INT8:
+                x = <int8_t>q[0]
+            elif code == UINT8:
+                x = q[0]
+            elif code == INT16:
+                x = <int16_t>le(q, 2)
+            elif code == UINT16:
+                x = <int64_t>le(q, 2)
+            elif code == INT24:
+                x = <int64_t>le(q, 3)
+                if x & 0x800000:
+                    x -= 0x1000000
+            elif code == UINT24:
+                x = <int64_t>le(q, 3)
+            elif code == INT32:
+                x = <int32_t>le(q, 4)
+            elif code == UINT32:
+                x = <uint32_t>le(q, 4)
+            elif code == INT64:
+                x = <int64_t>le(q, 8)
+            elif code == YEAR:
+                x = q[0] + 1900 if q[0] else 0
+            else:
+                return 1
+            if kind == K_INT8:
+                return 1 if x < -128 or x > 127 else put_le(b, H_INT8, <uint64_t>x, 1)
+            if kind == K_INT16:
+                return 1 if x < -32768 or x > 32767 else put_le(b, H_INT16, <uint64_t>x, 2)
+            if kind == K_INT32:
+                return 1 if x < -2147483648 or x > 2147483647 else put_le(b, H_INT32, <uint64_t>x, 4)
+            return put_le(b, H_INT64, <uint64_t>x, 8)
+        if code == FLOAT and kind == K_FLOAT:
+            memcpy(&f, q, 4)
+            buf_reserve(b, 5)
+            PyFloat_Pack4(<double>f, b.data + b.size + 1, 1)
+            b.data[b.size] = <char>H_FLOAT
+            b.size += 5
+            return 0
+        if code == DOUBLE and kind == K_DOUBLE:
+            memcpy(&d, q, 8)
+            buf_reserve(b, 9)
+            PyFloat_Pack8(d, b.data + b.size + 1, 1)
+            b.data[b.size] = <char>H_DOUBLE
+            b.size += 9
+            return 0
+        if code == STR and (kind == K_TEXT or kind == K_BYTES or kind == K_ENUM):
+            n = <Py_ssize_t>le(q, op.a)
+            q += op.a
+            if self.texts[k] == TEXT_BINARY:  # bytes, BINARY(n) zero-padded to its width
+                if kind == K_ENUM:
+                    return 1
+                pad = op.b - n if n < op.b else 0
+                put_le(b, H_BINARY, <uint64_t>(n + pad), 4)
+                buf_put(b, <const char *>q, n)
+                buf_reserve(b, pad)
+                memset(b.data + b.size, 0, pad)
+                b.size += pad
+                return 0
+            if kind == K_BYTES:
+                return 1
+            if self.texts[k] == TEXT_UTF8 and is_utf8(q, n) or self.texts[k] == TEXT_ASCII and is_ascii(q, n):
+                return put_string(b, <const char *>q, n)
+            return 1
+        if code == DATE and kind == K_DATE:
+            x = <int64_t>le(q, 3)
+            if not valid_date(x >> 9, (x >> 5) & 15, x & 31):
+                return 1
+            return put_le(b, H_DATE, <uint64_t>(ordinal(x >> 9, (x >> 5) & 15, x & 31) - EPOCH_DAY), 4)
+        if code == DATETIME2 and kind == K_TS_NTZ:
+            if not datetime2_fields(q, op.a, &fl):
+                return 1
+            x = ((((ordinal(fl.y, fl.mo, fl.d) - EPOCH_DAY) * 24 + fl.h) * 60 + fl.mi) * 60 + fl.sec) * 1000000 + fl.us
+            return put_le(b, H_TS_NTZ, <uint64_t>x, 8)
+        if code == TIMESTAMP2 and kind == K_TS:
+            x = timestamp2_total(q, op.a)
+            if x == 0:  # the zero TIMESTAMP
+                return 1
+            return put_le(b, H_TS, <uint64_t>x, 8)
+        if code == JSON and kind == K_JSON:
+            _text.size = 0
+            if json_doc(&_text, q + op.a, <Py_ssize_t>le(q, op.a)):
+                return 1
+            return put_string(b, _text.data, _text.size)
+        if code == TIME2 and kind == K_TIME:
+            return put_time_us(b, time2_us(q, op.a), arg)
+        if code == DECIMAL and K_DEC4 <= kind <= K_DEC16 and op.b == arg:
+            return put_raw_decimal(b, q, op.a, op.b, kind)
+        return 1
+
+
+cdef class Transcoder:
+    """A rows event's images as ``RawImage``s, by its compiled decoder's programs."""
+
+    cdef readonly RowsDecoder decoder
+    cdef readonly RawImage before, after
+
+    def __init__(self, RowsDecoder decoder, Py_ssize_t ncols):
+        self.decoder = decoder
+        self.before = None if decoder.before is None else RawImage(decoder.before, ncols)
+        self.after = None if decoder.after is None else RawImage(decoder.after, ncols)
+
+
+cdef dict _TRANSCODERS = {}  # id(decoder) -> its Transcoder (which holds it: the id stays its)
+
+
+cdef Transcoder _transcoder(object b, object tm):
+    """The transcoder of a rows event's images (``events.rows._row_plan``'s decoder); None when
+    the event is not read from its bytes here: PARTIAL_UPDATE_ROWS, a column count its table map
+    does not have (decoding says why), a decoder that is not compiled, rows of no columns."""
+    cdef object dec
+    cdef Transcoder tc
+    if b.partial or len(tm.columns) != b.column_count:
+        return None
+    dec = tm.row_plans.get((b.operation, b.columns_before, b.columns_after))
+    if dec is None:
+        dec = _row_plan(b, tm)
+    dec = dec[1]
+    if type(dec) is not RowsDecoder:
+        return None
+    tc = _TRANSCODERS.get(id(dec))
+    if tc is None:
+        if len(_TRANSCODERS) >= 1024:
+            _TRANSCODERS.clear()
+        tc = _TRANSCODERS[id(dec)] = Transcoder(dec, len(tm.columns))
+    if (tc.before is None or tc.before.im.n == 0) and (tc.after is None or tc.after.im.n == 0):
+        return None
+    return tc
+
+
+cdef int put_raw_decimal(Buf *b, const unsigned char *q, int precision, int scale, int kind) except -1:
+    """A binary DECIMAL as ``put_decimal`` writes its Decimal: the unscaled integer; 1 when a group
+    holds more than its digits or the number is past the kind's width."""
+    cdef uint64_t groups[20]
+    cdef int digits[20]
+    cdef int ngroups = decimal_groups(q, precision, scale, groups, digits), i
+    cdef i128 u = 0
+    if ngroups == 0 or precision > 38:
+        return 1
+    for i in range(ngroups if ngroups > 0 else -ngroups):
+        u = u * POW10_64[digits[i]] + <i128>groups[i]
+    if ngroups < 0:
+        u = -u
+    return put_unscaled(b, u, kind, scale)
 
 
 cdef class ObjectPlan:
@@ -644,14 +1192,12 @@ cdef class ObjectPlan:
         a key written from its image)."""
         cdef Buf *s = &self.scratch
         cdef Py_ssize_t k
-        cdef int i, m = 0, partial = 0, isize, osize, large, j, maxid = 0
-        cdef Py_ssize_t total, start
-        cdef object v, bv
+        cdef int i, m = 0, partial = 0
+        cdef object v
         cdef PyObject *p
         cdef bint tup = PyTuple_CheckExact(row)
         cdef bint lst = not tup and PyList_CheckExact(row)
         cdef object skip = self.skip
-        cdef char *h
         s.size = 0
         for i in range(self.n):
             k = self.index[i] if remap == NULL else remap[self.index[i]]
@@ -666,23 +1212,66 @@ cdef class ObjectPlan:
             if skip is not None and v is skip:
                 partial = 1
                 continue
-            self.offsets[m] = s.size
-            self.present[m] = self.ids[i]
-            if self.ids[i] > maxid:
-                maxid = self.ids[i]
+            self._start_field(i, m)
             m += 1
             if v is None:
-                buf_reserve(s, 1)
-                s.data[s.size] = <char>H_NULL
-                s.size += 1
-            elif put_value(s, v, self.kinds[i], self.args[i]):
-                bv = self.fallbacks[i](v)
-                if not PyBytes_CheckExact(bv):
-                    bv = bytes(bv)
-                buf_put(s, PyBytes_AS_STRING(bv), PyBytes_GET_SIZE(bv))
-        total = s.size
+                put_null(s)
+            else:
+                self._put(i, v)
+        return self._finish(out, m, partial)
+
+    cdef int write_raw(self, Buf *out, RawImage img, const Py_ssize_t *remap=NULL) except -1:
+        """``write`` of the image ``img`` holds as bytes: each value written from its bytes, without
+        a Python value where ``RawImage.put`` can (the same bytes by construction: the rest go
+        the way ``write`` takes a decoded value). A column the image lacks in a plan that does not
+        skip (a key) is a ``Misfit``."""
+        cdef Buf *s = &self.scratch
+        cdef Py_ssize_t k, at
+        cdef int i, m = 0, partial = 0
+        s.size = 0
+        for i in range(self.n):
+            k = self.index[i] if remap == NULL else remap[self.index[i]]
+            if not 0 <= k < img.ncols:
+                raise Misfit()
+            at = img.pos[k]
+            if at == NOT_IN_IMAGE:
+                if self.skip is None:
+                    raise Misfit()
+                partial = 1
+                continue
+            self._start_field(i, m)
+            m += 1
+            if at == NULL_VALUE:
+                put_null(s)
+            elif img.put(s, k, self.kinds[i], self.args[i]):
+                self._put(i, img.value(k))
+        return self._finish(out, m, partial)
+
+    cdef inline void _start_field(self, int i, int m) noexcept:
+        self.offsets[m] = self.scratch.size
+        self.present[m] = self.ids[i]
+
+    cdef int _put(self, int i, object v) except -1:
+        """Field ``i``'s non-NULL value ``v``: by its kind, else by its pure encoder."""
+        cdef object bv
+        if put_value(&self.scratch, v, self.kinds[i], self.args[i]):
+            bv = self.fallbacks[i](v)
+            if not PyBytes_CheckExact(bv):
+                bv = bytes(bv)
+            buf_put(&self.scratch, PyBytes_AS_STRING(bv), PyBytes_GET_SIZE(bv))
+        return 0
+
+    cdef int _finish(self, Buf *out, int m, int partial) except -1:
+        """The object's header (ids and offsets of the ``m`` fields written), then its values."""
+        cdef Buf *s = &self.scratch
+        cdef int i, j, isize, osize, large, maxid = 0
+        cdef Py_ssize_t total = s.size
+        cdef char *h
         self.offsets[m] = total
         if partial:  # ``variant.object_value``: offsets of the width the total needs
+            for i in range(m):
+                if self.present[i] > maxid:
+                    maxid = self.present[i]
             isize = width(maxid)
             osize = width(total)
             large = m > 255
@@ -709,6 +1298,13 @@ cdef class ObjectPlan:
         h += total
         out.size = h - out.data
         return 0
+
+
+cdef inline int put_null(Buf *b) except -1:
+    buf_reserve(b, 1)
+    b.data[b.size] = <char>H_NULL
+    b.size += 1
+    return 0
 
 
 cdef class VariantColumn:
@@ -775,9 +1371,13 @@ cdef class VariantColumn:
         self.put(plan, row)
 
     cdef int put(self, ObjectPlan plan, object row, const Py_ssize_t *remap=NULL) except -1:
+        """``row``: a decoded image or key, a ``RawImage``, None (a NULL variant)."""
         if row is None:
             return self._end(False)
-        plan.write(&self.values, row, remap)
+        if type(row) is RawImage:
+            plan.write_raw(&self.values, <RawImage>row, remap)
+        else:
+            plan.write(&self.values, row, remap)
         buf_put(&self.metas, PyBytes_AS_STRING(plan.metadata), PyBytes_GET_SIZE(plan.metadata))
         return self._end(True)
 
@@ -937,9 +1537,10 @@ cdef class _Strings:
         )
 
 
-from binlake.events.rows import ABSENT as _ABSENT_OBJ, Rows as _ROWS_CLS
+from binlake.events.rows import ABSENT as _ABSENT_OBJ, NOT_ASKED as _NOT_ASKED_STR, Rows as _ROWS_CLS, _row_plan
 
 cdef object _ABSENT = _ABSENT_OBJ
+cdef object _NOT_ASKED = _NOT_ASKED_STR
 cdef object _ROWS = _ROWS_CLS
 cdef frozenset _ROW_OPS = frozenset(("insert", "update", "delete"))
 
@@ -952,6 +1553,8 @@ cdef bint _has_key(const Py_ssize_t *pk, Py_ssize_t n, object image) except -1:
     cdef object v
     if n == 0 or image is None:
         return 0
+    if type(image) is RawImage:
+        return (<RawImage>image).has(pk, n)
     for i in range(n):
         k = pk[i]
         if PyList_CheckExact(image) and 0 <= k < PyList_GET_SIZE(image):
@@ -1003,6 +1606,35 @@ cdef int order_key(_Strings out, object k) except -1:
     return out.add_raw(b, 35, 1)
 
 
+cdef class _TableUse:
+    """What the one pass needs of a table map: its layout and encoders, its key's columns (in
+    C, ``changes._column_order``) and its names; kept with the map (its id stays its)."""
+
+    cdef object tm, pk_list, layout, db, table
+    cdef ObjectPlan img, key
+    cdef Py_ssize_t *pk_c
+    cdef Py_ssize_t npk
+
+    def __cinit__(self):
+        self.pk_c = NULL
+
+    def __dealloc__(self):
+        free(self.pk_c)
+
+    def __init__(self, tm, pk, layout, images):
+        cdef Py_ssize_t j
+        order = tuple(pk if len(pk) < 2 or pk == sorted(pk) else sorted(pk))
+        self.pk_c = <Py_ssize_t *>malloc((len(order) + 1) * sizeof(Py_ssize_t))
+        if self.pk_c == NULL:
+            raise MemoryError()
+        for j in range(len(order)):
+            self.pk_c[j] = order[j]
+        self.npk = len(order)
+        enc = images(layout)
+        self.tm, self.pk_list, self.layout, self.img, self.key = tm, pk, layout, enc.image, enc.key
+        self.db, self.table = tm.database, tm.table
+
+
 cdef class BatchBuilder:
     """A change-log batch being filled change by change (``changelog._batch`` is the reference):
     every field but ``columns`` into buffers, and per change the index of its layout among the
@@ -1024,20 +1656,22 @@ cdef class BatchBuilder:
     # False: a keyed change's ``before`` is NULL (its key is ``pk_before``; ``changelog.Trim.keyed_before``)
     cdef public bint keyed_before
     # ``add_transaction``: what it found for the last table map, source file and transaction source
-    cdef object last_tm, last_pk_list, pk_order, tm_layout, tm_db, tm_table
+    cdef object last_tm, last_pk_list, tm_layout, tm_db, tm_table
     cdef object last_src, last_fname, last_tsrc, last_fno
-    cdef Py_ssize_t *pk_c  # pk_order in C
+    cdef _TableUse use  # the last table map's
+    cdef dict tables  # id(table map) -> its _TableUse (shared by the builders of one pass)
+    cdef Py_ssize_t *pk_c  # the key's columns (``use``'s)
     cdef Py_ssize_t npk
 
     def __cinit__(self):
         self.pk_c = NULL
         self.npk = 0
 
-    def __dealloc__(self):
-        free(self.pk_c)
-
-    def __init__(self, images, name_images):
+    def __init__(self, images, name_images, dict tables=None):
+        """``tables``: what ``add_transaction`` found per table map, to share with the next
+        builder of the same pass (a new dict when None)."""
         self.images, self.name_images = images, name_images
+        self.tables = {} if tables is None else tables
         self.source, self.file, self.gtid, self.db = _Strings(), _Strings(), _Strings(), _Strings()
         self.table, self.op, self.okey = _Strings(), _Strings(), _Strings()
         self.file_number, self.position, self.txn_position = _Int64s(), _Int64s(), _Int64s()
@@ -1100,11 +1734,13 @@ cdef class BatchBuilder:
         not taken (a misfit, or an error the reference may raise; nothing of it is kept): the
         caller adds it and the rest of ``t`` change by change."""
         cdef list events = t.events
-        cdef object ev, b, tm, rows, pair, before, after, kb, ka, op, offset, sid, gtid, lc, seq, ts, tsrc
-        cdef object fno, tstart
+        cdef object ev, b, tm, rows, pair, op, offset, sid, gtid, lc, seq, ts, tsrc
+        cdef object fno, tstart, done
         cdef Py_ssize_t ei, ri, nrows, n = 0
+        cdef bint raw
+        cdef int status
         cdef uint64_t major = 0, minor = 0
-        cdef bint bad_key = 0, update, has_a, has_b
+        cdef bint bad_key = 0, update
         cdef char okey[35]
         tsrc = t.source
         if tsrc is not self.last_tsrc:
@@ -1132,13 +1768,18 @@ cdef class BatchBuilder:
             if not isinstance(b, _ROWS):
                 continue
             tm = b.table
-            if tm is None or b.undecoded_reason:
+            if tm is None:
                 continue
-            rows = b.rows
-            nrows = len(rows)
-            if n + nrows <= start:
-                n += nrows
-                continue
+            raw = b.undecoded_reason is not None
+            if raw:
+                if b.undecoded_reason != _NOT_ASKED:  # rows kept undecoded: no change, as ``row_changes``
+                    continue
+            else:
+                rows = b.rows
+                nrows = len(rows)
+                if n + nrows <= start:
+                    n += nrows
+                    continue
             if tm is not self.last_tm or tm.primary_key is not self.last_pk_list:
                 try:
                     self._use_table(tm, layouts)
@@ -1158,6 +1799,15 @@ cdef class BatchBuilder:
             except Exception:
                 return n if n > start else start, 2
             put_be(okey + 26, <uint64_t>ei, 4)
+            if raw:
+                done = self._raw_rows(b, tm, source, start, size, n, fno, offset, tstart, okey, gtid, lc, seq, ts, sid,
+                                      op, bad_key)
+                if done is None:  # not this way: the caller decodes the transaction's rows
+                    return n if n > start else start, 2
+                n, status = done
+                if status:
+                    return n, status
+                continue
             for ri in range(nrows):
                 if n < start:
                     n += 1
@@ -1165,68 +1815,135 @@ cdef class BatchBuilder:
                 if bad_key or ri > 0xFFFFFFFF:
                     return n, 2
                 pair = rows[ri]
-                self._save()
-                try:
-                    if not PyTuple_CheckExact(pair) or PyTuple_GET_SIZE(pair) != 2:
-                        raise Misfit()
-                    before = <object>PyTuple_GET_ITEM(pair, 0)
-                    after = <object>PyTuple_GET_ITEM(pair, 1)
-                    has_b = _has_key(self.pk_c, self.npk, before)
-                    # a minimal after image leaves out a key that did not change: the before image has it
-                    has_a = _has_key(self.pk_c, self.npk, after)
-                    self.source.add(source)
-                    self.file.add(self.last_fname)
-                    self.file_number.add(fno)
-                    self.position.add(offset)
-                    self.txn_position.add(tstart)
-                    put_be(okey + 30, <uint64_t>ri, 4)
-                    self.okey.add_raw(okey, 35, 1)
-                    self.gtid.add(gtid)
-                    self.last_committed.add(lc)
-                    self.sequence_number.add(seq)
-                    self.commit_ts.add(ts)
-                    self.server_id.add(sid)
-                    self.db.add(self.tm_db)
-                    self.table.add(self.tm_table)
-                    self.op.add(op)
-                    self.before.put(self.img, before if self.keyed_before or not (has_a or has_b) else None)
-                    self.after.put(self.img, after)
-                    self.pk.put(self.key, after if has_a else before if has_b else None, self.pk_c)
-                    self.pk_before.put(self.key, before if update and has_b else None, self.pk_c)
-                except Exception:
-                    self._restore()
+                if not PyTuple_CheckExact(pair) or PyTuple_GET_SIZE(pair) != 2:
                     return n, 2
-                self.which.append(self.last_index)
-                self.rows += 1
+                if self._row(<object>PyTuple_GET_ITEM(pair, 0), <object>PyTuple_GET_ITEM(pair, 1), update,
+                             source, fno, offset, tstart, okey, ri, gtid, lc, seq, ts, sid, op):
+                    return n, 2
                 n += 1
                 if self.rows >= size:
                     return n, 1
         return n, 0
 
+    cdef int _row(self, object before, object after, bint update, object source, object fno, object offset,
+                  object tstart, char *okey, Py_ssize_t ri, object gtid, object lc, object seq, object ts,
+                  object sid, object op) except -1:
+        """One row change from its images (decoded lists, or ``RawImage``s); 1 when it is not
+        taken (nothing of it kept)."""
+        cdef bint has_a, has_b
+        self._save()
+        try:
+            has_b = _has_key(self.pk_c, self.npk, before)
+            # a minimal after image leaves out a key that did not change: the before image has it
+            has_a = _has_key(self.pk_c, self.npk, after)
+            self._common(source, fno, offset, tstart, okey, ri, gtid, lc, seq, ts, sid, op)
+            self.before.put(self.img, before if self.keyed_before or not (has_a or has_b) else None)
+            self.after.put(self.img, after)
+            self.pk.put(self.key, after if has_a else before if has_b else None, self.pk_c)
+            self.pk_before.put(self.key, before if update and has_b else None, self.pk_c)
+        except Exception:
+            self._restore()
+            return 1
+        self.which.append(self.last_index)
+        self.rows += 1
+        return 0
+
+    cdef int _common(self, object source, object fno, object offset, object tstart, char *okey, Py_ssize_t ri,
+                     object gtid, object lc, object seq, object ts, object sid, object op) except -1:
+        """A row change's fields other than its images and keys."""
+        self.source.add(source)
+        self.file.add(self.last_fname)
+        self.file_number.add(fno)
+        self.position.add(offset)
+        self.txn_position.add(tstart)
+        put_be(okey + 30, <uint64_t>ri, 4)
+        self.okey.add_raw(okey, 35, 1)
+        self.gtid.add(gtid)
+        self.last_committed.add(lc)
+        self.sequence_number.add(seq)
+        self.commit_ts.add(ts)
+        self.server_id.add(sid)
+        self.db.add(self.tm_db)
+        self.table.add(self.tm_table)
+        self.op.add(op)
+        return 0
+
+    cdef object _raw_rows(self, object b, object tm, object source, Py_ssize_t start, Py_ssize_t size,
+                          Py_ssize_t n, object fno, object offset, object tstart, char *okey, object gtid,
+                          object lc, object seq, object ts, object sid, object op, bint bad_key):
+        """``add_transaction``'s rows of one event read with row decoding off (``b.raw_rows``),
+        written from their bytes (``RawImage``): (the next change's number, status) as there, None
+        when this event is not read this way (no compiled decoder for it, rows of no columns,
+        PARTIAL_UPDATE_ROWS): the caller decodes it."""
+        cdef Transcoder tc = _transcoder(b, tm)
+        cdef RawImage rb, ra
+        cdef bytes buf
+        cdef const unsigned char *s
+        cdef Py_ssize_t p = 0, end, ri = 0, nrows, last = 0
+        cdef bint update = op == "update"
+        if tc is None:
+            return None
+        buf = b.raw_rows
+        s = <const unsigned char *>PyBytes_AS_STRING(buf)
+        end = PyBytes_GET_SIZE(buf)
+        rb, ra = tc.before, tc.after
+        # the whole event walked first, as decoding reads it whole before any row is used: damage
+        # is found before a row of it is written (the caller's decoding then raises its error)
+        try:
+            nrows = tc.decoder.walk(buf, s, end, &last)
+        except Exception:
+            return n if n > start else start, 2
+        if last != end:
+            return n if n > start else start, 2
+        if n + nrows <= start:  # the batch before ended inside this transaction, past this event
+            return n + nrows, 0
+        while p < end:
+            try:
+                if rb is not None:
+                    rb.parse(buf, s, end, &p)
+                if ra is not None:
+                    ra.parse(buf, s, end, &p)
+            except Exception:  # (the walk above read the same values: not expected)
+                return n if n > start else start, 2
+            if n < start:
+                n += 1
+                ri += 1
+                continue
+            if bad_key or ri > 0xFFFFFFFF:
+                return n, 2
+            if self._row(rb, ra, update, source, fno, offset, tstart, okey, ri, gtid, lc, seq, ts, sid, op):
+                return n, 2
+            n += 1
+            ri += 1
+            if self.rows >= size:
+                return n, 1
+        return n, 0
+
     cdef int _use_table(self, object tm, object layouts) except -1:
-        """The layout, key columns (``changes._column_order``) and names of a table map."""
-        cdef Py_ssize_t j
+        """The layout, key columns (``changes._column_order``), names and encoders of a table map,
+        found once per map (``tables``)."""
+        cdef _TableUse u = self.tables.get(id(tm))
+        cdef object pk = tm.primary_key
         self.last_tm = None
-        self.tm_layout = layouts(tm)
-        pk = tm.primary_key
-        self.pk_order = tuple(pk if len(pk) < 2 or pk == sorted(pk) else sorted(pk))
-        self.npk = 0
-        free(self.pk_c)
-        self.pk_c = <Py_ssize_t *>malloc((len(self.pk_order) + 1) * sizeof(Py_ssize_t))
-        if self.pk_c == NULL:
-            raise MemoryError()
-        for j in range(len(self.pk_order)):
-            self.pk_c[j] = self.pk_order[j]
-        self.npk = len(self.pk_order)
-        self.tm_db, self.tm_table = tm.database, tm.table
+        if u is None or u.tm is not tm or u.pk_list is not pk:
+            u = _TableUse(tm, pk, layouts(tm), self.images)
+            if len(self.tables) >= 4096:
+                self.tables.clear()
+            self.tables[id(tm)] = u
+        self.use = u
+        self.tm_layout, self.pk_c, self.npk = u.layout, u.pk_c, u.npk
+        self.tm_db, self.tm_table = u.db, u.table
         self.last_tm, self.last_pk_list = tm, pk
         return 0
 
     cdef int _use_layout(self, object layout) except -1:
         cdef object enc, index
         if layout is not self.last_layout:
-            enc = self.images(layout)
-            self.img, self.key = enc.image, enc.key
+            if self.use is not None and layout is self.use.layout:
+                self.img, self.key = self.use.img, self.use.key
+            else:
+                enc = self.images(layout)
+                self.img, self.key = enc.image, enc.key
             self.last_layout = layout
             index = self.index.get(id(layout))
             if index is None:
@@ -1406,3 +2123,15 @@ cdef class Grouper:
         t.commit_header_ts = ev.header.timestamp
         self.d["current"] = None
         return t
+
+
+def json_doc_text(bytes doc not None):
+    """``json_doc``'s text of a binary JSON document (bytes), None where it leaves it to the decoder."""
+    cdef Buf b
+    memset(&b, 0, sizeof(Buf))
+    try:
+        if json_doc(&b, <const unsigned char *>PyBytes_AS_STRING(doc), PyBytes_GET_SIZE(doc)):
+            return None
+        return PyBytes_FromStringAndSize(b.data, b.size)
+    finally:
+        free(b.data)

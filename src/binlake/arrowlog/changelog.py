@@ -25,7 +25,9 @@ import pyarrow.compute as pc
 from binlake.arrowlog import compact, variant
 from binlake.arrowlog.images import LayoutImages, _fastvariant, image_cache, use_compiled_images
 from binlake.changes import Layout, Op, RowChange, _file_name, _layouts, file_number, row_changes
+from binlake.decoder import decoded
 from binlake.events.base import Event
+from binlake.events.rows import NOT_ASKED, Rows
 from binlake.txn import DDL, Transaction, TransactionGrouper
 
 # a VARIANT column as Spark's Python data source takes it from Arrow
@@ -237,14 +239,18 @@ def transaction_batches(
 ) -> Iterator[pa.RecordBatch]:
     """The change log of finished transactions: ``changelog_batches`` of their ``row_changes``
     (the reference, taken when not ``compiled``), the compiled way in one pass: a transaction's rows
-    go from the decoded rows events straight into the batch's buffers, without a ``RowChange`` per
-    row. A DDL transaction (its renames and drops), and the rest of one whose change the one pass
+    go from the rows events straight into the batch's buffers, without a ``RowChange`` per row —
+    from their bytes, without a Python value per column, where they were read with row decoding
+    off (``BatchBuilder.add_transaction``; the rest are decoded first). A DDL transaction (its renames and drops), and the rest of one whose change the one pass
     does not take, go change by change: the same rows in the same order. ``trim``: as in
     ``changelog_batches``."""
     on = use_compiled_images(compiled)
     if not on:
         yield from changelog_batches(
-            (c for t in transactions for c in row_changes(t, None, source)), size, compiled=False, trim=trim
+            (c for t in transactions for c in row_changes(decoded_rows(t), None, source)),
+            size,
+            compiled=False,
+            trim=trim,
         )
         return
     fill = _Filler(size, image_cache(True), trim)
@@ -260,8 +266,16 @@ def transaction_batches(
                 yield from fill.flush()
             if status == _ALL:
                 continue
-        yield from fill.changes(itertools.islice(row_changes(t, None, source), taken, None))
+        yield from fill.changes(itertools.islice(row_changes(decoded_rows(t), None, source), taken, None))
     yield from fill.finish()
+
+
+def decoded_rows(t: Transaction) -> Transaction:
+    """``t`` with the rows of its events read with row decoding off decoded (``decoder.decoded``:
+    damage raises the error reading with decoding on raises): what ``row_changes`` reads."""
+    if any(type(e.body) is Rows and e.body.undecoded_reason == NOT_ASKED for e in t.events):
+        t.events = [decoded(e) for e in t.events]
+    return t
 
 
 def fed(
@@ -292,6 +306,7 @@ class _Filler:
     def __init__(self, size: int, images: Callable[[Layout], LayoutImages], trim: Trim | None = None) -> None:
         assert _fastvariant is not None
         self.size, self.images, self.trim = size, images, trim
+        self.tables: dict[int, Any] = {}  # the builders' table maps, found once per pass
         self.builder = self._builder()
         self.pure: list[RowChange] | None = None  # a batch being gathered for the pure builder
 
@@ -303,7 +318,7 @@ class _Filler:
 
     def _builder(self) -> Any:
         assert _fastvariant is not None
-        builder = _fastvariant.BatchBuilder(self.images, _name_images)
+        builder = _fastvariant.BatchBuilder(self.images, _name_images, self.tables)
         builder.keyed_before = self.trim is None or self.trim.keyed_before
         return builder
 

@@ -9,33 +9,12 @@ decoding on would have; ``as_read`` gives the writer the events without decoding
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, overload
 
-from binlake.decoder import DECODE_FAILURES
-from binlake.errors import MalformedEventError
+from binlake.decoder import decoded
 from binlake.events.base import Event
-from binlake.events.rows import NOT_ASKED, Rows, decode_deferred
-from binlake.events.types import type_name
-
-
-def decoded(e: Event) -> Event:
-    """``e`` with its rows decoded when they were read undecoded (else ``e`` itself); damaged rows
-    raise the error reading them with decoding on raises."""
-    b = e.body
-    if type(b) is not Rows or b.undecoded_reason != NOT_ASKED:
-        return e
-    try:
-        return dataclasses.replace(e, body=decode_deferred(b))
-    except DECODE_FAILURES as err:
-        raise MalformedEventError(
-            f"malformed {type_name(e.type_code)} event: {err}",
-            event_type=e.type_code,
-            source=e.source,
-            offset=e.offset,
-        ) from None
 
 
 @dataclass(slots=True)  # no __dict__: one object less per held piece for the cycle collector

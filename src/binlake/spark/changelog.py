@@ -26,7 +26,7 @@ from binlake.arrowlog.changelog import (
     rows_of,
     transaction_batches,
 )
-from binlake.arrowlog.images import PARTIAL_JSON_KEY
+from binlake.arrowlog.images import PARTIAL_JSON_KEY, use_compiled_images
 from binlake.changes import NAME_OPS as _NAME_OPS
 from binlake.changes import ROW_OPS as _ROW_OPS
 from binlake.changes import RowChange, file_number, row_changes
@@ -83,10 +83,16 @@ def file_transactions(
     start: int | None = None,
     stop: int | None = None,
     selection: Selection | Any | None = None,
+    raw_rows: bool = False,
 ) -> Iterator[Transaction]:
-    """The complete transactions of one binlog file that ``selection`` keeps, events kept."""
+    """The complete transactions of one binlog file that ``selection`` keeps, events kept.
+    ``raw_rows``: rows events keep their bytes (read with ``decode_rows`` off, their ``rows`` and
+    the transaction's ``rows`` count empty) for ``transaction_batches``, which writes them
+    from the bytes or decodes them."""
     g = TransactionGrouper(keep_events=True)
-    reader = BinlogReader(path, observers=observers, start_position=start, stop_position=stop)
+    reader = BinlogReader(
+        path, observers=observers, start_position=start, stop_position=stop, decode_rows=not raw_rows
+    )
     fno = file_number(str(path))
     for t in fed(reader, fno, g):
         if t.kind != UNFINISHED and (selection is None or selection.keeps_transaction(t)):
@@ -109,7 +115,10 @@ def file_batches(
     if selection is not None:
         built = to_batches(file_changes(path, source, observers, start, stop, selection), trim=trim)
     else:
-        built = transaction_batches(file_transactions(path, observers, start, stop), source, trim=trim)
+        raw = use_compiled_images()  # the compiled builder writes images from the rows' bytes
+        built = transaction_batches(
+            file_transactions(path, observers, start, stop, raw_rows=raw), source, trim=trim
+        )
     return iter(trim.batches(built))
 
 

@@ -32,10 +32,6 @@ INTERFACE = 3
 cdef object UTC = _dt.timezone.utc
 cdef object ZERO_TIMESTAMP = MysqlDateTime(0, 0, 0)
 
-cdef enum Code:
-    CALL, INT8, UINT8, INT16, UINT16, INT24, UINT24, INT32, UINT32, INT64, UINT64,
-    FLOAT, DOUBLE, STR, JSON, TIME2, DATETIME2, TIMESTAMP2, DATE, YEAR, DECIMAL, BIT, TABLE
-
 # the operation names rowops uses -> their codes
 CODES = {
     "CALL": CALL, "INT8": INT8, "UINT8": UINT8, "INT16": INT16, "UINT16": UINT16, "INT24": INT24,
@@ -55,14 +51,6 @@ cdef uint32_t POW10[10]
 POW10[:] = [1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000, 1000000000]
 cdef int MONTH_DAYS[13]
 MONTH_DAYS[:] = [0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
-
-
-cdef struct Op:
-    int code
-    Py_ssize_t column
-    Py_ssize_t size  # bytes checked present before the value is read (a length prefix's width)
-    int a
-    int b
 
 
 # the range of ``a`` each operation that has one accepts (checked when a program is built)
@@ -98,11 +86,6 @@ cdef Py_ssize_t decimal_size(int precision, int scale):
 cdef class Image:
     """One image's operations: the present columns in the order their values are written."""
 
-    cdef Op *ops
-    cdef Py_ssize_t n
-    cdef list objects
-    cdef list template  # a row of ABSENT, copied for each image
-
     def __cinit__(self, list program, Py_ssize_t ncols, object absent):
         self.n = len(program)
         self.ops = <Op *>malloc(max(self.n, 1) * sizeof(Op))
@@ -128,10 +111,6 @@ cdef class Image:
 
 cdef class RowsDecoder:
     """``(buf, p, end) -> ([(before, after), …], p)``: every row of a rows event from ``p``."""
-
-    cdef Image before
-    cdef Image after
-    cdef bint no_bytes  # neither image has a column: a row takes no bytes, none may follow
 
     def __init__(self, before, after, Py_ssize_t ncols, absent):
         self.before = None if before is None else Image(before, ncols, absent)
@@ -159,26 +138,30 @@ cdef class RowsDecoder:
         ``binlake.values.rowcount``'s counters do); a value running past the buffer raises."""
         if type(buf) is not bytes:
             buf = bytes(buf)
-        cdef const unsigned char *s = <const unsigned char *>PyBytes_AS_STRING(buf)
-        cdef Py_ssize_t size = PyBytes_GET_SIZE(buf), rows = 0
         if p < 0:
             raise ValueError(f"row data cannot start at {p}")
-        if self.no_bytes:  # rows of no bytes: nothing can follow
-            return 0, p
-        while p < end:
-            if self.before is not None:
-                skip_image(self.before, buf, s, size, &p)
-            if self.after is not None:
-                skip_image(self.after, buf, s, size, &p)
-            rows += 1
+        cdef Py_ssize_t rows = self.walk(buf, <const unsigned char *>PyBytes_AS_STRING(buf), end, &p)
         return rows, p
+
+    cdef Py_ssize_t walk(self, object buf, const unsigned char *s, Py_ssize_t end, Py_ssize_t *pp) except -1:
+        """``count`` of the bytes ``buf`` (``s``) from ``pp`` (moved to where the walk ends)."""
+        cdef Py_ssize_t size = PyBytes_GET_SIZE(buf), rows = 0
+        if self.no_bytes:  # rows of no bytes: nothing can follow
+            return 0
+        while pp[0] < end:
+            if self.before is not None:
+                skip_image(self.before, buf, s, size, pp)
+            if self.after is not None:
+                skip_image(self.after, buf, s, size, pp)
+            rows += 1
+        return rows
 
 
 cdef int skip_image(Image im, object buf, const unsigned char *s, Py_ssize_t size, Py_ssize_t *pp) except -1:
     """Move ``pp`` past one image by its lengths: fixed sizes, length prefixes, else the decoder."""
     if im.n == 0:
         return 0
-    cdef Py_ssize_t p = pp[0], n, k
+    cdef Py_ssize_t p = pp[0], k
     cdef Py_ssize_t nb = (im.n + 7) >> 3
     if p + nb > size:
         raise ValueError("row image ends inside its NULL bitmap")
@@ -194,17 +177,24 @@ cdef int skip_image(Image im, object buf, const unsigned char *s, Py_ssize_t siz
             if end < p or end > size:
                 raise ValueError(f"a value runs past the row image ({end} of {size} bytes)")
             p = end
-            continue
-        if p + op.size > size:
-            raise ValueError(f"a value runs past the row image ({p + op.size} of {size} bytes)")
-        if op.code == STR or op.code == JSON:
-            n = <Py_ssize_t>le(s + p, op.a)
-            if n > size - p - op.size:
-                raise ValueError(f"a string of {n} bytes runs past the row image")
-            p += n
-        p += op.size
+        else:
+            p = value_end(op, s, size, p)
     pp[0] = p
     return 0
+
+
+cdef Py_ssize_t value_end(Op *op, const unsigned char *s, Py_ssize_t size, Py_ssize_t p) except -1:
+    """Where the value at ``p`` ends, by its operation's size and length prefix (not for CALL:
+    only its decoder knows); a value running past the buffer raises."""
+    cdef Py_ssize_t n
+    if p + op.size > size:
+        raise ValueError(f"a value runs past the row image ({p + op.size} of {size} bytes)")
+    if op.code == STR or op.code == JSON:
+        n = <Py_ssize_t>le(s + p, op.a)
+        if n > size - p - op.size:
+            raise ValueError(f"a string of {n} bytes runs past the row image")
+        p += n
+    return p + op.size
 
 
 cdef list read_image(Image im, object buf, const unsigned char *s, Py_ssize_t size, Py_ssize_t *pp):
@@ -320,7 +310,7 @@ cdef object text(const unsigned char *s, Py_ssize_t n, object codec, int pad_to)
         return PyBytes_FromStringAndSize(<const char *>s, n)
 
 
-cdef inline bint valid_date(int64_t y, int64_t m, int64_t d) noexcept:
+cdef bint valid_date(int64_t y, int64_t m, int64_t d) noexcept:
     if y < 1 or y > 9999 or m < 1 or m > 12 or d < 1:
         return False
     if m == 2 and y % 4 == 0 and (y % 100 != 0 or y % 400 == 0):
@@ -347,22 +337,33 @@ cdef inline int64_t fraction(const unsigned char *s, int fsp) noexcept:
     return s[0] << 16 | s[1] << 8 | s[2]
 
 
-cdef object datetime2_value(const unsigned char *s, int fsp):
+cdef bint datetime2_fields(const unsigned char *s, int fsp, Fields *f) noexcept:
+    """A DATETIME2's fields; whether they make a datetime (else a MysqlDateTime holds them)."""
     cdef int64_t x = <int64_t>be(s, 5) - 0x8000000000
     if x < 0:
         x = -x
-    cdef int64_t us = fraction(s + 5, fsp)
+    f.us = fraction(s + 5, fsp)
     cdef int64_t ymd = x >> 17, hms = x & 0x1FFFF
-    cdef int64_t y = (ymd >> 5) // 13, mo = (ymd >> 5) % 13, d = ymd & 31
-    cdef int64_t h = hms >> 12, mi = (hms >> 6) & 63, sec = hms & 63
-    if valid_date(y, mo, d) and h < 24 and mi < 60 and sec < 60 and us < 1000000:
-        return datetime_new(y, mo, d, h, mi, sec, us, None)
-    return MysqlDateTime(y, mo, d, h, mi, sec, us)
+    f.y, f.mo, f.d = (ymd >> 5) // 13, (ymd >> 5) % 13, ymd & 31
+    f.h, f.mi, f.sec = hms >> 12, (hms >> 6) & 63, hms & 63
+    return valid_date(f.y, f.mo, f.d) and f.h < 24 and f.mi < 60 and f.sec < 60 and f.us < 1000000
+
+
+cdef object datetime2_value(const unsigned char *s, int fsp):
+    cdef Fields f
+    if datetime2_fields(s, fsp, &f):
+        return datetime_new(f.y, f.mo, f.d, f.h, f.mi, f.sec, f.us, None)
+    return MysqlDateTime(f.y, f.mo, f.d, f.h, f.mi, f.sec, f.us)
+
+
+cdef int64_t timestamp2_total(const unsigned char *s, int fsp) noexcept:
+    """A TIMESTAMP2 in microseconds since the epoch (0: the zero TIMESTAMP)."""
+    return <int64_t>be(s, 4) * 1000000 + fraction(s + 4, fsp)
 
 
 cdef object timestamp2_value(const unsigned char *s, int fsp):
     """The epoch plus the seconds and microseconds, in UTC (the zero TIMESTAMP: MysqlDateTime)."""
-    cdef int64_t total = <int64_t>be(s, 4) * 1000000 + fraction(s + 4, fsp)
+    cdef int64_t total = timestamp2_total(s, fsp)
     if total == 0:
         return ZERO_TIMESTAMP
     cdef int64_t secs = total // 1000000, days = secs // 86400, rem = secs % 86400
@@ -378,8 +379,8 @@ cdef object timestamp2_value(const unsigned char *s, int fsp):
     return datetime_new(y, m, d, rem // 3600, rem // 60 % 60, rem % 60, total % 1000000, UTC)
 
 
-cdef object time2_value(const unsigned char *s, int fsp):
-    """MySQL's packed TIME (negative fractions stored reversed), then one timedelta."""
+cdef int64_t time2_us(const unsigned char *s, int fsp) noexcept:
+    """MySQL's packed TIME (negative fractions stored reversed) in signed microseconds."""
     cdef int64_t x, f
     if fsp >= 5:
         x = <int64_t>be(s, 6) - 0x800000000000
@@ -403,53 +404,78 @@ cdef object time2_value(const unsigned char *s, int fsp):
     if negative:
         x = -x
     cdef int64_t hms = x >> 24
-    cdef int secs = ((hms >> 12) & 0x3FF) * 3600 + ((hms >> 6) & 63) * 60 + (hms & 63)
-    cdef int us = x & 0xFFFFFF
-    return timedelta_new(0, -secs, -us) if negative else timedelta_new(0, secs, us)
+    cdef int64_t us = (((hms >> 12) & 0x3FF) * 3600 + ((hms >> 6) & 63) * 60 + (hms & 63)) * 1000000 + (x & 0xFFFFFF)
+    return -us if negative else us
 
 
-cdef object decimal_value(const unsigned char *s, int precision, int scale, Py_ssize_t size):
-    """MySQL's binary DECIMAL (sign bit flipped, negatives inverted, 9 digits per 4 bytes) as the
-    pure path's ``Decimal(f"{n}e-{scale}")``; None when a group holds more than its digits."""
+cdef object time2_value(const unsigned char *s, int fsp):
+    """``time2_us`` as one timedelta."""
+    cdef int64_t us = time2_us(s, fsp)
+    cdef int64_t a = -us if us < 0 else us
+    cdef int secs = <int>(a // 1000000)
+    cdef int frac = <int>(a % 1000000)
+    return timedelta_new(0, -secs, -frac) if us < 0 else timedelta_new(0, secs, frac)
+
+
+cdef int decimal_groups(const unsigned char *s, int precision, int scale, uint64_t *groups, int *digits) noexcept:
+    """MySQL's binary DECIMAL (sign bit flipped, negatives inverted, 9 digits per 4 bytes): each
+    stored group's value and digits, most significant first, into ``groups`` and ``digits`` (20
+    each); their number, negated for a negative number; 0 when a group holds more than its digits
+    (the Python decoder's arithmetic carries those)."""
     cdef unsigned char flip = 0 if s[0] & 0x80 else 0xFF
-    cdef char digits[80]
     cdef int intg = precision - scale
-    cdef int groups[20]  # digits of each stored group, most significant first
-    cdef int ngroups = 0, i, k, nd = 0, nbytes, first
-    cdef uint32_t g
+    cdef int ngroups = 0, i, k, nbytes
+    cdef uint64_t g
     cdef unsigned char b[4]
     if intg % 9:
-        groups[ngroups] = intg % 9
+        digits[ngroups] = intg % 9
         ngroups += 1
     for i in range(intg // 9 + scale // 9):
-        groups[ngroups] = 9
+        digits[ngroups] = 9
         ngroups += 1
     if scale % 9:
-        groups[ngroups] = scale % 9
+        digits[ngroups] = scale % 9
         ngroups += 1
     cdef Py_ssize_t at = 0
     for i in range(ngroups):
-        nbytes = DIG2BYTES[groups[i]]
+        nbytes = DIG2BYTES[digits[i]]
         for k in range(nbytes):
             b[k] = s[at + k] ^ flip
         if at == 0:
             b[0] &= 0x7F
         at += nbytes
-        g = <uint32_t>be(b, nbytes)
-        if g >= POW10[groups[i]]:
-            return None
-        for k in range(groups[i] - 1, -1, -1):
-            digits[nd + k] = <char>(48 + g % 10)
+        g = be(b, nbytes)
+        if g >= POW10[digits[i]]:
+            return 0
+        groups[i] = g
+    return -ngroups if flip else ngroups
+
+
+cdef object decimal_value(const unsigned char *s, int precision, int scale, Py_ssize_t size):
+    """``decimal_groups`` as the pure path's ``Decimal(f"{n}e-{scale}")``; None when a group
+    holds more than its digits."""
+    cdef char text[80]
+    cdef uint64_t groups[20]
+    cdef int digits[20]
+    cdef int ngroups = decimal_groups(s, precision, scale, groups, digits)
+    cdef int i, k, nd = 0, first
+    cdef uint64_t g
+    if ngroups == 0:
+        return None
+    for i in range(ngroups if ngroups > 0 else -ngroups):
+        g = groups[i]
+        for k in range(digits[i] - 1, -1, -1):
+            text[nd + k] = <char>(48 + g % 10)
             g //= 10
-        nd += groups[i]
+        nd += digits[i]
     first = 0
-    while first < nd and digits[first] == 48:
+    while first < nd and text[first] == 48:
         first += 1
     if first == nd:
         number = "0"
     else:
-        number = PyUnicode_FromStringAndSize(digits + first, nd - first)
-        if flip:
+        number = PyUnicode_FromStringAndSize(text + first, nd - first)
+        if ngroups < 0:
             number = "-" + number
     return Decimal(f"{number}e-{scale}" if scale else number)
 

@@ -1,0 +1,306 @@
+"""Row images written from the rows' bytes (``_fastvariant.RawImage``, the change log's one pass
+over events read with row decoding off) against the reference: the same events decoded, their
+``row_changes``, batches by the pure builder. Random layouts of every column type with values of
+the right shape (zero dates, text that is not UTF-8, unsigned values past int64, negative
+decimals, JSON documents, NULLs, images leaving columns out, keys among them) and damaged bytes;
+the corpus and generated series are in ``test_onepass``."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from binlake.arrowlog.changelog import (
+    CHANGELOG_SCHEMA,
+    changelog_batches,
+    decoded_rows,
+    rows_of,
+    transaction_batches,
+)
+from binlake.changes import row_changes
+from binlake.errors import MalformedEventError
+from binlake.events.rows import NOT_ASKED, Rows
+from binlake.events.table_map import TableMap
+from binlake.generate import generate
+from binlake.reader import BinlogReader
+from binlake.txn import Transaction, TransactionGrouper
+from binlake.values import column_decoder
+from binlake.values.columns import ColumnDef
+from binlake.values.json_binary import encode_json_binary
+from binlake.values.rowops import image_program
+from binlake.values.types import ColumnType
+from binlake.wire import bits_set
+from tests.values.test_plan import CATALOGUE, layout_case
+
+_fastvariant = pytest.importorskip(
+    "binlake.arrowlog._fastvariant", reason="the compiled change log is not built (./dev setup)"
+)
+_fastrows = pytest.importorskip("binlake.values._fastrows", reason="the compiled decoder is not built")
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Transaction:
+    """A committed transaction of one rows event, read with row decoding off."""
+    out = tmp_path_factory.mktemp("raw")
+    f = generate(out / "bin", seed=3, target_bytes=60_000).files[0]
+    g = TransactionGrouper(keep_events=True)
+    for ev in BinlogReader(f, decode_rows=False):
+        for t in g.feed(1, ev):
+            rows = [e for e in t.events if isinstance(e.body, Rows)]
+            if t.kind == "commit" and len(rows) == 1:
+                return t
+    raise AssertionError("no transaction of one rows event")
+
+
+def with_rows(t: Transaction, body: Rows) -> Transaction:
+    events = [dataclasses.replace(e, body=body) if isinstance(e.body, Rows) else e for e in t.events]
+    return dataclasses.replace(t, events=events)
+
+
+def copied(t: Transaction) -> Transaction:
+    """``t`` with a list of events of its own (decoding its rows replaces the list)."""
+    return dataclasses.replace(t, events=list(t.events))
+
+
+def outcome(build: Any) -> Any:
+    try:
+        return build()
+    except Exception as e:  # noqa: BLE001 - the error is what is compared
+        return (type(e), str(e))
+
+
+def same(t: Transaction, size: int) -> Any:
+    """The one pass over ``t`` (rows as bytes) and the reference over ``t`` decoded agree."""
+    want = outcome(
+        lambda: list(changelog_batches(row_changes(decoded_rows(copied(t))), size, compiled=False))
+    )
+    got = outcome(lambda: list(transaction_batches([copied(t)], "", size, compiled=True)))
+    if isinstance(want, tuple):
+        assert got == want
+        return want
+    assert not isinstance(got, tuple), got
+    assert [b.num_rows for b in got] == [b.num_rows for b in want]
+    assert pa.Table.from_batches(got, CHANGELOG_SCHEMA).equals(pa.Table.from_batches(want, CHANGELOG_SCHEMA))
+    return want
+
+
+def _value(draw: Any, name: str, a: int, b: int) -> bytes:
+    """Bytes of one value an operation reads: its fixed size, a length and text or bytes, a JSON
+    document; random bytes for a value only its Python decoder reads (CALL)."""
+    if name in ("STR",):
+        body = draw(st.one_of(st.binary(max_size=12), st.text(max_size=6).map(lambda x: x.encode("utf-8"))))
+        body = body[: (1 << (8 * a)) - 1]
+        return len(body).to_bytes(a, "little") + body
+    if name == "JSON":
+        doc = draw(
+            st.recursive(
+                st.none()
+                | st.booleans()
+                | st.integers(-(2**63), 2**64 - 1)
+                | st.floats(allow_nan=False, allow_infinity=False)
+                | st.text(max_size=5),
+                lambda kids: (
+                    st.lists(kids, max_size=3) | st.dictionaries(st.text(max_size=3), kids, max_size=3)
+                ),
+                max_leaves=6,
+            )
+        )
+        body = encode_json_binary(doc)
+        return len(body).to_bytes(a, "little") + body
+    if name == "CALL":
+        return draw(st.binary(max_size=10))
+    return draw(st.binary(min_size=_fastrows._size(name, a, b), max_size=_fastrows._size(name, a, b)))
+
+
+@st.composite
+def rows_events(draw: Any) -> tuple[TableMap, Rows]:
+    """A table of up to 8 catalogue columns (some of them its key) and a rows event of 1-3 rows
+    whose values have the shape their operations read, its last byte cut off at times."""
+    picks = draw(st.lists(st.integers(0, len(CATALOGUE) - 1), min_size=1, max_size=8))
+    op = draw(st.sampled_from(["insert", "update", "delete"]))
+    cols, before, after = layout_case(picks, draw(st.integers(0, 255)), op)
+    n = len(cols)
+    key = sorted(draw(st.sets(st.integers(0, n - 1), max_size=2)))
+    tm = TableMap(1, 0, "d", "t", cols, primary_key=key)
+    if op == "update" and draw(st.booleans()):  # an after image of other columns (MINIMAL)
+        after = tuple(bits_set(draw(st.integers(1, (1 << n) - 1)), n))
+    data = b""
+    for _ in range(draw(st.integers(1, 3))):
+        for present in (before, after):
+            if present is None:
+                continue
+            program = image_program(cols, present) or []
+            nulls = draw(st.integers(0, (1 << len(program)) - 1))
+            data += nulls.to_bytes((len(program) + 7) // 8, "little")
+            for k, (_, name, a, b, _) in enumerate(program):
+                if not nulls >> k & 1:
+                    data += _value(draw, name, a, b)
+    if draw(st.integers(0, 9)) == 0:
+        data = data[:-1]
+    bits = {"before": sum(1 << i for i in before or ()), "after": sum(1 << i for i in after or ())}
+    body = Rows(
+        op, 2, 1, 0, n, bits["before"], bits["after"], table=tm, raw_rows=data, undecoded_reason=NOT_ASKED
+    )
+    return tm, body
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=rows_events(), size=st.sampled_from([1, 2, 4096]))
+def test_random_layouts_written_from_bytes_alike(template: Transaction, case: Any, size: int) -> None:
+    _, body = case
+    same(with_rows(template, body), size)
+
+
+def test_damaged_rows_raise_before_any_row_is_given(template: Transaction) -> None:
+    """A rows event whose last row runs past its bytes: the one pass raises the decoder's
+    ``MalformedEventError`` (naming the file and offset) and gives none of the event's rows, even
+    in batches of one row."""
+    ev = next(e for e in template.events if isinstance(e.body, Rows))
+    body = ev.body
+    full = decoded_rows(copied(template))
+    rows = next(e.body.rows for e in full.events if isinstance(e.body, Rows))
+    assert rows
+    doubled = dataclasses.replace(body, raw_rows=body.raw_rows * 3 + body.raw_rows[:-1])
+    t = with_rows(template, doubled)
+    for size in (1, 4096):
+        given_rows = 0
+        with pytest.raises(MalformedEventError) as err:
+            for b in transaction_batches([copied(t)], "", size, compiled=True):
+                given_rows += b.num_rows
+        assert given_rows == 0
+        assert err.value.offset == ev.offset and err.value.source == ev.source
+        assert same(t, size) is not None
+
+
+def test_every_value_of_a_generated_series_from_bytes(tmp_path: Path) -> None:
+    """Nothing of a series of every type is decoded to be written: every transaction's events
+    keep their bytes through the one pass (no change went the decoded way)."""
+    f = generate(tmp_path / "bin", seed=5, target_bytes=200_000).files[0]
+    g = TransactionGrouper(keep_events=True)
+    ts = [t for ev in BinlogReader(f, decode_rows=False) for t in g.feed(1, ev) if t.kind == "commit"]
+    lists = [t.events for t in ts]
+    rows = sum(b.num_rows for b in transaction_batches(ts, "", 4096, compiled=True))
+    assert rows > 500
+    assert all(t.events is events for t, events in zip(ts, lists, strict=True))
+
+
+def _called(rng: random.Random, col: ColumnDef) -> bytes:
+    """Bytes the decoder of a column of a CALL operation takes: random bytes of the length it
+    reads (fixed-width types), else a length of ``meta`` bytes and 8 random bytes (GEOMETRY,
+    VECTOR)."""
+    data = rng.randbytes(16)
+    try:
+        _, end = column_decoder(col)(data, 0)
+    except (ValueError, IndexError):
+        return (8).to_bytes(col.meta, "little") + rng.randbytes(8)
+    return data[:end]
+
+
+def _random_value(rng: random.Random, col: ColumnDef, name: str, a: int, b: int) -> bytes:
+    """``_value``'s shapes from a seeded generator: uniform bytes (every sign, zero and invalid
+    dates, groups past their digits), text valid and not as UTF-8, documents."""
+    if name == "STR":
+        body = rng.choice(
+            [rng.randbytes(rng.randint(0, 12)), "é中a😀"[: rng.randint(0, 4)].encode("utf-8"), b"plain"]
+        )[: (1 << (8 * a)) - 1]
+        return len(body).to_bytes(a, "little") + body
+    if name == "JSON":
+        body = encode_json_binary(
+            rng.choice([{"a": [1, 2.5, None, "x"]}, [True, -(2**63)], "s", 2**64 - 1, {}])
+        )
+        return len(body).to_bytes(a, "little") + body
+    if name == "CALL":  # a value only the column's Python decoder reads: the bytes it takes
+        return _called(rng, col)
+    size = _fastrows._size(name, a, b)
+    return rng.choice([rng.randbytes(size), bytes(size), b"\xff" * size, b"\x80" + bytes(size - 1)])
+
+
+@pytest.mark.parametrize("pick", range(len(CATALOGUE)))
+def test_every_column_type_written_from_bytes(template: Transaction, pick: int) -> None:
+    """Each column type of the catalogue, as a key column and not, 60 values each (each row its
+    own event: one that does not decode does not hide the rest): the reference's batches."""
+    rng = random.Random(pick)
+    decoded = 0
+    for key in ([], [0]):
+        cols, _, after = layout_case([pick, 0], 3, "insert")
+        tm = TableMap(1, 0, "d", "t", cols, primary_key=key)
+        program = image_program(cols, after) or []
+        for _ in range(30):
+            data = b"\x00" + b"".join(_random_value(rng, cols[c], name, a, b) for c, name, a, b, _ in program)
+            body = Rows("insert", 2, 1, 0, 2, 0, 3, table=tm, raw_rows=data, undecoded_reason=NOT_ASKED)
+            decoded += not isinstance(same(with_rows(template, body), 4096), tuple)
+    assert decoded > 40
+
+
+JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**64 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.sampled_from([1e-5, 1e15 + 0.5, 1e20, -0.0, 1e-300, 123456789012345680.0])
+    | st.text(max_size=8)
+    | st.sampled_from(['\x00\x1f"\\\n\r\t\b\f', "é中😀", "a" * 200]),
+    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=4), kids, max_size=4),
+    max_leaves=12,
+)
+
+
+def _json_event(tm: TableMap, doc: bytes) -> Rows:
+    data = b"\x00" + len(doc).to_bytes(4, "little") + doc
+    return Rows("insert", 2, 1, 0, 1, 0, 1, table=tm, raw_rows=data, undecoded_reason=NOT_ASKED)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(value=JSON_VALUES, damage=st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 255)), max_size=2))
+def test_json_documents_written_from_bytes(template: Transaction, value: Any, damage: list) -> None:
+    """A JSON column's documents written as text straight from their binary form (``json_doc``)
+    against the decoded document's text, for documents of every value kind (floats MySQL writes
+    its own way, integers past int64, text to escape, nesting, large containers) and documents
+    with bytes changed (the decoder's error, or its text where it still decodes)."""
+    tm = TableMap(1, 0, "d", "t", [ColumnDef(0, ColumnType.JSON, 4, True)])
+    doc = bytearray(encode_json_binary(value))
+    for at, byte in damage:
+        doc[at % len(doc)] = byte
+    same(with_rows(template, _json_event(tm, bytes(doc))), 4096)
+
+
+def test_json_documents_the_text_walk_leaves_to_the_decoder(template: Transaction) -> None:
+    """Documents whose text needs the decoded value: an opaque value (a DECIMAL), keys out of
+    order or repeated (the decoded dict keeps one), text that is not UTF-8, nothing at all."""
+    tm = TableMap(1, 0, "d", "t", [ColumnDef(0, ColumnType.JSON, 4, True)])
+    opaque = bytes([0x0F, 246, 4]) + bytes.fromhex("0a02810a")  # DECIMAL(10,2) 1.10 as MySQL writes it
+
+    def small_object(keys: list[bytes], values: list[int]) -> bytes:
+        """A small object of int16 values inline; keys at the offsets given, in the order given."""
+        head = 4 + len(keys) * 4 + len(keys) * 3
+        key_entries, at = b"", head
+        for k in keys:
+            key_entries += at.to_bytes(2, "little") + len(k).to_bytes(2, "little")
+            at += len(k)
+        value_entries = b"".join(b"\x05" + v.to_bytes(2, "little", signed=True) for v in values)
+        body = key_entries + value_entries + b"".join(keys)
+        return b"\x00" + len(keys).to_bytes(2, "little") + (4 + len(body)).to_bytes(2, "little") + body
+
+    docs = [
+        opaque,
+        small_object([b"a", b"b"], [1, 2]),  # in order: written from the bytes
+        small_object([b"b", b"a"], [1, 2]),
+        small_object([b"a", b"a"], [1, 2]),
+        small_object([b"\xff", b"ab"], [1, 2]),
+        b"\x0c\x02\xc3\x28",  # a string that is not UTF-8
+        b"",
+    ]
+    texts = []
+    for doc in docs:
+        want = same(with_rows(template, _json_event(tm, doc)), 4096)
+        texts.append(None if isinstance(want, tuple) else rows_of(want[0])[0]["after"])
+    assert texts[1] == {"@1": '{"a": 1, "b": 2}'}
+    assert texts[2] == {"@1": '{"b": 1, "a": 2}'}  # the decoder's order: the document's
+    assert texts[3] == {"@1": '{"a": 2}'}  # one key: the decoded dict's
