@@ -191,6 +191,20 @@ def test_every_value_of_a_generated_series_from_bytes(tmp_path: Path) -> None:
     assert all(t.events is events for t, events in zip(ts, lists, strict=True))
 
 
+# what Python's strict UTF-8 decoder refuses at the edges: a surrogate, overlong forms, past
+# U+10FFFF, a sequence cut short, a lone continuation byte; and the largest it takes
+NOT_UTF8 = [
+    b"\xed\xa0\x80",
+    b"\xc0\xaf",
+    b"\xe0\x80\xaf",
+    b"\xf0\x80\x80\xaf",
+    b"\xf4\x90\x80\x80",
+    b"a\xe2\x82",
+    b"\x80",
+]
+UTF8_EDGES = [b"\xed\x9f\xbf", b"\xf4\x8f\xbf\xbf", b"\xe0\xa0\x80", b"\xf0\x90\x80\x80", b"\xc2\x80"]
+
+
 def _called(rng: random.Random, col: ColumnDef) -> bytes:
     """Bytes the decoder of a column of a CALL operation takes: random bytes of the length it
     reads (fixed-width types), else a length of ``meta`` bytes and 8 random bytes (GEOMETRY,
@@ -208,7 +222,13 @@ def _random_value(rng: random.Random, col: ColumnDef, name: str, a: int, b: int)
     dates, groups past their digits), text valid and not as UTF-8, documents."""
     if name == "STR":
         body = rng.choice(
-            [rng.randbytes(rng.randint(0, 12)), "é中a😀"[: rng.randint(0, 4)].encode("utf-8"), b"plain"]
+            [
+                rng.randbytes(rng.randint(0, 12)),
+                "é中a😀"[: rng.randint(0, 4)].encode("utf-8"),
+                b"plain",
+                *NOT_UTF8,
+                *UTF8_EDGES,
+            ]
         )[: (1 << (8 * a)) - 1]
         return len(body).to_bytes(a, "little") + body
     if name == "JSON":

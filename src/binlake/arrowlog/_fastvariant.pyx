@@ -806,23 +806,12 @@ cdef bint is_utf8(const unsigned char *s, Py_ssize_t n) noexcept:
         if c < 0x80:
             i += 1
             continue
-        lo, hi = 0x80, 0xBF
-        if 0xC2 <= c <= 0xDF:
-            more = 1
-        elif 0xE0 <= c <= 0xEF:
-            more = 2
-            if c == 0xE0:
-                lo = 0xA0
-            elif c == 0xED:
-                hi = 0x9F
-        elif 0xF0 <= c <= 0xF4:
-            more = 3
-            if c == 0xF0:
-                lo = 0x90
-            elif c == 0xF4:
-                hi = 0x8F
-        else:
+        if c < 0xC2 or c > 0xF4:  # a continuation byte, an overlong lead, past U+10FFFF
             return 0
+        more = 1 if c < 0xE0 else 2 if c < 0xF0 else 3
+        # the second byte's range: no overlong forms (E0, F0), surrogates (ED), past U+10FFFF (F4)
+        lo = 0xA0 if c == 0xE0 else 0x90 if c == 0xF0 else 0x80
+        hi = 0x9F if c == 0xED else 0x8F if c == 0xF4 else 0xBF
         if i + more >= n:
             return 0
         if not lo <= s[i + 1] <= hi:
