@@ -1053,6 +1053,9 @@ cdef class Transcoder:
         self.after = None if decoder.after is None else RawImage(decoder.after, ncols)
 
 
+cdef enum:
+    NOT_THIS_WAY = -1  # ``BatchBuilder._raw_rows``: an event it does not write from its bytes
+
 cdef dict _TRANSCODERS = {}  # id(decoder) -> its Transcoder (which holds it: the id stays its)
 
 
@@ -1603,6 +1606,19 @@ cdef class _TableUse:
     cdef ObjectPlan img, key
     cdef Py_ssize_t *pk_c
     cdef Py_ssize_t npk
+    # the transcoder of the last rows event of the map, and that event's shape
+    cdef Transcoder tc
+    cdef object tc_op, tc_before, tc_after, tc_count
+
+    cdef Transcoder transcoder(self, object b, object tm):
+        """``_transcoder(b, tm)``, kept for the next event of the same shape."""
+        cdef object op = b.operation, before = b.columns_before, after = b.columns_after, count = b.column_count
+        if (self.tc is not None and op is self.tc_op and before == self.tc_before and after == self.tc_after
+                and count == self.tc_count and not b.partial):
+            return self.tc
+        self.tc = _transcoder(b, tm)
+        self.tc_op, self.tc_before, self.tc_after, self.tc_count = op, before, after, count
+        return self.tc
 
     def __cinit__(self):
         self.pk_c = NULL
@@ -1724,7 +1740,7 @@ cdef class BatchBuilder:
         caller adds it and the rest of ``t`` change by change."""
         cdef list events = t.events
         cdef object ev, b, tm, rows, pair, op, offset, sid, gtid, lc, seq, ts, tsrc
-        cdef object fno, tstart, done
+        cdef object fno, tstart
         cdef Py_ssize_t ei, ri, nrows, n = 0
         cdef bint raw
         cdef int status
@@ -1789,11 +1805,10 @@ cdef class BatchBuilder:
                 return n if n > start else start, 2
             put_be(okey + 26, <uint64_t>ei, 4)
             if raw:
-                done = self._raw_rows(b, tm, source, start, size, n, fno, offset, tstart, okey, gtid, lc, seq, ts, sid,
-                                      op, bad_key)
-                if done is None:  # not this way: the caller decodes the transaction's rows
+                status = self._raw_rows(b, tm, source, start, size, &n, fno, offset, tstart, okey, gtid, lc, seq,
+                                        ts, sid, op, bad_key)
+                if status == NOT_THIS_WAY:  # the caller decodes the transaction's rows
                     return n if n > start else start, 2
-                n, status = done
                 if status:
                     return n, status
                 continue
@@ -1857,22 +1872,21 @@ cdef class BatchBuilder:
         self.op.add(op)
         return 0
 
-    cdef object _raw_rows(self, object b, object tm, object source, Py_ssize_t start, Py_ssize_t size,
-                          Py_ssize_t n, object fno, object offset, object tstart, char *okey, object gtid,
-                          object lc, object seq, object ts, object sid, object op, bint bad_key):
+    cdef int _raw_rows(self, object b, object tm, object source, Py_ssize_t start, Py_ssize_t size,
+                       Py_ssize_t *pn, object fno, object offset, object tstart, char *okey, object gtid,
+                       object lc, object seq, object ts, object sid, object op, bint bad_key) except -2:
         """``add_transaction``'s rows of one event read with row decoding off (``b.raw_rows``),
-        written from their bytes (``RawImage``): (the next change's number, status) as there, None
-        when this event is not read this way (no compiled decoder for it, rows of no columns,
-        PARTIAL_UPDATE_ROWS): the caller decodes it."""
-        cdef Transcoder tc = _transcoder(b, tm)
+        written from their bytes (``RawImage``): its status as there (``pn``: the next change's
+        number), or NOT_THIS_WAY when this event is not read this way (no compiled decoder for it,
+        rows of no columns, PARTIAL_UPDATE_ROWS, damage): the caller decodes it."""
+        cdef Transcoder tc = self.use.transcoder(b, tm)
         cdef RawImage rb, ra
-        cdef bytes buf
+        cdef object buf = b.raw_rows
         cdef const unsigned char *s
-        cdef Py_ssize_t p = 0, end, ri = 0, nrows, last = 0
+        cdef Py_ssize_t p = 0, end, ri = 0, nrows, last = 0, n = pn[0]
         cdef bint update = op == "update"
-        if tc is None:
-            return None
-        buf = b.raw_rows
+        if tc is None or type(buf) is not bytes:
+            return NOT_THIS_WAY
         s = <const unsigned char *>PyBytes_AS_STRING(buf)
         end = PyBytes_GET_SIZE(buf)
         rb, ra = tc.before, tc.after
@@ -1881,11 +1895,12 @@ cdef class BatchBuilder:
         try:
             nrows = tc.decoder.walk(buf, s, end, &last)
         except Exception:
-            return n if n > start else start, 2
+            return NOT_THIS_WAY
         if last != end:
-            return n if n > start else start, 2
+            return NOT_THIS_WAY
         if n + nrows <= start:  # the batch before ended inside this transaction, past this event
-            return n + nrows, 0
+            pn[0] = n + nrows
+            return 0
         while p < end:
             try:
                 if rb is not None:
@@ -1893,20 +1908,23 @@ cdef class BatchBuilder:
                 if ra is not None:
                     ra.parse(buf, s, end, &p)
             except Exception:  # (the walk above read the same values: not expected)
-                return n if n > start else start, 2
+                return NOT_THIS_WAY
             if n < start:
                 n += 1
                 ri += 1
                 continue
+            pn[0] = n
             if bad_key or ri > 0xFFFFFFFF:
-                return n, 2
+                return 2
             if self._row(rb, ra, update, source, fno, offset, tstart, okey, ri, gtid, lc, seq, ts, sid, op):
-                return n, 2
+                return 2
             n += 1
             ri += 1
+            pn[0] = n
             if self.rows >= size:
-                return n, 1
-        return n, 0
+                return 1
+        pn[0] = n
+        return 0
 
     cdef int _use_table(self, object tm, object layouts) except -1:
         """The layout, key columns (``changes._column_order``), names and encoders of a table map,
