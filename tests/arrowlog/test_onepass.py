@@ -77,13 +77,27 @@ def outcome(build: Callable[[], list[pa.RecordBatch]]) -> Any:
 
 
 def same_batches(
-    transactions: list[Transaction], size: int = 4096, source: str = "", boundaries: bool = True
+    transactions: list[Transaction],
+    size: int = 4096,
+    source: str = "",
+    boundaries: bool = True,
+    raw: list[Transaction] | None = None,
 ) -> int:
-    """The one pass gives the reference's record batches (or its error); returns the rows."""
+    """The one pass gives the reference's record batches (or its error); returns the rows.
+    ``raw``: the same file's finished transactions read with row decoding off, whose images the
+    one pass writes from the rows' bytes: the same batches too; where decoding met damage that
+    reading with it off passes (more transactions), the one pass raises it (a ``BinlogError``)."""
     finished = [t for t in transactions if t.kind != UNFINISHED]
     want = outcome(lambda: reference(finished, size, source))
     got = outcome(lambda: list(transaction_batches(finished, source, size, compiled=True)))
-    return same_outcome(got, want, boundaries)
+    rows = same_outcome(got, want, boundaries)
+    if raw is not None:
+        got = outcome(lambda: list(transaction_batches(copied(raw), source, size, compiled=True)))
+        if len(raw) > len(finished):
+            assert isinstance(got, tuple) and issubclass(got[0], BinlogError), got
+        else:
+            assert same_outcome(got, want, boundaries) == rows
+    return rows
 
 
 def same_outcome(got: Any, want: Any, boundaries: bool = True) -> int:
@@ -114,34 +128,15 @@ def copied(transactions: list[Transaction]) -> list[Transaction]:
     return [dataclasses.replace(t, events=list(t.events)) for t in transactions]
 
 
-def same_from_bytes(path: Path, sizes: tuple[int, ...] = (4096, 3), source: str = "") -> int:
-    """The one pass over the file read with row decoding off (images written from the rows'
-    bytes, ``BatchBuilder.add_transaction``) gives the reference's batches of the file read with
-    decoding on; where decoding meets damage the read with it off passes, the one pass raises it
-    (a ``BinlogError``). Returns the rows."""
-    want_ts = finished(events_of(path))
-    raw_ts = finished(events_of(path, decode_rows=False))
-    rows = 0
-    for size in sizes:
-        got = outcome(
-            lambda size=size: list(transaction_batches(copied(raw_ts), source, size, compiled=True))
-        )
-        if len(raw_ts) > len(want_ts):
-            assert isinstance(got, tuple) and issubclass(got[0], BinlogError), got
-        else:
-            rows = same_outcome(got, outcome(lambda size=size: reference(want_ts, size, source)))
-    return rows
-
-
 @pytest.mark.parametrize("rec", RECORDS or [{}], ids=[r["path"] for r in RECORDS] or ["no corpus"])
 def test_corpus_alike(corpus: Path, rec: dict) -> None:
     if "path" not in rec:
         pytest.skip("no corpus")
     events = events_of(corpus / rec["path"])
     transactions = same_grouping(events)
-    same_batches(transactions)
-    same_batches(transactions, size=3, source="src")
-    same_from_bytes(corpus / rec["path"], source="src")
+    raw = finished(events_of(corpus / rec["path"], decode_rows=False))
+    same_batches(transactions, raw=raw)
+    same_batches(transactions, size=3, source="src", raw=raw)
 
 
 @pytest.mark.parametrize("flavor", ["mysql80", "mariadb", "mysql57"])
@@ -152,9 +147,9 @@ def test_generated_series_alike(tmp_path: Path, flavor: str) -> None:
     for f in result.files:
         transactions = same_grouping(events_of(Path(f)))
         assert any(t.kind == "ddl" for t in transactions)
-        rows += same_batches(transactions)
-        same_batches(transactions, size=5)
-        assert same_from_bytes(Path(f), sizes=(4096, 5)) == same_batches(transactions)
+        raw = finished(events_of(Path(f), decode_rows=False))
+        rows += same_batches(transactions, raw=raw)
+        same_batches(transactions, size=5, raw=raw)
     assert rows > 1000
 
 
