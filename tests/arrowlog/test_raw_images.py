@@ -423,3 +423,14 @@ def test_a_value_that_does_not_decode_gives_none_of_its_event(template: Transact
         for b in transaction_batches([copied(t)], "", 1, compiled=True):
             given_rows += b.num_rows
     assert given_rows == 0
+
+
+def test_a_key_column_past_the_image_raises_as_the_reference(template: Transaction) -> None:
+    """A table map (made in memory: the parser refuses it) whose key names a column past its
+    columns: ``row_changes`` raises IndexError finding the key; the one pass from the bytes gave a
+    change with a NULL key."""
+    cols = [ColumnDef(0, ColumnType.LONG, 0, True), ColumnDef(1, ColumnType.LONG, 0, True)]
+    tm = TableMap(1, 0, "d", "t", cols, primary_key=[5])
+    data = b"\x00" + (7).to_bytes(4, "little") + (8).to_bytes(4, "little")
+    body = Rows("insert", 2, 1, 0, 2, 0, 3, table=tm, raw_rows=data, undecoded_reason=NOT_ASKED)
+    assert same(with_rows(template, body), 4096)[0] is IndexError
