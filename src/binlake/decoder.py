@@ -52,11 +52,16 @@ def decoded(e: Event) -> Event:
         return dataclasses.replace(e, body=decode_deferred(b))
     except DECODE_FAILURES as err:
         raise MalformedEventError(
-            f"malformed {type_name(e.type_code)} event: {err}",
+            f"malformed {type_name(e.type_code)} event{_inner(e.inner_index)}: {err}",
             event_type=e.type_code,
             source=e.source,
             offset=e.offset,
         ) from None
+
+
+def _inner(index: int | None) -> str:
+    """Where a malformed event sits when it came out of a TRANSACTION_PAYLOAD (its errors say so)."""
+    return "" if index is None else f" (inner event {index} of the transaction payload)"
 
 
 def v3_format(binlog_version: int, server_version: str, created: int) -> FormatDescription:
@@ -210,9 +215,8 @@ class EventDecoder:
         except BinlogError as e:
             raise e.locate(self.source, offset) from None
         except DECODE_FAILURES as e:
-            where = f" (inner event {inner} of the transaction payload)" if inner is not None else ""
             raise MalformedEventError(
-                f"malformed {type_name(code)} event{where}: {e}",
+                f"malformed {type_name(code)} event{_inner(inner)}: {e}",
                 event_type=code,
                 source=self.source,
                 offset=offset,

@@ -324,3 +324,113 @@ def test_json_documents_the_text_walk_leaves_to_the_decoder(template: Transactio
     assert texts[1] == {"@1": '{"a": 1, "b": 2}'}
     assert texts[2] == {"@1": '{"b": 1, "a": 2}'}  # the decoder's order: the document's
     assert texts[3] == {"@1": '{"a": 2}'}  # one key: the decoded dict's
+
+
+def _two_events(t: Transaction, second: Rows) -> Transaction:
+    """``t`` with a second rows event (``second``, at the next offset) after its rows event."""
+    at = next(i for i, e in enumerate(t.events) if isinstance(e.body, Rows))
+    ev = t.events[at]
+    extra = dataclasses.replace(ev, offset=ev.offset + 1, body=second)
+    return dataclasses.replace(t, events=[*t.events[: at + 1], extra, *t.events[at + 1 :]])
+
+
+@pytest.mark.parametrize("damage", ["cut", "columns"])
+def test_damage_in_a_later_event_gives_none_of_the_transaction(template: Transaction, damage: str) -> None:
+    """Reading with row decoding on raises at the damaged event, before its transaction is whole:
+    none of the transaction's changes is given. The one pass takes a transaction read with
+    decoding off whole; a later event that does not decode (cut short, or of a column count its
+    map does not have, which the bytes are not walked for) must not let the rows of the events
+    before it out in a batch that fills first (batches of one row)."""
+    body = next(e.body for e in template.events if isinstance(e.body, Rows))
+    if damage == "cut":
+        second = dataclasses.replace(body, raw_rows=body.raw_rows[:-1])
+    else:
+        second = dataclasses.replace(body, column_count=body.column_count + 1)
+    t = _two_events(template, second)
+    with pytest.raises(MalformedEventError):
+        list(row_changes(decoded_rows(copied(t))))
+    given_rows = 0
+    with pytest.raises(MalformedEventError) as err:
+        for b in transaction_batches([copied(t)], "", 1, compiled=True):
+            given_rows += b.num_rows
+    assert given_rows == 0
+    assert (
+        err.value.offset
+        == t.events[1 + next(i for i, e in enumerate(t.events) if isinstance(e.body, Rows))].offset
+    )
+
+
+def test_damage_inside_a_transaction_payload_names_the_inner_event(tmp_path: Path) -> None:
+    """A damaged rows event inside a compressed TRANSACTION_PAYLOAD: ``file_batches`` (rows read
+    with decoding off, decoded on demand) raises what reading with decoding on raises, the inner
+    event's index included."""
+    zstandard = pytest.importorskip("zstandard")
+    from binlake.events.payload import COMPRESSION_ZSTD, TransactionPayload, encode_transaction_payload
+    from binlake.events.types import EventType
+    from binlake.spark.changelog import file_batches
+    from tests.test_fuzz import event, fde_file
+
+    f = generate(tmp_path / "bin", seed=3, target_bytes=60_000).files[0]
+    raw = f.read_bytes()
+    evs = list(BinlogReader(f, decode_rows=False))
+
+    def body(e: Any) -> bytes:
+        return raw[e.offset + 19 : e.offset + e.header.event_size - (4 if e.checksum is not None else 0)]
+
+    i = next(
+        i
+        for i, e in enumerate(evs)
+        if isinstance(e.body, Rows)
+        and isinstance(evs[i - 1].body, TableMap)
+        and evs[i + 1].type_code == EventType.XID
+    )
+    begin = next(e for e in reversed(evs[:i]) if e.type_code == EventType.QUERY)
+    parts = [
+        (begin, body(begin)),
+        (evs[i - 1], body(evs[i - 1])),
+        (evs[i], body(evs[i])[:-1]),
+        (evs[i + 1], body(evs[i + 1])),
+    ]
+    inner = b"".join(event(e.type_code, b, 0) for e, b in parts)
+    compressed = zstandard.ZstdCompressor().compress(inner)
+    payload = encode_transaction_payload(TransactionPayload(COMPRESSION_ZSTD, 0, len(inner), compressed))
+    path = tmp_path / "payload.bin"
+    path.write_bytes(fde_file() + event(EventType.TRANSACTION_PAYLOAD, payload, len(fde_file())))
+    with pytest.raises(MalformedEventError) as want:
+        list(BinlogReader(path))
+    with pytest.raises(MalformedEventError) as got:
+        list(file_batches(path))
+    assert "(inner event 2 of the transaction payload)" in str(want.value)
+    assert str(got.value) == str(want.value)
+    assert (got.value.source, got.value.offset) == (want.value.source, want.value.offset)
+
+
+def test_a_value_that_does_not_decode_gives_none_of_its_event(template: Transaction) -> None:
+    """A rows event whose bytes walk whole but whose second row holds a JSON document the decoder
+    refuses (an unknown value type): reading with decoding on raises at the event; the one pass,
+    which writes the first row before it meets the second, must not let that row out in a batch
+    that fills first (batches of one row)."""
+    tm = TableMap(1, 0, "d", "t", [ColumnDef(0, ColumnType.JSON, 4, True)])
+    docs = (encode_json_binary({"a": 1}), b"\x0e\x00")
+    data = b"".join(b"\x00" + len(d).to_bytes(4, "little") + d for d in docs)
+    t = with_rows(
+        template, Rows("insert", 2, 1, 0, 1, 0, 1, table=tm, raw_rows=data, undecoded_reason=NOT_ASKED)
+    )
+    with pytest.raises(MalformedEventError):
+        list(row_changes(decoded_rows(copied(t))))
+    given_rows = 0
+    with pytest.raises(MalformedEventError, match="unknown JSON type"):
+        for b in transaction_batches([copied(t)], "", 1, compiled=True):
+            given_rows += b.num_rows
+    assert given_rows == 0
+
+
+def test_a_key_column_past_the_image_raises_as_the_reference(template: Transaction) -> None:
+    """A table map (made in memory: the parser refuses it) whose key names a column past its
+    columns: ``row_changes`` raises IndexError finding the key; the one pass from the bytes gave a
+    change with a NULL key."""
+    cols = [ColumnDef(0, ColumnType.LONG, 0, True), ColumnDef(1, ColumnType.LONG, 0, True)]
+    tm = TableMap(1, 0, "d", "t", cols, primary_key=[5])
+    data = b"\x00" + (7).to_bytes(4, "little") + (8).to_bytes(4, "little")
+    body = Rows("insert", 2, 1, 0, 2, 0, 3, table=tm, raw_rows=data, undecoded_reason=NOT_ASKED)
+    assert same(with_rows(template, body), 4096)[0] is IndexError

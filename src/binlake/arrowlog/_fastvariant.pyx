@@ -908,13 +908,17 @@ cdef class RawImage:
         pp[0] = p
         return 0
 
-    cdef bint has(self, const Py_ssize_t *cols, Py_ssize_t n) noexcept:
-        """Whether the image carries each of ``cols`` (NULL or not): ``_has_key``'s test."""
+    cdef int has(self, const Py_ssize_t *cols, Py_ssize_t n) except -1:
+        """Whether the image carries each of ``cols`` (NULL or not): ``_has_key``'s test; a column
+        past the image raises the reference's IndexError (``changes._key`` indexes every one)."""
         cdef Py_ssize_t i
         if n == 0:
             return 0
         for i in range(n):
-            if not 0 <= cols[i] < self.ncols or self.pos[cols[i]] == NOT_IN_IMAGE:
+            if cols[i] >= self.ncols:
+                raise IndexError("tuple index out of range")
+        for i in range(n):
+            if cols[i] < 0 or self.pos[cols[i]] == NOT_IN_IMAGE:
                 return 0
         return 1
 

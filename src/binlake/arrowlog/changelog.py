@@ -256,6 +256,7 @@ def transaction_batches(
     fill = _Filler(size, image_cache(True), trim)
     for t in transactions:
         taken = 0
+        held: list[pa.RecordBatch] = []  # batches of ``t``'s first changes, given once ``t`` reads whole
         if fill.pure is None and t.kind != DDL:
             while True:
                 taken, status = fill.builder.add_transaction(
@@ -263,10 +264,16 @@ def transaction_batches(
                 )
                 if status != _FULL:
                     break
-                yield from fill.flush()
+                held.extend(fill.flush())
             if status == _ALL:
+                yield from held
                 continue
-        yield from fill.changes(itertools.islice(row_changes(decoded_rows(t), None, source), taken, None))
+        # decoded before a batch holding any of ``t`` is given: damage the one pass met in a rows event
+        # (its bytes, a value that does not decode) raises here, as reading with decoding on raises
+        # before ``t`` is whole
+        rest = row_changes(decoded_rows(t), None, source)
+        yield from held
+        yield from fill.changes(itertools.islice(rest, taken, None))
     yield from fill.finish()
 
 
