@@ -434,3 +434,33 @@ def test_a_key_column_past_the_image_raises_as_the_reference(template: Transacti
     data = b"\x00" + (7).to_bytes(4, "little") + (8).to_bytes(4, "little")
     body = Rows("insert", 2, 1, 0, 2, 0, 3, table=tm, raw_rows=data, undecoded_reason=NOT_ASKED)
     assert same(with_rows(template, body), 4096)[0] is IndexError
+
+
+def test_events_the_raw_path_declines_are_decoded_in_place(tmp_path: Path) -> None:
+    """With the compiled row decoder not chosen (its pure twin decodes), no event is written from
+    its bytes: each is decoded where the one pass meets it and taken as decoded rows; the batches
+    are the reference's, the same as the compiled decoder's raw path gives."""
+    f = generate(tmp_path / "bin", seed=9, target_bytes=100_000).files[0]
+
+    def read() -> list[Transaction]:  # a reader of its own: table maps (and their decoders) of its own
+        g = TransactionGrouper(keep_events=True)
+        return [t for ev in BinlogReader(f, decode_rows=False) for t in g.feed(1, ev) if t.kind == "commit"]
+
+    raw = read()
+    fast = list(transaction_batches(read(), "", 64, compiled=True))
+    from binlake.values.plan import ROWS
+
+    ROWS.choose(False)
+    try:
+        declined = read()
+        got = list(transaction_batches(declined, "", 64, compiled=True))
+    finally:
+        ROWS.choose(True)
+    changes = (c for t in raw for c in row_changes(decoded_rows(copied(t))))
+    want = list(changelog_batches(changes, 64, compiled=False))
+    assert got and pa.Table.from_batches(got).equals(pa.Table.from_batches(want))
+    assert pa.Table.from_batches(fast).equals(pa.Table.from_batches(want))
+    # each event was decoded in place (its transaction's list holds it decoded)
+    assert all(
+        e.body.undecoded_reason is None for t in declined for e in t.events if isinstance(e.body, Rows)
+    )

@@ -1533,6 +1533,7 @@ cdef class _Strings:
         )
 
 
+from binlake.decoder import decoded as _decoded
 from binlake.events.rows import ABSENT as _ABSENT_OBJ, NOT_ASKED as _NOT_ASKED_STR, Rows as _ROWS_CLS, _row_plan
 
 cdef object _ABSENT = _ABSENT_OBJ
@@ -1811,11 +1812,23 @@ cdef class BatchBuilder:
             if raw:
                 status = self._raw_rows(b, tm, source, start, size, &n, fno, offset, tstart, okey, gtid, lc, seq,
                                         ts, sid, op, bad_key)
-                if status == NOT_THIS_WAY:  # the caller decodes the transaction's rows
+                if status != NOT_THIS_WAY:
+                    if status:
+                        return n, status
+                    continue
+                # not from its bytes (PARTIAL_UPDATE_ROWS, no compiled decoder, damage): decoded here
+                # and taken as decoded rows (damage: the caller's decoding raises its error)
+                try:
+                    ev = _decoded(ev)
+                except Exception:
                     return n if n > start else start, 2
-                if status:
-                    return n, status
-                continue
+                events[ei] = ev
+                b = ev.body
+                rows = b.rows
+                nrows = len(rows)
+                if n + nrows <= start:
+                    n += nrows
+                    continue
             for ri in range(nrows):
                 if n < start:
                     n += 1
@@ -1912,7 +1925,7 @@ cdef class BatchBuilder:
                 if ra is not None:
                     ra.parse(buf, s, end, &p)
             except Exception:  # (the walk above read the same values: not expected)
-                return NOT_THIS_WAY
+                return 2  # rows before it may be taken: the caller goes on change by change
             if n < start:
                 n += 1
                 ri += 1
