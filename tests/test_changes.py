@@ -196,3 +196,33 @@ def test_a_key_declared_out_of_column_order_is_in_column_order(mariadb: Any) -> 
     ]
     for c in found:
         _check_row(c)
+
+
+def test_row_changes_of_rows_read_undecoded(tmp_path: Path) -> None:
+    """Transactions read with row decoding off (rows kept as bytes) give the same row changes: each
+    event's rows are decoded where the changes need them; a damaged one raises the decoder's error."""
+    from binlake.errors import MalformedEventError
+    from binlake.generate import generate
+
+    f = generate(tmp_path / "bin", seed=21, target_bytes=80_000, ddl_every=12).files[0]
+
+    def changes(decode_rows: bool) -> list[RowChange]:
+        g = TransactionGrouper()
+        events = BinlogReader(f, decode_rows=decode_rows)
+        return [c for ev in events for t in g.feed(1, ev) if t.kind != UNFINISHED for c in row_changes(t)]
+
+    want = changes(True)
+    assert len(want) > 200 and changes(False) == want
+    g = TransactionGrouper()
+    t = next(
+        t
+        for ev in BinlogReader(f, decode_rows=False)
+        for t in g.feed(1, ev)
+        if t.kind == "commit" and any(isinstance(e.body, Rows) for e in t.events)
+    )
+    for e in t.events:
+        if isinstance(e.body, Rows):
+            e.body.raw_rows = e.body.raw_rows[:-1]
+    with pytest.raises(MalformedEventError) as err:
+        list(row_changes(t))
+    assert err.value.source == str(f) and err.value.offset is not None

@@ -39,9 +39,10 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from binlake.columnfill import UnknownFill, column_fill
+from binlake.decoder import decoded
 from binlake.events.base import Event
 from binlake.events.query import Query
-from binlake.events.rows import ABSENT, Rows
+from binlake.events.rows import ABSENT, NOT_ASKED, Rows
 from binlake.events.table_map import TableMap
 from binlake.identitycache import IdentityCache
 from binlake.layout import Column, Layout
@@ -233,9 +234,11 @@ def event_changes(
                 where = (file or _file_name(ev.source), ev.offset, ev.header.server_id)
                 yield from _name_changes(b, origin, base, ei, where, keep_table, ev.header.timestamp)
             continue
-        if not isinstance(b, Rows) or b.table is None or b.undecoded_reason:
+        if not isinstance(b, Rows) or b.table is None or (keep is not None and not keep(ev)):
             continue
-        if keep is not None and not keep(ev):
+        if b.undecoded_reason == NOT_ASKED:  # read with row decoding off: decoded now (damage raises)
+            b = decoded(ev).body
+        if b.undecoded_reason:
             continue
         tm = b.table
         layout = _layouts(tm)
