@@ -464,3 +464,23 @@ def test_events_the_raw_path_declines_are_decoded_in_place(tmp_path: Path) -> No
     assert all(
         e.body.undecoded_reason is None for t in declined for e in t.events if isinstance(e.body, Rows)
     )
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(value=JSON_VALUES, damage=st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 255)), max_size=3))
+def test_json_doc_text_is_the_decoded_documents_text(value: Any, damage: list) -> None:
+    """``json_doc`` alone: its text of a document is the decoded document's ``Json.text()`` where it
+    gives one, and it gives none where the decoder fails or the text needs the decoded value."""
+    from binlake.values._fastjson import decode_json_column
+
+    doc = bytearray(encode_json_binary(value))
+    for at, byte in damage:
+        doc[at % len(doc)] = byte
+    text = _fastvariant.json_doc_text(bytes(doc))
+    try:
+        decoded = decode_json_column(bytes(doc))
+    except ValueError:
+        assert text is None
+        return
+    if text is not None:
+        assert decoded.plain and text.decode("utf-8") == decoded.text()
