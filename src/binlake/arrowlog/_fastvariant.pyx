@@ -792,6 +792,15 @@ cdef enum:
     TEXT_ASCII = 2
     TEXT_OTHER = 3
 
+# the integer operations INT8 .. INT64 (``_fastrows.Code``, in that order): their bytes, their sign
+cdef int _INT_WIDTH[INT64 + 1]
+cdef bint _INT_SIGNED[INT64 + 1]
+for _code, _width, _signed in (
+    (INT8, 1, 1), (UINT8, 1, 0), (INT16, 2, 1), (UINT16, 2, 0), (INT24, 3, 1), (UINT24, 3, 0),
+    (INT32, 4, 1), (UINT32, 4, 0), (INT64, 8, 1),
+):
+    _INT_WIDTH[_code], _INT_SIGNED[_code] = _width, _signed
+
 cdef dict _TEXT_CLASSES = {None: TEXT_BINARY, b"utf-8": TEXT_UTF8, b"ascii": TEXT_ASCII, b"latin-1": TEXT_ASCII}
 
 
@@ -955,26 +964,10 @@ cdef class RawImage:
                     put_le_tail(b, u)
                     return put_le_tail(b, 0)
                 x = <int64_t>u
-            elif code == INT8:
-                x = <int8_t>q[0]
-            elif code == UINT8:
-                x = q[0]
-            elif code == INT16:
-                x = <int16_t>le(q, 2)
-            elif code == UINT16:
-                x = <int64_t>le(q, 2)
-            elif code == INT24:
-                x = <int64_t>le(q, 3)
-                if x & 0x800000:
-                    x -= 0x1000000
-            elif code == UINT24:
-                x = <int64_t>le(q, 3)
-            elif code == INT32:
-                x = <int32_t>le(q, 4)
-            elif code == UINT32:
-                x = <uint32_t>le(q, 4)
-            elif code == INT64:
-                x = <int64_t>le(q, 8)
+            elif INT8 <= code <= INT64:  # the operations of ``_INT_WIDTH``: little-endian, signed or not
+                x = <int64_t>le(q, _INT_WIDTH[code])
+                if _INT_SIGNED[code] and _INT_WIDTH[code] < 8 and x >> (8 * _INT_WIDTH[code] - 1):
+                    x -= <int64_t>1 << (8 * _INT_WIDTH[code])
             elif code == YEAR:
                 x = q[0] + 1900 if q[0] else 0
             else:
