@@ -211,11 +211,15 @@ cdef inline long long ordinal(int y, int m, int d) noexcept:
 
 cdef inline int64_t epoch_us(object v) noexcept:
     """Microseconds from 1970-01-01 00:00 to a datetime's fields (its zone not applied)."""
-    cdef int64_t days = ordinal(PyDateTime_GET_YEAR(v), PyDateTime_GET_MONTH(v), PyDateTime_GET_DAY(v)) - EPOCH_DAY
-    return (
-        ((days * 24 + PyDateTime_DATE_GET_HOUR(v)) * 60 + PyDateTime_DATE_GET_MINUTE(v)) * 60
-        + PyDateTime_DATE_GET_SECOND(v)
-    ) * 1000000 + PyDateTime_DATE_GET_MICROSECOND(v)
+    return fields_us(
+        PyDateTime_GET_YEAR(v), PyDateTime_GET_MONTH(v), PyDateTime_GET_DAY(v), PyDateTime_DATE_GET_HOUR(v),
+        PyDateTime_DATE_GET_MINUTE(v), PyDateTime_DATE_GET_SECOND(v), PyDateTime_DATE_GET_MICROSECOND(v),
+    )
+
+
+cdef inline int64_t fields_us(int64_t y, int64_t mo, int64_t d, int64_t h, int64_t mi, int64_t sec, int64_t us) noexcept:
+    """Microseconds from 1970-01-01 00:00 to a date and time of day."""
+    return ((((ordinal(y, mo, d) - EPOCH_DAY) * 24 + h) * 60 + mi) * 60 + sec) * 1000000 + us
 
 
 cdef int put_decimal(Buf *b, object v, int kind, int scale) except -1:
@@ -302,6 +306,11 @@ cdef int put_uint64_decimal(Buf *b, object v) except -1:
         u = PyLong_AsUnsignedLongLong(v)
     except OverflowError:
         return 1
+    return put_u64_decimal(b, u)
+
+
+cdef int put_u64_decimal(Buf *b, uint64_t u) except -1:
+    """An unsigned 64-bit integer as a decimal16 of scale 0."""
     put_le(b, H_DEC16, 0, 1)  # the header, then scale 0
     put_le_tail(b, u)
     return put_le_tail(b, 0)
@@ -363,12 +372,28 @@ cdef int put_time_us(Buf *b, int64_t us, int fsp) except -1:
     return put_string(b, out, n)
 
 
+cdef int put_float(Buf *b, double d, int kind) except -1:
+    """A double as a variant float (``K_FLOAT``; 1 past its range) or double."""
+    buf_reserve(b, 9)
+    if kind == K_FLOAT:
+        try:
+            PyFloat_Pack4(d, b.data + b.size + 1, 1)
+        except OverflowError:
+            return 1
+        b.data[b.size] = <char>H_FLOAT
+        b.size += 5
+    else:
+        PyFloat_Pack8(d, b.data + b.size + 1, 1)
+        b.data[b.size] = <char>H_DOUBLE
+        b.size += 9
+    return 0
+
+
 cdef int put_value(Buf *b, object v, int kind, int arg) except -1:
     """One non-NULL value of a field's kind; 1 where the field's pure encoder must take it."""
     cdef long long x
     cdef int overflow
     cdef Py_ssize_t n
-    cdef double d
     cdef object tz
     if kind == K_PY:
         return 1
@@ -400,20 +425,7 @@ cdef int put_value(Buf *b, object v, int kind, int arg) except -1:
     if kind == K_FLOAT or kind == K_DOUBLE:
         if not PyFloat_CheckExact(v):
             return 1
-        d = PyFloat_AS_DOUBLE(v)
-        buf_reserve(b, 9)
-        if kind == K_FLOAT:
-            try:
-                PyFloat_Pack4(d, b.data + b.size + 1, 1)
-            except OverflowError:
-                return 1
-            b.data[b.size] = <char>H_FLOAT
-            b.size += 5
-        else:
-            PyFloat_Pack8(d, b.data + b.size + 1, 1)
-            b.data[b.size] = <char>H_DOUBLE
-            b.size += 9
-        return 0
+        return put_float(b, PyFloat_AS_DOUBLE(v), kind)
     if kind == K_DATE:
         if not PyDate_CheckExact(v):
             return 1
@@ -551,9 +563,7 @@ cdef int json_text(Buf *b, object v, int depth) except -1:
         x = PyLong_AsLongLongAndOverflow(v, &overflow)
         if overflow:
             return 1
-        buf_reserve(b, 24)
-        b.size += snprintf(b.data + b.size, 24, "%lld", x)
-        return 0
+        return j_int(b, x)
     if PyFloat_CheckExact(v):
         return json_double(b, PyFloat_AS_DOUBLE(v))
     if PyDict_CheckExact(v):
@@ -958,11 +968,7 @@ cdef class RawImage:
             if code == UINT64 or code == BIT:
                 u = le(q, 8) if code == UINT64 else be(q, op.a)
                 if u > <uint64_t>9223372036854775807:
-                    if kind != K_UINT64:
-                        return 1
-                    put_le(b, H_DEC16, 0, 1)  # ``put_uint64_decimal``
-                    put_le_tail(b, u)
-                    return put_le_tail(b, 0)
+                    return 1 if kind != K_UINT64 else put_u64_decimal(b, u)
                 x = <int64_t>u
             elif INT8 <= code <= INT64:  # the operations of ``_INT_WIDTH``: little-endian, signed or not
                 x = <int64_t>le(q, _INT_WIDTH[code])
@@ -981,18 +987,10 @@ cdef class RawImage:
             return put_le(b, H_INT64, <uint64_t>x, 8)
         if code == FLOAT and kind == K_FLOAT:
             memcpy(&f, q, 4)
-            buf_reserve(b, 5)
-            PyFloat_Pack4(<double>f, b.data + b.size + 1, 1)
-            b.data[b.size] = <char>H_FLOAT
-            b.size += 5
-            return 0
+            return put_float(b, <double>f, kind)
         if code == DOUBLE and kind == K_DOUBLE:
             memcpy(&d, q, 8)
-            buf_reserve(b, 9)
-            PyFloat_Pack8(d, b.data + b.size + 1, 1)
-            b.data[b.size] = <char>H_DOUBLE
-            b.size += 9
-            return 0
+            return put_float(b, d, kind)
         if code == STR and (kind == K_TEXT or kind == K_BYTES or kind == K_ENUM):
             n = <Py_ssize_t>le(q, op.a)
             q += op.a
@@ -1019,8 +1017,7 @@ cdef class RawImage:
         if code == DATETIME2 and kind == K_TS_NTZ:
             if not datetime2_fields(q, op.a, &fl):
                 return 1
-            x = ((((ordinal(fl.y, fl.mo, fl.d) - EPOCH_DAY) * 24 + fl.h) * 60 + fl.mi) * 60 + fl.sec) * 1000000 + fl.us
-            return put_le(b, H_TS_NTZ, <uint64_t>x, 8)
+            return put_le(b, H_TS_NTZ, <uint64_t>fields_us(fl.y, fl.mo, fl.d, fl.h, fl.mi, fl.sec, fl.us), 8)
         if code == TIMESTAMP2 and kind == K_TS:
             x = timestamp2_total(q, op.a)
             if x == 0:  # the zero TIMESTAMP
