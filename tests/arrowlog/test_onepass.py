@@ -139,6 +139,63 @@ def test_corpus_alike(corpus: Path, rec: dict) -> None:
     same_batches(transactions, size=3, source="src", raw=raw)
 
 
+class _Gone:
+    """An event no batch may read again: any field of it fails the test."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise AssertionError(f"an event before the cursor was read again ({name})")
+
+
+# transactions of many rows events (MySQL 8, MySQL 5)
+MANY_ROWS = [
+    "mysql-server-8.0.39/zip-extracted/upgrade/data_wl13352_8017/data_upgrade/binlog.000002",
+    "osheroff-mysql-binlog-connector-java/mysql-bin.sakila",
+]
+
+
+@pytest.mark.parametrize("name", MANY_ROWS)
+@pytest.mark.parametrize("size", [2, 7])
+@pytest.mark.parametrize("compiled_rows", [True, False], ids=["from-bytes", "decoded"])
+def test_a_batch_goes_on_where_the_last_filled(
+    corpus: Path, name: str, size: int, compiled_rows: bool
+) -> None:
+    """A transaction of many rows in small batches: each batch goes on from where the last one
+    filled (``Cursor``: the event, the row, the byte of its rows), reading no event before it
+    again — each event read once, not once per batch after it — and the batches hold the
+    reference's rows in order. Rows written from their bytes, and (the compiled row decoder not
+    chosen) rows the one pass decodes first."""
+    from binlake.arrowlog import _fastvariant
+    from binlake.arrowlog.changelog import _built, _name_images
+    from binlake.arrowlog.images import image_cache
+    from binlake.changes import _file_name, _layouts
+    from binlake.values.plan import ROWS
+
+    want = pa.Table.from_batches(reference(finished(events_of(corpus / name)), 4096), CHANGELOG_SCHEMA)
+    ROWS.choose(compiled_rows)
+    try:
+        raw = finished(events_of(corpus / name, decode_rows=False))
+        t = copied([max(raw, key=lambda t: sum(isinstance(e.body, Rows) for e in t.events))])[0]
+        tables: dict[int, Any] = {}
+        at, got, cut, inside = _fastvariant.Cursor(), [], 0, set()
+        while True:
+            builder = _fastvariant.BatchBuilder(image_cache(True), _name_images, tables)
+            status = builder.add_transaction(t, "", at, size, _layouts, file_number, _file_name)
+            got.append(_built(builder))
+            if status == 0:
+                break
+            assert status == 1 and got[-1].num_rows == size and at.taken == sum(b.num_rows for b in got)
+            t.events[cut : at.event] = [_Gone()] * (at.event - cut)  # what the next batch must not need
+            cut = at.event
+            inside.add(("row", "byte")[at.byte > 0] if at.row else None)  # a batch filled inside an event
+    finally:
+        ROWS.choose(True)
+    assert cut > 1 and len(got) > 1
+    # inside an event: at a byte of rows written from their bytes, at a row of decoded ones
+    assert {"row", "byte"} & inside == {"byte" if compiled_rows else "row"}
+    want = want.filter(pa.compute.equal(want.column("txn_position"), t.start))
+    assert pa.Table.from_batches(got, CHANGELOG_SCHEMA).equals(want)
+
+
 @pytest.mark.parametrize("flavor", ["mysql80", "mariadb", "mysql57"])
 def test_generated_series_alike(tmp_path: Path, flavor: str) -> None:
     """Every type, DDL (renames, drops, added columns) every 15 transactions."""

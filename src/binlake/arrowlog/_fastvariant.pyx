@@ -72,7 +72,7 @@ cdef extern from *:
 import_datetime()
 
 # the module's interface this source expects (``binlake.arrowlog.images``): a stale build is not used
-INTERFACE = 4
+INTERFACE = 5
 
 # field kinds (``binlake.arrowlog.images.column_encoding`` names them)
 cdef enum:
@@ -1635,6 +1635,17 @@ cdef class _TableUse:
         self.db, self.table = tm.database, tm.table
 
 
+cdef class Cursor:
+    """Where ``BatchBuilder.add_transaction`` goes on in a transaction: the number of the next
+    change (``taken``: as ``row_changes`` counts them), and the event, row and byte of its rows'
+    bytes that change is at. A batch that fills inside a transaction leaves it there; the next
+    batch goes on from it without reading the events before again (a transaction of many rows
+    in small batches: linear, not quadratic, in its rows)."""
+
+    cdef public Py_ssize_t taken
+    cdef readonly Py_ssize_t event, row, byte
+
+
 cdef class BatchBuilder:
     """A change-log batch being filled change by change (``changelog._batch`` is the reference):
     every field but ``columns`` into buffers, and per change the index of its layout among the
@@ -1725,18 +1736,19 @@ cdef class BatchBuilder:
         self.server_id.restore()
         self.before.restore(); self.after.restore(); self.pk.restore(); self.pk_before.restore()
 
-    def add_transaction(self, t, source, Py_ssize_t start, Py_ssize_t size, layouts, file_number, file_name):
+    def add_transaction(self, t, source, Cursor at, Py_ssize_t size, layouts, file_number, file_name):
         """The row changes of the finished, non-DDL transaction ``t`` (``changes.row_changes(t,
-        None, source)`` is the reference) from its change number ``start`` on, each straight from
-        the decoded rows into the buffers, until the batch holds ``size`` rows. ``layouts``,
-        ``file_number``, ``file_name``: the change model's (``changes._layouts`` …). Returns (the
-        next change's number, status): 0 every change taken, 1 the batch is full, 2 that change is
-        not taken (a misfit, or an error the reference may raise; nothing of it is kept): the
-        caller adds it and the rest of ``t`` change by change."""
+        None, source)`` is the reference) from where ``at`` is on (a new ``Cursor``: its first
+        change), each straight from the rows into the buffers, until the batch holds ``size`` rows.
+        ``layouts``, ``file_number``, ``file_name``: the change model's (``changes._layouts`` …).
+        Returns the status: 0 every change taken, 1 the batch is full (``at`` is where the next
+        batch goes on: no event before it is read again), 2 the change numbered ``at.taken`` is not
+        taken (a misfit, or an error the reference may raise; nothing of it is kept): the caller
+        adds it and the rest of ``t`` change by change."""
         cdef list events = t.events
         cdef object ev, b, tm, rows, pair, op, offset, sid, gtid, lc, seq, ts, tsrc
         cdef object fno, tstart
-        cdef Py_ssize_t ei, ri, nrows, n = 0
+        cdef Py_ssize_t ei, ri, nrows, p, n = at.taken
         cdef bint raw
         cdef int status
         cdef uint64_t major = 0, minor = 0
@@ -1762,7 +1774,12 @@ cdef class BatchBuilder:
         put_be(okey + 8, minor, 8)
         memset(okey + 16, 0, 10)
         okey[34] = 1
-        for ei in range(len(events)):
+        for ei in range(at.event, len(events)):
+            # the row (and byte of the rows' bytes) of this event to go on from: past the first
+            # event, its first
+            ri = at.row if ei == at.event else 0
+            p = at.byte if ei == at.event else 0
+            at.taken = n
             ev = events[ei]
             b = ev.body
             if not isinstance(b, _ROWS):
@@ -1771,23 +1788,16 @@ cdef class BatchBuilder:
             if tm is None:
                 continue
             raw = b.undecoded_reason is not None
-            if raw:
-                if b.undecoded_reason != _NOT_ASKED:  # rows kept undecoded: no change, as ``row_changes``
-                    continue
-            else:
-                rows = b.rows
-                nrows = len(rows)
-                if n + nrows <= start:
-                    n += nrows
-                    continue
+            if raw and b.undecoded_reason != _NOT_ASKED:  # rows kept undecoded: no change, as ``row_changes``
+                continue
             if tm is not self.last_tm or tm.primary_key is not self.last_pk_list:
                 try:
                     self._use_table(tm, layouts)
                 except Exception:  # the reference's error, raised where it raises it
-                    return n if n > start else start, 2
+                    return 2
             op = b.operation
             if op not in _ROW_OPS or ei > 0xFFFFFFFF:
-                return n if n > start else start, 2
+                return 2
             update = op == "update"
             if ev.source is not self.last_src:
                 self.last_fname = file_name(ev.source)
@@ -1797,44 +1807,47 @@ cdef class BatchBuilder:
             try:
                 self._use_layout(self.tm_layout)
             except Exception:
-                return n if n > start else start, 2
+                return 2
             put_be(okey + 26, <uint64_t>ei, 4)
             if raw:
-                status = self._raw_rows(b, tm, source, start, size, &n, fno, offset, tstart, okey, gtid, lc, seq,
-                                        ts, sid, op, bad_key)
+                status = self._raw_rows(b, tm, source, size, &n, &ri, &p, fno, offset, tstart, okey, gtid, lc,
+                                        seq, ts, sid, op, bad_key)
+                at.taken = n
+                if status == 1:
+                    at.event, at.row, at.byte = ei, ri, p
                 if status != NOT_THIS_WAY:
                     if status:
-                        return n, status
+                        return status
                     continue
+                if ri:  # (an event read from its bytes before: not expected)
+                    return 2
                 # not from its bytes (PARTIAL_UPDATE_ROWS, no compiled decoder, damage): decoded here
                 # and taken as decoded rows (damage: the caller's decoding raises its error)
                 try:
                     ev = _decoded(ev)
                 except Exception:
-                    return n if n > start else start, 2
+                    return 2
                 events[ei] = ev
                 b = ev.body
-                rows = b.rows
-                nrows = len(rows)
-                if n + nrows <= start:
-                    n += nrows
-                    continue
-            for ri in range(nrows):
-                if n < start:
-                    n += 1
-                    continue
+            rows = b.rows
+            nrows = len(rows)
+            while ri < nrows:
                 if bad_key or ri > 0xFFFFFFFF:
-                    return n, 2
+                    return 2
                 pair = rows[ri]
                 if not PyTuple_CheckExact(pair) or PyTuple_GET_SIZE(pair) != 2:
-                    return n, 2
+                    return 2
                 if self._row(<object>PyTuple_GET_ITEM(pair, 0), <object>PyTuple_GET_ITEM(pair, 1), update,
                              source, fno, offset, tstart, okey, ri, gtid, lc, seq, ts, sid, op):
-                    return n, 2
+                    return 2
                 n += 1
+                ri += 1
+                at.taken = n
                 if self.rows >= size:
-                    return n, 1
-        return n, 0
+                    at.event, at.row, at.byte = ei, ri, 0
+                    return 1
+        at.taken = n
+        return 0
 
     cdef int _row(self, object before, object after, bint update, object source, object fno, object offset,
                   object tstart, char *okey, Py_ssize_t ri, object gtid, object lc, object seq, object ts,
@@ -1879,18 +1892,20 @@ cdef class BatchBuilder:
         self.op.add(op)
         return 0
 
-    cdef int _raw_rows(self, object b, object tm, object source, Py_ssize_t start, Py_ssize_t size,
-                       Py_ssize_t *pn, object fno, object offset, object tstart, char *okey, object gtid,
-                       object lc, object seq, object ts, object sid, object op, bint bad_key) except -2:
+    cdef int _raw_rows(self, object b, object tm, object source, Py_ssize_t size, Py_ssize_t *pn,
+                       Py_ssize_t *pri, Py_ssize_t *pp, object fno, object offset, object tstart, char *okey,
+                       object gtid, object lc, object seq, object ts, object sid, object op,
+                       bint bad_key) except -2:
         """``add_transaction``'s rows of one event read with row decoding off (``b.raw_rows``),
-        written from their bytes (``RawImage``): its status as there (``pn``: the next change's
-        number), or NOT_THIS_WAY when this event is not read this way (no compiled decoder for it,
-        rows of no columns, PARTIAL_UPDATE_ROWS, damage): the caller decodes it."""
+        written from their bytes (``RawImage``) from row ``pri`` at byte ``pp`` on (0, 0: the
+        first): its status as there (``pn``: the next change's number; ``pri``, ``pp``: the next
+        row and its byte), or NOT_THIS_WAY when this event is not read this way (no compiled
+        decoder for it, rows of no columns, PARTIAL_UPDATE_ROWS, damage): the caller decodes it."""
         cdef Transcoder tc = self.use.transcoder(b, tm)
         cdef RawImage rb, ra
         cdef object buf = b.raw_rows
         cdef const unsigned char *s
-        cdef Py_ssize_t p = 0, end, ri = 0, nrows, last = 0, n = pn[0]
+        cdef Py_ssize_t p = pp[0], end, ri = pri[0], last = 0, n = pn[0]
         cdef bint update = op == "update"
         if tc is None or type(buf) is not bytes:
             return NOT_THIS_WAY
@@ -1898,16 +1913,15 @@ cdef class BatchBuilder:
         end = PyBytes_GET_SIZE(buf)
         rb, ra = tc.before, tc.after
         # the whole event walked first, as decoding reads it whole before any row is used: damage
-        # is found before a row of it is written (the caller's decoding then raises its error)
-        try:
-            nrows = tc.decoder.walk(buf, s, end, &last)
-        except Exception:
-            return NOT_THIS_WAY
-        if last != end:
-            return NOT_THIS_WAY
-        if n + nrows <= start:  # the batch before ended inside this transaction, past this event
-            pn[0] = n + nrows
-            return 0
+        # is found before a row of it is written (the caller's decoding then raises its error);
+        # going on inside an event, the call that wrote its first rows walked it
+        if p == 0:
+            try:
+                tc.decoder.walk(buf, s, end, &last)
+            except Exception:
+                return NOT_THIS_WAY
+            if last != end:
+                return NOT_THIS_WAY
         while p < end:
             try:
                 if rb is not None:
@@ -1916,21 +1930,15 @@ cdef class BatchBuilder:
                     ra.parse(buf, s, end, &p)
             except Exception:  # (the walk above read the same values: not expected)
                 return 2  # rows before it may be taken: the caller goes on change by change
-            if n < start:
-                n += 1
-                ri += 1
-                continue
-            pn[0] = n
             if bad_key or ri > 0xFFFFFFFF:
                 return 2
             if self._row(rb, ra, update, source, fno, offset, tstart, okey, ri, gtid, lc, seq, ts, sid, op):
                 return 2
             n += 1
             ri += 1
-            pn[0] = n
+            pn[0], pri[0], pp[0] = n, ri, p
             if self.rows >= size:
                 return 1
-        pn[0] = n
         return 0
 
     cdef int _use_table(self, object tm, object layouts) except -1:

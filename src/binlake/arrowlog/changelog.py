@@ -255,15 +255,12 @@ def transaction_batches(
         return
     fill = _Filler(size, image_cache(True), trim)
     for t in transactions:
-        taken = 0
+        at = _fastvariant.Cursor()  # type: ignore[union-attr]
         held: list[pa.RecordBatch] = []  # batches of ``t``'s first changes, given once ``t`` reads whole
         if fill.pure is None and t.kind != DDL:
-            while True:
-                taken, status = fill.builder.add_transaction(
-                    t, source, taken, size, _layouts, file_number, _file_name
-                )
-                if status != _FULL:
-                    break
+            while (
+                status := fill.builder.add_transaction(t, source, at, size, _layouts, file_number, _file_name)
+            ) == _FULL:
                 held.extend(fill.flush())
             if status == _ALL:
                 yield from held
@@ -273,7 +270,7 @@ def transaction_batches(
         # before ``t`` is whole
         rest = row_changes(decoded_rows(t), None, source)
         yield from held
-        yield from fill.changes(itertools.islice(rest, taken, None))
+        yield from fill.changes(itertools.islice(rest, at.taken, None))
     yield from fill.finish()
 
 
