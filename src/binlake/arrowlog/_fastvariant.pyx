@@ -861,6 +861,8 @@ cdef class RawImage:
     cdef Py_ssize_t *pos  # per column: its value's offset, NOT_IN_IMAGE or NULL_VALUE
     cdef int *opi  # per column: its operation's index
     cdef int *texts  # per operation: its TEXT_* class
+    cdef int *jsons  # the operations of JSON columns (``check``), ``njson`` of them
+    cdef int njson
     cdef list called  # per column: the value a CALL operation's decoder gave
     cdef object buf
     cdef const unsigned char *s
@@ -870,11 +872,13 @@ cdef class RawImage:
         self.pos = NULL
         self.opi = NULL
         self.texts = NULL
+        self.jsons = NULL
 
     def __dealloc__(self):
         free(self.pos)
         free(self.opi)
         free(self.texts)
+        free(self.jsons)
 
     def __init__(self, Image im, Py_ssize_t ncols):
         cdef Py_ssize_t k, c
@@ -882,8 +886,14 @@ cdef class RawImage:
         self.pos = <Py_ssize_t *>malloc(max(ncols, 1) * sizeof(Py_ssize_t))
         self.opi = <int *>malloc(max(ncols, 1) * sizeof(int))
         self.texts = <int *>malloc(max(im.n, 1) * sizeof(int))
-        if not (self.pos and self.opi and self.texts):
+        self.jsons = <int *>malloc(max(im.n, 1) * sizeof(int))
+        if not (self.pos and self.opi and self.texts and self.jsons):
             raise MemoryError()
+        self.njson = 0
+        for k in range(im.n):
+            if im.ops[k].code == JSON:
+                self.jsons[self.njson] = <int>k
+                self.njson += 1
         for k in range(ncols):
             self.pos[k] = NOT_IN_IMAGE
             self.opi[k] = -1
@@ -925,6 +935,23 @@ cdef class RawImage:
                 self.pos[c] = p
                 p = value_end(op, s, size, p)
         pp[0] = p
+        return 0
+
+    cdef int check(self) except -1:
+        """Decode what of the image only decoding refuses — a JSON document: its bytes walk whole
+        whatever they hold — for an image that is not written (a keyed change's ``before`` left
+        out of a sync's read): the reference decodes every image and raises there."""
+        cdef Py_ssize_t i, c, p
+        cdef Op *op
+        for i in range(self.njson):
+            op = &self.im.ops[self.jsons[i]]
+            c = op.column
+            p = self.pos[c]
+            if p < 0:  # not in the image, or NULL
+                continue
+            _text.size = 0
+            if json_doc(&_text, self.s + p + op.a, <Py_ssize_t>le(self.s + p, op.a)):
+                self.value(c)  # what the text walk leaves to the decoder: it decodes, or raises
         return 0
 
     cdef int has(self, const Py_ssize_t *cols, Py_ssize_t n) except -1:
@@ -1861,6 +1888,8 @@ cdef class BatchBuilder:
             # a minimal after image leaves out a key that did not change: the before image has it
             has_a = _has_key(self.pk_c, self.npk, after)
             self._common(source, fno, offset, tstart, okey, ri, gtid, lc, seq, ts, sid, op)
+            if not self.keyed_before and (has_a or has_b) and type(before) is RawImage:
+                (<RawImage>before).check()  # left out, but decoded as the reference decodes it
             self.before.put(self.img, before if self.keyed_before or not (has_a or has_b) else None)
             self.after.put(self.img, after)
             self.pk.put(self.key, after if has_a else before if has_b else None, self.pk_c)
