@@ -32,6 +32,7 @@ from binlake.changes import ROW_OPS as _ROW_OPS
 from binlake.changes import RowChange, file_number, row_changes
 from binlake.errors import UnappliableChangeError
 from binlake.filters import Selection
+from binlake.gcpace import paced
 from binlake.reader import BinlogReader
 from binlake.txn import UNFINISHED, Transaction, TransactionGrouper
 
@@ -110,7 +111,8 @@ def file_batches(
 ) -> Iterator[pa.RecordBatch]:
     """``to_batches(file_changes(...))``: the change log of one binlog file as record batches,
     without a ``RowChange`` per row where the compiled builder is chosen and nothing is selected
-    (``arrowlog.changelog.transaction_batches``). ``trim``: what the batches leave out (``Trim``)."""
+    (``arrowlog.changelog.transaction_batches``). ``trim``: what the batches leave out (``Trim``).
+    Built with the cycle collector paced (``gcpace``): the pass's objects die young."""
     trim = trim or Trim()
     if selection is not None:
         built = to_batches(file_changes(path, source, observers, start, stop, selection), trim=trim)
@@ -119,7 +121,7 @@ def file_batches(
         built = transaction_batches(
             file_transactions(path, observers, start, stop, raw_rows=raw), source, trim=trim
         )
-    return iter(trim.batches(built))
+    return paced(iter(trim.batches(built)))
 
 
 # the options that trim a read (``arrowlog.changelog.Trim``): their values, the default first
