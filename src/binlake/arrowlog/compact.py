@@ -12,9 +12,11 @@ change:
   the plan then orders);
 * a primary-key update also deletes its old key: its tombstone (``op`` delete, the old key, the
   update's order key with part ``TOMBSTONE``) is a change of the old key like any other;
-* names are identities: a ``rename_table`` or ``drop_table`` starts a new table under each name it
-  touches (a row of ``a`` before ``RENAME TABLE a TO b`` belongs to ``b``; a dropped table is kept
-  aside), so changes on either side of one never replace each other;
+* a table is followed through the window's renames by its identity, not its name: a row of ``a``
+  before ``RENAME TABLE a TO b`` and one of ``b`` after it are changes of one table (the plan maps
+  both to ``b``, the name at the batch's end, and keeps the later); a ``drop_table`` (or a rename
+  away) ends a name's table, and a later row of that name is of another, so changes on either side
+  of it never replace each other;
 * keyless tables' changes and DDL changes are kept as they are, in order;
 * a table with an insert or update whose image lacks columns of its layout (``binlog_row_image``
   MINIMAL or NOBLOB: an update logs the columns it changed) keeps every change of the window as it
@@ -34,6 +36,7 @@ and its edit would be lost without a word.
 from __future__ import annotations
 
 import functools
+import itertools
 from collections.abc import Iterable, Iterator
 
 import pyarrow as pa
@@ -53,7 +56,7 @@ PARTIAL_FIELD = pa.field("partial", pa.bool_())
 ROW_OP_VALUES = pa.array([o.value for o in ROW_OPS])  # ``op`` of a row change
 WRITE_OP_VALUES = pa.array([Op.INSERT.value, Op.UPDATE.value])  # the row changes with an after image
 _SPLITS = pa.array([o.value for o in NAME_OPS if o != Op.RENAME_COLUMN])  # rename_table, drop_table
-_KEY = ["db", "table", "_segment", "_key_value", "_key_metadata"]
+_KEY = ["_table", "_key_value", "_key_metadata"]  # a change's table (``_identities``) and key
 
 
 def compacted_schema(schema: pa.Schema) -> pa.Schema:
@@ -95,8 +98,9 @@ def compacted(t: pa.Table, widths: dict[int, int] | None = None) -> Iterator[pa.
     row_ops = pc.is_in(op, ROW_OP_VALUES)
     partial = partial_images(t, row_ops, widths)
     with_key = pc.and_(row_ops, pc.is_valid(pk))
+    tables = _identities(t)
     # the changes of a table with a partial image stay as they are, like a keyless table's
-    keyed = pc.and_(with_key, pc.invert(_tables_of(t, with_key, partial))).combine_chunks()
+    keyed = pc.and_(with_key, pc.invert(_tables_of(tables, with_key, partial))).combine_chunks()
     moved = pc.and_(
         pc.and_(keyed, pc.equal(op, Op.UPDATE.value)),
         pc.and_(pc.is_valid(before_key), pc.invert(_same_key(pk, before_key))),
@@ -106,15 +110,14 @@ def compacted(t: pa.Table, widths: dict[int, int] | None = None) -> Iterator[pa.
     rows = t.append_column(COUNT_FIELD, pa.repeat(pa.scalar(1, pa.int32()), n))
     rows = rows.append_column(PARTIAL_FIELD, partial)
     rows = rows.append_column("_rank", pc.multiply(index, 2)).append_column("_keyed", keyed)
-    both = rows
-    if pc.any(moved).as_py():
+    both, both_tables = rows, tables
+    if pc.any(moved).as_py():  # a tombstone is a change of its update's table
         both = pa.concat_tables([rows, _tombstones(rows.filter(moved))])
+        both_tables = pa.chunked_array([tables, tables.filter(moved)])
     # the keys alone are grouped (filtering the whole rows would copy every image)
     keys = pa.table(
         {
-            "db": both["db"],
-            "table": both["table"],
-            "_segment": _segments(t, both),
+            "_table": both_tables,
             "_key_value": pc.struct_field(both["pk"], "value"),
             "_key_metadata": pc.struct_field(both["pk"], "metadata"),
             "_rank": both["_rank"],
@@ -148,13 +151,12 @@ def compacted(t: pa.Table, widths: dict[int, int] | None = None) -> Iterator[pa.
     yield from out.append_column(PARTIAL_FIELD, kept[PARTIAL_FIELD.name]).to_batches()
 
 
-def _tables_of(t: pa.Table, rows: pa.Array, marked: pa.Array) -> pa.Array:
-    """Of ``rows``, those whose table (by name) has a ``marked`` row in window ``t``."""
+def _tables_of(tables: pa.Array, rows: pa.Array, marked: pa.Array) -> pa.Array:
+    """Of ``rows``, those whose table (``tables``: each row's, ``_identities``) has a ``marked`` row."""
     if not pc.any(marked).as_py():
-        return pa.repeat(pa.scalar(False), t.num_rows)
-    names = pc.binary_join_element_wise(t["db"], t["table"], "\x00")
-    tables = pc.unique(names.filter(marked))
-    return pc.and_(rows, pc.is_in(names, tables)).fill_null(False)
+        return pa.repeat(pa.scalar(False), len(tables))
+    found = pc.unique(tables.filter(marked))
+    return pc.and_(rows, pc.is_in(tables, found)).fill_null(False)
 
 
 def partial_images(t: pa.Table, rows: pa.Array, widths: dict[int, int] | None = None) -> pa.Array:
@@ -223,28 +225,49 @@ def _tombstones(moved: pa.Table) -> pa.Table:
     )
 
 
-def _segments(t: pa.Table, rows: pa.Table) -> pa.Array:
-    """Per row of ``rows`` (ranked, ``compacted``), how many renames and drops of its table's name
-    came before it in window ``t``: rows of one name apart from each other by one are of two tables."""
-    segment = pa.repeat(pa.scalar(0, pa.int64()), rows.num_rows)
-    splits = pc.is_in(t["op"], _SPLITS)
-    if not pc.any(splits).as_py():
-        return segment
-    names = pc.dictionary_encode(pc.binary_join_element_wise(rows["db"], rows["table"], "\x00"))
+def _identities(t: pa.Table) -> pa.Array:
+    """Per row of window ``t``, the table it is a change of, as a number (module docstring): its
+    name's at the window's start, followed through the window's ``rename_table`` changes in order;
+    a ``drop_table``, or a rename away, ends a name's table (a later row of the name is of a new
+    one). Without renames or drops, one number per name."""
+    names = pc.dictionary_encode(pc.binary_join_element_wise(t["db"], t["table"], "\x00"))
     if isinstance(names, pa.ChunkedArray):
         names = names.combine_chunks()
-    ids = {name: i for i, name in enumerate(names.dictionary.to_pylist())}
-    where = pc.indices_nonzero(splits).to_pylist()
-    changes = t.take(where).select(["before", "after"]).to_pylist()
-    for i, change in zip(where, changes, strict=True):
-        for image in (change["before"], change["after"]):
-            name = None if image is None else decode(image["value"], image["metadata"])
-            id_ = None if name is None else ids.get(f"{name['db']}\x00{name['table']}")
-            if id_ is None:  # no row of the window has that name
-                continue
-            touched = pc.and_(pc.equal(names.indices, id_), pc.greater(rows["_rank"], 2 * i))
-            segment = pc.add(segment, pc.cast(touched.fill_null(False), pa.int64()))
-    return segment
+    known = names.dictionary.to_pylist()
+    splits = pc.indices_nonzero(pc.is_in(t["op"], _SPLITS)).to_pylist()
+    fresh = itertools.count()
+    now: dict[str, int] = {}
+
+    def table_of(name: str) -> int:
+        if name not in now:
+            now[name] = next(fresh)
+        return now[name]
+
+    # what each name stands for before the first split, and after each
+    stands = [pa.array([table_of(n) for n in known], pa.int64())]
+    changes = t.take(splits).select(["op", "before", "after"]).to_pylist() if splits else []
+    for change in changes:
+        old, new = (
+            None if image is None else _full_name(decode(image["value"], image["metadata"]))
+            for image in (change["before"], change["after"])
+        )
+        table = now.pop(old, None) if old is not None else None
+        if change["op"] == Op.RENAME_TABLE.value and new is not None:
+            now[new] = table if table is not None else next(fresh)
+        stands.append(pa.array([table_of(n) for n in known], pa.int64()))
+    indices = names.indices
+    bounds = [0, *(s + 1 for s in splits), len(t)]  # (a split's own row, keyless, ends its stretch)
+    return pa.concat_arrays(
+        [
+            pc.take(stands[j], indices.slice(lo, hi - lo))
+            for j, (lo, hi) in enumerate(itertools.pairwise(bounds))
+        ]
+    )
+
+
+def _full_name(name: dict[str, str]) -> str:
+    """A rename's or drop's name as ``_identities`` keys names: db, NUL, table."""
+    return f"{name['db']}\x00{name['table']}"
 
 
 def _carriers(t: pa.Table, index: pa.Array, keyed: pa.Array) -> pa.Array:
