@@ -850,6 +850,13 @@ cdef bint is_ascii(const unsigned char *s, Py_ssize_t n) noexcept:
     return 1
 
 
+cdef inline int json_doc_at(const unsigned char *q, int width) except -1:
+    """``json_doc`` of a JSON column's value at ``q`` (its length in ``width`` bytes, then the
+    binary document) into ``_text``; nonzero where it leaves the document to the decoder."""
+    _text.size = 0
+    return json_doc(&_text, q + width, <Py_ssize_t>le(q, width))
+
+
 cdef class RawImage:
     """One image of a rows event's row as bytes: where each column's value starts (``parse``),
     then each value written as a variant from those bytes (``put``) or read as the decoder reads
@@ -949,8 +956,7 @@ cdef class RawImage:
             p = self.pos[c]
             if p < 0:  # not in the image, or NULL
                 continue
-            _text.size = 0
-            if json_doc(&_text, self.s + p + op.a, <Py_ssize_t>le(self.s + p, op.a)):
+            if json_doc_at(self.s + p, op.a):
                 self.value(c)  # what the text walk leaves to the decoder: it decodes, or raises
         return 0
 
@@ -1051,8 +1057,7 @@ cdef class RawImage:
                 return 1
             return put_le(b, H_TS, <uint64_t>x, 8)
         if code == JSON and kind == K_JSON:
-            _text.size = 0
-            if json_doc(&_text, q + op.a, <Py_ssize_t>le(q, op.a)):
+            if json_doc_at(q, op.a):
                 return 1
             return put_string(b, _text.data, _text.size)
         if code == TIME2 and kind == K_TIME:
@@ -1775,7 +1780,7 @@ cdef class BatchBuilder:
         cdef list events = t.events
         cdef object ev, b, tm, rows, pair, op, offset, sid, gtid, lc, seq, ts, tsrc
         cdef object fno, tstart
-        cdef Py_ssize_t ei, ri, nrows, p, n = at.taken
+        cdef Py_ssize_t ei, ri, nrows, p
         cdef bint raw
         cdef int status
         cdef uint64_t major = 0, minor = 0
@@ -1806,7 +1811,6 @@ cdef class BatchBuilder:
             # event, its first
             ri = at.row if ei == at.event else 0
             p = at.byte if ei == at.event else 0
-            at.taken = n
             ev = events[ei]
             b = ev.body
             if not isinstance(b, _ROWS):
@@ -1837,9 +1841,8 @@ cdef class BatchBuilder:
                 return 2
             put_be(okey + 26, <uint64_t>ei, 4)
             if raw:
-                status = self._raw_rows(b, tm, source, size, &n, &ri, &p, fno, offset, tstart, okey, gtid, lc,
-                                        seq, ts, sid, op, bad_key)
-                at.taken = n
+                status = self._raw_rows(b, tm, source, size, &at.taken, &ri, &p, fno, offset, tstart, okey, gtid,
+                                        lc, seq, ts, sid, op, bad_key)
                 if status == 1:
                     at.event, at.row, at.byte = ei, ri, p
                 if status != NOT_THIS_WAY:
@@ -1867,13 +1870,11 @@ cdef class BatchBuilder:
                 if self._row(<object>PyTuple_GET_ITEM(pair, 0), <object>PyTuple_GET_ITEM(pair, 1), update,
                              source, fno, offset, tstart, okey, ri, gtid, lc, seq, ts, sid, op):
                     return 2
-                n += 1
+                at.taken += 1
                 ri += 1
-                at.taken = n
                 if self.rows >= size:
                     at.event, at.row, at.byte = ei, ri, 0
                     return 1
-        at.taken = n
         return 0
 
     cdef int _row(self, object before, object after, bint update, object source, object fno, object offset,
