@@ -95,7 +95,7 @@ def check(path: Path, window: int, once: bool, window_bytes: int = WINDOW_BYTES)
     assert plain_latest(kept) == plain_latest(every)
     assert sum(r["changes"] for r in kept if r["op"] in ROWS) == sum(r["op"] in ROWS for r in every)
     rest = [
-        {k: v for k, v in r.items() if k not in ("changes", "partial")}
+        {k: v for k, v in r.items() if k not in ("changes", "partial", "json_edits")}
         for r in kept
         if r["op"] not in ROWS or r["pk"] is None
     ]
@@ -103,6 +103,7 @@ def check(path: Path, window: int, once: bool, window_bytes: int = WINDOW_BYTES)
     assert {r["server_id"] for r in kept} == {r["server_id"] for r in every}
     partial = {r["order_key"] for r in every if is_partial_json(r)}  # kept: the plan refuses them
     assert partial <= {r["order_key"] for r in kept}
+    assert {r["order_key"] for r in kept if r["json_edits"]} == partial  # and said so, exactly
     widths = {r["layout"]: len(r["columns"]) for r in every if once and r["columns"] is not None}
     for r in kept:  # ``partial``: exactly the inserts and updates whose image lacks columns
         if r["op"] in ("insert", "update"):
@@ -170,9 +171,9 @@ def test_partial_json_updates_are_kept(mysql: Any, tmp_path: Path) -> None:
     every = pa.Table.from_batches(list(transaction_batches(file_transactions(copy), trim=trim)), trim.schema)
     rows = every.to_pylist()
     keyed = pc.and_(pc.is_in(every["op"], pa.array(sorted(ROWS))), pc.is_valid(every["pk"]))
-    found = compact._partial_json(every, pa.array(range(len(rows)), pa.int64()), keyed.combine_chunks())
-    assert [i // 2 for i in found.to_pylist()] == [i for i, r in enumerate(rows) if is_partial_json(r)]
-    assert len(found) == 2
+    found = compact._json_edits(every, keyed.combine_chunks())
+    assert found.to_pylist() == [is_partial_json(r) for r in rows]
+    assert sum(found.to_pylist()) == 2
 
 
 def test_names_reused_and_keys_moved_on_a_real_server(own_mariadb: Any, tmp_path: Path) -> None:

@@ -51,12 +51,17 @@ def _assert_names_the_change(e: UnappliableChangeError) -> None:
 
 
 @pytest.mark.slow
-def test_delta_refuses_before_creating_anything(spark: Any, partial_source: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("changes", ["last", "every"])
+def test_delta_refuses_before_creating_anything(
+    spark: Any, partial_source: str, tmp_path: Path, changes: str
+) -> None:
+    """Found by the batch's head from the read's ``json_edits`` (a sync's read, the last changes per
+    key), or by a job of its own over the JSON columns of a read that does not say (every change)."""
     from binlake.spark.apply import sync
 
     target = tmp_path / "lake"
     with pytest.raises(UnappliableChangeError) as e:
-        sync(spark, partial_source, target)
+        sync(spark, partial_source, target, options={"changes": changes})
     _assert_names_the_change(e.value)
     assert not target.exists()  # no table directory, no name book
 

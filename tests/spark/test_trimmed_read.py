@@ -53,7 +53,7 @@ def test_a_read_of_the_last_changes_counts_every_change(spark: Any, tmp_path: Pa
     )
     plain = change_log(spark, str(tmp_path / "bin"), PLAIN)
     last = change_log(spark, str(tmp_path / "bin"), {**SYNC_READ, "splitSize": "0"})  # one range
-    assert last.columns == [*plain.columns, "layout", "changes", "partial"]
+    assert last.columns == [*plain.columns, "layout", "changes", "partial", "json_edits"]
     row_ops = F.col("op").isin("insert", "update", "delete")
     changes = plain.where(row_ops).count()
     kept = last.where(row_ops).count()

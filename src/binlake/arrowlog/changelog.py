@@ -165,7 +165,7 @@ class Trim:
     def spark_ddl(self) -> str:
         """``read_schema`` as a Spark DDL string."""
         once = ", layout BIGINT" if self.once is not None else ""
-        return SPARK_DDL + once + (", changes INT, partial BOOLEAN" if self.last else "")
+        return SPARK_DDL + once + (", changes INT, partial BOOLEAN, json_edits BOOLEAN" if self.last else "")
 
     def batches(self, built: Iterable[pa.RecordBatch]) -> Iterable[pa.RecordBatch]:
         """What a read yields of the batches the builders made with this trim."""

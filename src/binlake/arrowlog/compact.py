@@ -25,7 +25,9 @@ change:
 
 Each row then carries ``changes``: how many row changes of the read it stands for (1 for one kept
 as it was, more for the last of several, 0 for a tombstone), so a report still counts every change,
-and ``partial``: its after image lacks columns of its layout (the plan folds its table).
+``partial``: its after image lacks columns of its layout (the plan folds its table), and
+``json_edits``: it is an update whose after image holds a partial JSON update (the plan's head
+refuses the batch from this flag, without a job of its own over the images).
 Every server that wrote a change of the window keeps a row (a sink refuses a batch its own server
 wrote), and every row that carries its layout's columns (a read with ``columns=first``) is kept. A
 partial JSON update is kept whatever replaced it, so the batch is refused as a plain read's is: the
@@ -53,6 +55,8 @@ WINDOW_BYTES = 128 << 20
 COUNT_FIELD = pa.field("changes", pa.int32())
 # a row's after image lacks columns of its layout (``partial_images``): the plan folds its table
 PARTIAL_FIELD = pa.field("partial", pa.bool_())
+# a row's after image holds a partial JSON update (``_json_edits``): the plan refuses the batch
+EDITS_FIELD = pa.field("json_edits", pa.bool_())
 ROW_OP_VALUES = pa.array([o.value for o in ROW_OPS])  # ``op`` of a row change
 WRITE_OP_VALUES = pa.array([Op.INSERT.value, Op.UPDATE.value])  # the row changes with an after image
 _SPLITS = pa.array([o.value for o in NAME_OPS if o != Op.RENAME_COLUMN])  # rename_table, drop_table
@@ -61,7 +65,7 @@ _KEY = ["_table", "_key_value", "_key_metadata"]  # a change's table (``_identit
 
 def compacted_schema(schema: pa.Schema) -> pa.Schema:
     """The schema of what ``last_per_key`` yields of batches of ``schema``."""
-    return schema.append(COUNT_FIELD).append(PARTIAL_FIELD)
+    return schema.append(COUNT_FIELD).append(PARTIAL_FIELD).append(EDITS_FIELD)
 
 
 def last_per_key(
@@ -72,7 +76,8 @@ def last_per_key(
 ) -> Iterator[pa.RecordBatch]:
     """``batches`` (change-log batches of ``schema``, in order) with only the last change per key of
     each window of about ``window`` rows and at most ``window_bytes`` (or one batch), and the
-    ``changes`` each row stands for and whether its image is ``partial`` (``compacted_schema``)."""
+    ``changes`` each row stands for, whether its image is ``partial`` and whether it holds
+    ``json_edits`` (``compacted_schema``)."""
     held: list[pa.RecordBatch] = []
     rows = size = 0
     widths: dict[int, int] = {}  # a layout number's column count (its columns come on its first row)
@@ -109,6 +114,8 @@ def compacted(t: pa.Table, widths: dict[int, int] | None = None) -> Iterator[pa.
     # a row's rank: its place in order key order, a tombstone just before its update
     rows = t.append_column(COUNT_FIELD, pa.repeat(pa.scalar(1, pa.int32()), n))
     rows = rows.append_column(PARTIAL_FIELD, partial)
+    edits = _json_edits(t, row_ops)
+    rows = rows.append_column(EDITS_FIELD, edits)
     rows = rows.append_column("_rank", pc.multiply(index, 2)).append_column("_keyed", keyed)
     both, both_tables = rows, tables
     if pc.any(moved).as_py():  # a tombstone is a change of its update's table
@@ -135,7 +142,7 @@ def compacted(t: pa.Table, widths: dict[int, int] | None = None) -> Iterator[pa.
             last,
             pc.multiply(index.filter(pc.invert(keyed)), 2),
             _carriers(t, index, keyed),
-            _partial_json(t, index, keyed),
+            pc.multiply(index.filter(edits), 2),
         ]
     )
     ranks = pa.concat_arrays([ranks, _servers_left(t, both, ranks)])
@@ -148,7 +155,8 @@ def compacted(t: pa.Table, widths: dict[int, int] | None = None) -> Iterator[pa.
         pc.if_else(kept["_keyed"], pa.scalar(0, pa.int32()), kept["changes"]),
     )
     out = kept.select(t.column_names).append_column(COUNT_FIELD, count)
-    yield from out.append_column(PARTIAL_FIELD, kept[PARTIAL_FIELD.name]).to_batches()
+    out = out.append_column(PARTIAL_FIELD, kept[PARTIAL_FIELD.name])
+    yield from out.append_column(EDITS_FIELD, kept[EDITS_FIELD.name]).to_batches()
 
 
 def _tables_of(tables: pa.Array, rows: pa.Array, marked: pa.Array) -> pa.Array:
@@ -218,6 +226,7 @@ def _tombstones(moved: pa.Table) -> pa.Table:
         ),
         "changes": pa.repeat(pa.scalar(0, pa.int32()), m),
         "partial": pa.repeat(pa.scalar(False), m),
+        "json_edits": pa.repeat(pa.scalar(False), m),
         "_rank": pc.subtract(moved["_rank"], 1),
     }
     return pa.table(
@@ -280,26 +289,33 @@ def _carriers(t: pa.Table, index: pa.Array, keyed: pa.Array) -> pa.Array:
     return pc.multiply(index.filter(carrying), 2)
 
 
-def _partial_json(t: pa.Table, index: pa.Array, keyed: pa.Array) -> pa.Array:
-    """The ranks of the updates whose after image holds a partial JSON update: kept, for the plan to
-    refuse. Their layouts' metadata name its key (every layout with a JSON column's does); of
-    those, the images holding an object of that one key (``_partial_marks``, searched per metadata
-    in the images that have it; the bytes of a value that happen to look so only keep a row more)."""
+def _json_edits(t: pa.Table, rows: pa.Array) -> pa.Array:
+    """Per row of window ``t``, whether it is an update of ``rows`` whose after image holds a partial
+    JSON update (a column's value an object ``{"json_diff": [...]}``: a JSON column otherwise holds a
+    string). Their layouts' metadata name the key (every layout with a JSON column's does); of
+    those, the images holding an object of that one key (``_partial_marks``, searched per metadata)
+    are decoded (the bytes of a value may look so too)."""
+    n = t.num_rows
     after = t["after"].combine_chunks()
     values, metadata = pc.struct_field(after, "value"), pc.struct_field(after, "metadata")
     maybe = pc.and_(
-        pc.and_(keyed, pc.equal(t["op"], Op.UPDATE.value)), pc.match_substring(metadata, PARTIAL_JSON_KEY)
+        pc.and_(rows, pc.equal(t["op"], Op.UPDATE.value)), pc.match_substring(metadata, PARTIAL_JSON_KEY)
     ).fill_null(False)
-    found = [pa.array([], pa.int64())]
+    if isinstance(maybe, pa.ChunkedArray):
+        maybe = maybe.combine_chunks()
+    found: list[int] = []
     for meta in pc.unique(metadata.filter(maybe)).to_pylist():
         marks = _partial_marks(meta)
         if not marks:  # the key's name is only part of another's
             continue
-        rows = pc.indices_nonzero(pc.and_(maybe, pc.equal(metadata, meta)))
-        images = values.take(rows)
-        hit = functools.reduce(pc.or_, (pc.match_substring(images, m) for m in marks))
-        found.append(pc.cast(rows.filter(hit), pa.int64()))
-    return pc.multiply(index.take(pa.concat_arrays(found)), 2)
+        at = pc.indices_nonzero(pc.and_(maybe, pc.equal(metadata, meta)))
+        hit = functools.reduce(pc.or_, (pc.match_substring(values.take(at), m) for m in marks))
+        for i, value in zip(at.filter(hit).to_pylist(), values.take(at.filter(hit)).to_pylist(), strict=True):
+            if any(isinstance(v, dict) and PARTIAL_JSON_KEY in v for v in decode(value, meta).values()):
+                found.append(i)
+    if not found:
+        return pa.repeat(pa.scalar(False), n)
+    return pc.is_in(pa.array(range(n), pa.int64()), pa.array(found, pa.int64()))
 
 
 def _partial_marks(metadata: bytes) -> list[bytes]:

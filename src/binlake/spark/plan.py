@@ -91,6 +91,7 @@ def batch_version(file_number: int, txn_position: int) -> int:
 
 
 PARTIAL = "partial"  # a read's own word that a row's image lacks columns (``arrowlog.compact``)
+EDITS = "json_edits"  # a read's own word that a row holds a partial JSON update (``arrowlog.compact``)
 LAYOUT = "layout"  # a row's layout by number (``arrowlog.changelog.ColumnsOnce``; ``with_layouts``)
 Layouts = dict[int, Any]  # a batch's layouts: number -> ``columns`` value (Spark rows)
 
@@ -365,6 +366,9 @@ def head_and_contents(df: Any, source: str) -> tuple[SyncReport, dict[str, str],
     fields = image_fields(df)
     # how many changes a row stands for: 1, or what a read of the last changes per key counted
     stands_for = F.sum("changes") if "changes" in df.columns else F.count(F.lit(1))
+    # the first partial JSON update, where the read says which updates are (``json_edits``)
+    edits = F.struct("order_key", "db", "table", "file", "position", F.to_json("after").alias("after"))
+    told = [F.min(F.when(F.col(EDITS), edits)).alias(EDITS)] if EDITS in df.columns else []
     groups = (
         df.groupBy("db", "table", LAYOUT, row.alias("row"), (row & F.col("pk").isNull()).alias("keyless"))
         .agg(
@@ -386,6 +390,7 @@ def head_and_contents(df: Any, source: str) -> tuple[SyncReport, dict[str, str],
             # what the layout number stands for (the rows that carry it): two values, two layouts
             F.min("columns").alias("columns"),
             F.max("columns").alias("columns_max"),
+            *told,
         )
         .coalesce(1)  # a few groups: one task gathers them (not one per shuffle partition)
         .collect()
@@ -396,8 +401,13 @@ def head_and_contents(df: Any, source: str) -> tuple[SyncReport, dict[str, str],
     layouts = batch_layouts(rows)
     refuse_partial_moves(rows, layouts)
     refuse_unkeyed_rows(rows, layouts)
-    with trace.span("partial json"):
-        refuse_partial_json(df, layouts)
+    if told:
+        found = [g[EDITS] for g in rows if g[EDITS] is not None]
+        if found:
+            raise partial_json_error(min(found, key=lambda f: bytes(f["order_key"])))
+    else:
+        with trace.span("partial json"):
+            refuse_partial_json(df, layouts)
     report.warnings += unknown_defaults(rows, layouts)
     top = max((g["top"] for g in groups), key=tuple)
     names, adds = (sum(int(g[k]) for g in groups) for k in ("names", "adds"))
