@@ -19,9 +19,11 @@ from binlake.arrowlog.compact import WINDOW_BYTES, compacted_schema, last_per_ke
 from binlake.arrowlog.variant import decode
 from binlake.changes import KEY_WIDTH, TOMBSTONE
 from binlake.errors import BinlogError
+from binlake.events.types import EventType
 from binlake.generate import generate
+from binlake.reader import BinlogReader
 from binlake.render.values import PARTIAL_JSON_KEY
-from binlake.spark.changelog import file_transactions
+from binlake.spark.changelog import file_batches, file_transactions
 from tests.conftest import CORPUS, corpus_index
 from tests.support.written import written
 
@@ -174,6 +176,45 @@ def test_partial_json_updates_are_kept(mysql: Any, tmp_path: Path) -> None:
     found = compact._json_edits(every, keyed.combine_chunks())
     assert found.to_pylist() == [is_partial_json(r) for r in rows]
     assert sum(found.to_pylist()) == 2
+
+
+@pytest.mark.parametrize("compressed", [False, True], ids=["plain", "compressed"])
+def test_a_file_read_is_told_where_partial_updates_can_be(
+    mysql: Any, tmp_path: Path, compressed: bool
+) -> None:
+    """A read of a file (``file_batches``) tells the compaction where PARTIAL_UPDATE_ROWS events are
+    (a compressed transaction's: its payload's position, as its rows'), and only their rows are
+    searched: the partial JSON updates are flagged exactly (not the updates of the same events that
+    change no document) and the read equals one that searches every row."""
+    doc = '{"a": 1, "b": "' + "y" * 200 + '"}'
+    t = f"pk{int(compressed)}.t"
+    (copy,) = written(
+        mysql,
+        [f"CREATE DATABASE pk{int(compressed)}", f"CREATE TABLE {t} (id INT PRIMARY KEY, doc JSON, v INT)"],
+        [
+            f"SET SESSION binlog_transaction_compression = {'ON' if compressed else 'OFF'}",
+            "SET SESSION binlog_row_image = 'MINIMAL'",
+            "SET SESSION binlog_row_value_options = 'PARTIAL_JSON'",
+            f"INSERT INTO {t} VALUES (1, '{doc}', 0), (2, '{doc}', 0), (3, '{doc}', 0)",
+            f"UPDATE {t} SET doc = JSON_SET(doc, '$.a', 2), v = 1 WHERE id = 1",
+            f"UPDATE {t} SET v = 5 WHERE id = 2",  # a PARTIAL_UPDATE_ROWS event, no document edited
+            f"UPDATE {t} SET doc = JSON_REPLACE(doc, '$.a', 7) WHERE id = 3",
+            f"""UPDATE {t} SET doc = '{{"json_diff": [{{"op": "x"}}]}}' WHERE id = 2""",  # a whole document
+        ],
+        tmp_path / "bin",
+    ).iterdir()
+    inner = [e for e in BinlogReader(copy) if e.inner_index is not None]  # a compressed transaction's
+    assert any(e.kind == EventType.PARTIAL_UPDATE_ROWS for e in inner) is compressed
+    trim = Trim(ColumnsOnce(), keyed_before=False, last=True)
+    told = pa.Table.from_batches(list(file_batches(copy, trim=trim)), trim.read_schema).to_pylist()
+    trim.once = ColumnsOnce()  # a read of its own: each layout's columns on its first row again
+    built = list(transaction_batches(file_transactions(copy, raw_rows=True), trim=trim))
+    searched = pa.Table.from_batches(last_per_key(built, trim.schema), trim.read_schema).to_pylist()
+    assert told == searched
+    every = pa.Table.from_batches(built, trim.schema).to_pylist()
+    partial = [r["order_key"] for r in every if is_partial_json(r)]
+    assert len(partial) == 2
+    assert [r["order_key"] for r in told if r["json_edits"]] == partial
 
 
 def test_names_reused_and_keys_moved_on_a_real_server(own_mariadb: Any, tmp_path: Path) -> None:

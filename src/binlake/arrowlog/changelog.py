@@ -15,7 +15,7 @@ import datetime as dt
 import hashlib
 import itertools
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -167,9 +167,12 @@ class Trim:
         once = ", layout BIGINT" if self.once is not None else ""
         return SPARK_DDL + once + (", changes INT, partial BOOLEAN, json_edits BOOLEAN" if self.last else "")
 
-    def batches(self, built: Iterable[pa.RecordBatch]) -> Iterable[pa.RecordBatch]:
-        """What a read yields of the batches the builders made with this trim."""
-        return compact.last_per_key(built, self.schema) if self.last else built
+    def batches(
+        self, built: Iterable[pa.RecordBatch], suspects: Collection[int] | None = None
+    ) -> Iterable[pa.RecordBatch]:
+        """What a read yields of the batches the builders made with this trim (``suspects``: as
+        in ``compact.last_per_key``)."""
+        return compact.last_per_key(built, self.schema, suspects=suspects) if self.last else built
 
 
 class _Variants:

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -73,30 +73,35 @@ def last_per_key(
     schema: pa.Schema,
     window: int = WINDOW_ROWS,
     window_bytes: int = WINDOW_BYTES,
+    suspects: Collection[int] | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """``batches`` (change-log batches of ``schema``, in order) with only the last change per key of
     each window of about ``window`` rows and at most ``window_bytes`` (or one batch), and the
     ``changes`` each row stands for, whether its image is ``partial`` and whether it holds
-    ``json_edits`` (``compacted_schema``)."""
+    ``json_edits`` (``compacted_schema``). ``suspects``: the positions of the events that may hold
+    partial JSON updates (PARTIAL_UPDATE_ROWS), filled as the batches are read (None: not known)."""
     held: list[pa.RecordBatch] = []
     rows = size = 0
     widths: dict[int, int] = {}  # a layout number's column count (its columns come on its first row)
     for b in batches:
         if held and size + b.nbytes > window_bytes:
-            yield from compacted(pa.Table.from_batches(held, schema), widths)
+            yield from compacted(pa.Table.from_batches(held, schema), widths, suspects)
             held, rows, size = [], 0, 0
         held.append(b)
         rows, size = rows + b.num_rows, size + b.nbytes
         if rows >= window or size >= window_bytes:
-            yield from compacted(pa.Table.from_batches(held, schema), widths)
+            yield from compacted(pa.Table.from_batches(held, schema), widths, suspects)
             held, rows, size = [], 0, 0
     if held:
-        yield from compacted(pa.Table.from_batches(held, schema), widths)
+        yield from compacted(pa.Table.from_batches(held, schema), widths, suspects)
 
 
-def compacted(t: pa.Table, widths: dict[int, int] | None = None) -> Iterator[pa.RecordBatch]:
+def compacted(
+    t: pa.Table, widths: dict[int, int] | None = None, suspects: Collection[int] | None = None
+) -> Iterator[pa.RecordBatch]:
     """One window's last change per key (module docstring). ``widths``: the column count of each
-    layout number seen so far in the read (a read with ``columns=first``), updated here."""
+    layout number seen so far in the read (a read with ``columns=first``), updated here;
+    ``suspects`` as in ``last_per_key``."""
     t = t.combine_chunks()  # one chunk: every step below then runs over whole arrays
     n = t.num_rows
     op, pk, before_key = t["op"], t["pk"], t["pk_before"]
@@ -114,7 +119,7 @@ def compacted(t: pa.Table, widths: dict[int, int] | None = None) -> Iterator[pa.
     # a row's rank: its place in order key order, a tombstone just before its update
     rows = t.append_column(COUNT_FIELD, pa.repeat(pa.scalar(1, pa.int32()), n))
     rows = rows.append_column(PARTIAL_FIELD, partial)
-    edits = _json_edits(t, row_ops)
+    edits = _json_edits(t, row_ops, suspects)
     rows = rows.append_column(EDITS_FIELD, edits)
     rows = rows.append_column("_rank", pc.multiply(index, 2)).append_column("_keyed", keyed)
     both, both_tables = rows, tables
@@ -289,18 +294,23 @@ def _carriers(t: pa.Table, index: pa.Array, keyed: pa.Array) -> pa.Array:
     return pc.multiply(index.filter(carrying), 2)
 
 
-def _json_edits(t: pa.Table, rows: pa.Array) -> pa.Array:
+def _json_edits(t: pa.Table, rows: pa.Array, suspects: Collection[int] | None = None) -> pa.Array:
     """Per row of window ``t``, whether it is an update of ``rows`` whose after image holds a partial
     JSON update (a column's value an object ``{"json_diff": [...]}``: a JSON column otherwise holds a
     string). Their layouts' metadata name the key (every layout with a JSON column's does); of
     those, the images holding an object of that one key (``_partial_marks``, searched per metadata)
-    are decoded (the bytes of a value may look so too)."""
+    are decoded (the bytes of a value may look so too). ``suspects``: only rows of events at those
+    positions can be (PARTIAL_UPDATE_ROWS; None: any)."""
     n = t.num_rows
+    if suspects is not None and not suspects:
+        return pa.repeat(pa.scalar(False), n)
     after = t["after"].combine_chunks()
     values, metadata = pc.struct_field(after, "value"), pc.struct_field(after, "metadata")
     maybe = pc.and_(
         pc.and_(rows, pc.equal(t["op"], Op.UPDATE.value)), pc.match_substring(metadata, PARTIAL_JSON_KEY)
     ).fill_null(False)
+    if suspects is not None:
+        maybe = pc.and_(maybe, pc.is_in(t["position"], pa.array(sorted(suspects), pa.int64())))
     if isinstance(maybe, pa.ChunkedArray):
         maybe = maybe.combine_chunks()
     found: list[int] = []

@@ -31,6 +31,8 @@ from binlake.changes import NAME_OPS as _NAME_OPS
 from binlake.changes import ROW_OPS as _ROW_OPS
 from binlake.changes import RowChange, file_number, row_changes
 from binlake.errors import UnappliableChangeError
+from binlake.events.base import Event
+from binlake.events.types import EventType
 from binlake.filters import Selection
 from binlake.gcpace import paced
 from binlake.reader import BinlogReader
@@ -112,8 +114,13 @@ def file_batches(
     """``to_batches(file_changes(...))``: the change log of one binlog file as record batches,
     without a ``RowChange`` per row where the compiled builder is chosen and nothing is selected
     (``arrowlog.changelog.transaction_batches``). ``trim``: what the batches leave out (``Trim``).
-    Built with the cycle collector paced (``gcpace``): the pass's objects die young."""
+    Built with the cycle collector paced (``gcpace``): the pass's objects die young. A read of the
+    last changes per key is told where PARTIAL_UPDATE_ROWS events are (``PartialUpdates``): only
+    their rows can hold a partial JSON update."""
     trim = trim or Trim()
+    partial = PartialUpdates()
+    if trim.last:
+        observers = [*(observers or []), partial]
     if selection is not None:
         built = to_batches(file_changes(path, source, observers, start, stop, selection), trim=trim)
     else:
@@ -121,7 +128,19 @@ def file_batches(
         built = transaction_batches(
             file_transactions(path, observers, start, stop, raw_rows=raw), source, trim=trim
         )
-    return paced(iter(trim.batches(built)))
+    return paced(iter(trim.batches(built, partial.offsets if trim.last else None)))
+
+
+class PartialUpdates:
+    """A reader's observer: the positions of the PARTIAL_UPDATE_ROWS events it read (a compressed
+    transaction's inner events: the payload's, as their rows' ``position`` is)."""
+
+    def __init__(self) -> None:
+        self.offsets: set[int] = set()
+
+    def __call__(self, event: Event) -> None:
+        if event.kind == EventType.PARTIAL_UPDATE_ROWS:
+            self.offsets.add(event.offset)
 
 
 # the options that trim a read (``arrowlog.changelog.Trim``): their values, the default first
