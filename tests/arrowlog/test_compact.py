@@ -367,3 +367,55 @@ def test_tables_with_partial_images_keep_every_change(own_mariadb: Any, tmp_path
                 for table in ("whole", "wide_whole"):
                     mine = [r for r in every if r["table"] == table]
                     assert len([r for r in kept if r["table"] == table]) <= len(mine) - 4
+
+
+def test_json_edits_exact_over_lookalikes_moves_renames_and_wide_layouts(mysql: Any, tmp_path: Path) -> None:
+    """Review of 042affd: ``json_edits`` says exactly which updates hold a partial JSON update, in
+    windows of every size: not a document, VARCHAR or BLOB holding the text of an edit list, nor a
+    column named json_diff; yes a keyless table's, a key-moving one's (NOBLOB), one followed by a
+    rename of its table, an empty edit list (a no-op MySQL logs as ``{"json_diff": []}``), and one in
+    a layout of over 255 names (the key's id two bytes wide, so are the marks searched)."""
+    look = '{"json_diff": [{"op": "x"}]}'
+    doc = '{"a": 1, "b": "' + "x" * 200 + '"}'
+    wide = ", ".join(f"c{i} INT" for i in range(1, 299))
+    (copy,) = written(
+        mysql,
+        [
+            "DROP DATABASE IF EXISTS pjx",
+            "CREATE DATABASE pjx",
+            "CREATE TABLE pjx.u (id INT PRIMARY KEY, json_diff JSON, doc JSON, w VARCHAR(100), b BLOB)",
+            "CREATE TABLE pjx.k (doc JSON, v INT)",
+            "CREATE TABLE pjx.t (id INT PRIMARY KEY, doc JSON, v INT)",
+            f"CREATE TABLE pjx.w (id INT PRIMARY KEY, {wide}, doc JSON)",
+        ],
+        [
+            "SET SESSION binlog_row_image = 'MINIMAL'",
+            f"INSERT INTO pjx.u VALUES (1, '{look}', '{look}', 'a', 'b')",
+            f"UPDATE pjx.u SET json_diff = '[1]', doc = '{look}', w = '{look}', b = '{look}'",
+            f"UPDATE pjx.u SET json_diff = '{look}'",
+            "SET SESSION binlog_row_value_options = 'PARTIAL_JSON'",
+            f"INSERT INTO pjx.k VALUES ('{doc}', 0)",
+            "UPDATE pjx.k SET doc = JSON_SET(doc, '$.a', 2)",
+            f"INSERT INTO pjx.t VALUES (1, '{doc}', 0), (2, '{doc}', 0)",
+            "UPDATE pjx.t SET v = v + 1, doc = JSON_SET(doc, '$.a', 1) WHERE id = 1",
+            "SET SESSION binlog_row_image = 'NOBLOB'",
+            "UPDATE pjx.t SET id = 12, doc = JSON_SET(doc, '$.a', 2) WHERE id = 2",
+            "SET SESSION binlog_row_image = 'MINIMAL'",
+            "UPDATE pjx.t SET doc = JSON_REMOVE(doc, '$.b') WHERE id = 1",
+            "RENAME TABLE pjx.t TO pjx.t2",
+            "UPDATE pjx.t2 SET v = 9 WHERE id = 1",
+            f"INSERT INTO pjx.w (id, doc) VALUES (1, '{doc}')",
+            "UPDATE pjx.w SET doc = JSON_SET(doc, '$.a', 3)",
+        ],
+        tmp_path / "bin",
+    ).iterdir()
+    for window in (1, 2, 1_000):
+        for once in (True, False):
+            check(copy, window, once)
+    trim = Trim(ColumnsOnce(), keyed_before=False)
+    every = pa.Table.from_batches(list(transaction_batches(file_transactions(copy), trim=trim)), trim.schema)
+    rows = every.to_pylist()
+    found = compact._json_edits(every, pc.is_in(every["op"], pa.array(sorted(ROWS))).combine_chunks())
+    flagged = [(r["table"], r["position"]) for r, f in zip(rows, found.to_pylist(), strict=True) if f]
+    assert [t for t, _ in flagged] == ["k", "t", "t", "t", "w"]
+    assert all(not f for r, f in zip(rows, found.to_pylist(), strict=True) if r["table"] == "u")

@@ -14,6 +14,7 @@ import pytest
 from binlake.arrowlog.images import PARTIAL_JSON_KEY
 from binlake.errors import UnappliableChangeError
 from binlake.spark.changelog import PARTIAL_JSON_MARK, file_changes, rows_of, to_batches
+from tests.support.written import written
 
 PARTIAL = "blackbeam-rust_mysql_common/json.binlog.000001"  # MySQL 8.0.22: PARTIAL_UPDATE_ROWS at 3750
 
@@ -75,3 +76,235 @@ def test_jdbc_refuses_before_connecting(spark: Any, partial_source: str) -> None
     with pytest.raises(UnappliableChangeError) as e:
         sync(spark, partial_source, "jdbc:postgresql://127.0.0.1:1/nowhere?user=x")
     _assert_names_the_change(e.value)
+
+
+# ---- review of 042affd: the head refuses from the read's ``json_edits`` (changes=last) where a read
+# of every change is refused by a Spark job over the JSON columns; both must refuse the same batches
+# with the same error, and neither may write an edit list as a document
+
+DOC = '{"a": 1, "b": "' + "x" * 200 + '"}'  # long enough that MySQL logs an edit, not the document
+LOOKALIKE = '{"json_diff": [{"op": "x"}]}'  # a user's document that reads like a partial update
+PARTIAL_SESSION = [
+    "SET SESSION binlog_row_image = 'MINIMAL'",
+    "SET SESSION binlog_row_value_options = 'PARTIAL_JSON'",
+]
+
+
+def _outcome(spark: Any, source: Path, target: Path, changes: str) -> Any:
+    """What a sync reading with ``changes`` did: the refusal's (table, column, file, offset), or
+    every target table's rows by key (without the batch columns)."""
+    from deltalake import DeltaTable
+
+    from binlake.spark.apply import sync
+    from binlake.spark.sinks.delta import delta_tables
+
+    try:
+        sync(spark, str(source), target, options={"changes": changes})
+    except UnappliableChangeError as e:
+        assert not target.exists()  # refused before anything was created
+        return (e.table, e.column, e.source, e.offset)
+    return {
+        t: sorted(
+            (
+                {k: v for k, v in r.items() if not k.startswith("_binlake")}
+                for r in DeltaTable(str(target / t)).to_pyarrow_table().to_pylist()
+            ),
+            key=repr,
+        )
+        for t in delta_tables(target)
+    }
+
+
+def _both(spark: Any, mysql: Any, tmp_path: Path, setup: list[str], statements: list[str]) -> Any:
+    """The binlog of ``statements`` synced reading the last changes and every change: one outcome."""
+    source = written(mysql, setup, statements, tmp_path / "bin")
+    last, every = (_outcome(spark, source, tmp_path / c, c) for c in ("last", "every"))
+    assert last == every
+    return last
+
+
+def _setup(db: str, keyless: bool = False) -> list[str]:
+    key = "" if keyless else " PRIMARY KEY"
+    return [
+        f"DROP DATABASE IF EXISTS {db}",
+        f"CREATE DATABASE {db}",
+        f"CREATE TABLE {db}.t (id INT{key}, doc JSON, v INT)",
+    ]
+
+
+@pytest.mark.slow
+def test_superseded_and_renamed_partial_updates_refused_alike(spark: Any, mysql: Any, tmp_path: Path) -> None:
+    """Partial JSON updates replaced by later changes of their key (a whole document; a MINIMAL
+    update of another column, then a delete), and one followed by a rename of its table and a
+    change of the same key under the new name: kept by the read of the last changes and refused at
+    the same first edit as a read of every change."""
+    got = _both(
+        spark,
+        mysql,
+        tmp_path,
+        _setup("pjs"),
+        [
+            *PARTIAL_SESSION,
+            f"INSERT INTO pjs.t VALUES (1, '{DOC}', 0), (2, '{DOC}', 0), (3, '{DOC}', 0)",
+            "UPDATE pjs.t SET doc = JSON_SET(doc, '$.a', 2) WHERE id = 2",
+            "UPDATE pjs.t SET v = 7 WHERE id = 2",
+            "UPDATE pjs.t SET doc = JSON_SET(doc, '$.a', 3) WHERE id = 1",
+            """UPDATE pjs.t SET doc = '{"c": 3}' WHERE id = 1""",
+            "DELETE FROM pjs.t WHERE id = 2",
+            "UPDATE pjs.t SET doc = JSON_REMOVE(doc, '$.b') WHERE id = 3",
+            "RENAME TABLE pjs.t TO pjs.t2",
+            "UPDATE pjs.t2 SET v = 9 WHERE id = 3",
+        ],
+    )
+    assert got[:2] == ("pjs.t", "doc")
+
+
+@pytest.mark.slow
+def test_key_moving_partial_update_refused_alike(spark: Any, mysql: Any, tmp_path: Path) -> None:
+    """A partial JSON update that also moves its row's key (NOBLOB: the after image is whole but
+    for the edited document), then replaced under its new key: refused alike."""
+    got = _both(
+        spark,
+        mysql,
+        tmp_path,
+        _setup("pjp"),
+        [
+            "SET SESSION binlog_row_image = 'NOBLOB'",
+            "SET SESSION binlog_row_value_options = 'PARTIAL_JSON'",
+            f"INSERT INTO pjp.t VALUES (1, '{DOC}', 0), (2, '{DOC}', 0)",
+            "UPDATE pjp.t SET id = 12, doc = JSON_SET(doc, '$.a', 2) WHERE id = 2",
+            """UPDATE pjp.t SET doc = '{"c": 3}' WHERE id = 12""",
+        ],
+    )
+    assert got[:2] == ("pjp.t", "doc")
+
+
+@pytest.mark.slow
+def test_keyless_partial_update_refused_alike(spark: Any, mysql: Any, tmp_path: Path) -> None:
+    """A keyless table's partial JSON update (its changes are all kept): the same refusal."""
+    got = _both(
+        spark,
+        mysql,
+        tmp_path,
+        _setup("pjk", keyless=True),
+        [
+            *PARTIAL_SESSION,
+            f"INSERT INTO pjk.t VALUES (1, '{DOC}', 0)",
+            "UPDATE pjk.t SET doc = JSON_SET(doc, '$.a', 2)",
+        ],
+    )
+    assert got[:2] == ("pjk.t", "doc")
+
+
+@pytest.mark.slow
+def test_full_images_with_partial_json_refused_alike(spark: Any, mysql: Any, tmp_path: Path) -> None:
+    """``binlog_row_image=FULL`` with PARTIAL_JSON: both reads agree."""
+    got = _both(
+        spark,
+        mysql,
+        tmp_path,
+        _setup("pjf"),
+        [
+            "SET SESSION binlog_row_image = 'FULL'",
+            "SET SESSION binlog_row_value_options = 'PARTIAL_JSON'",
+            f"INSERT INTO pjf.t VALUES (1, '{DOC}', 0)",
+            "UPDATE pjf.t SET doc = JSON_SET(doc, '$.a', 2)",
+            "UPDATE pjf.t SET v = 1",
+        ],
+    )
+    assert got[:2] == ("pjf.t", "doc")  # MySQL logs the edit with whole images too
+
+
+@pytest.mark.slow
+def test_documents_that_look_like_edits_are_synced(spark: Any, mysql: Any, tmp_path: Path) -> None:
+    """A JSON document, a VARCHAR and a BLOB holding the text of an edit list, in a table whose JSON
+    column is named json_diff, updated whole (no PARTIAL_JSON): not flagged, synced alike."""
+    setup = [
+        "DROP DATABASE IF EXISTS pjl",
+        "CREATE DATABASE pjl",
+        "CREATE TABLE pjl.u (id INT PRIMARY KEY, json_diff JSON, doc JSON, w VARCHAR(100), b BLOB)",
+    ]
+    got = _both(
+        spark,
+        mysql,
+        tmp_path,
+        setup,
+        [
+            "SET SESSION binlog_row_image = 'MINIMAL'",
+            f"INSERT INTO pjl.u VALUES (1, '{LOOKALIKE}', '{LOOKALIKE}', 'a', 'b')",
+            f"UPDATE pjl.u SET json_diff = '[1]', doc = '{LOOKALIKE}', w = '{LOOKALIKE}', b = '{LOOKALIKE}'",
+            f"UPDATE pjl.u SET json_diff = '{LOOKALIKE}'",
+        ],
+    )
+    (row,) = got["pjl.u"]
+    assert json.loads(row["json_diff"]) == json.loads(row["doc"]) == json.loads(LOOKALIKE)
+    assert row["w"] == LOOKALIKE and row["b"] == LOOKALIKE.encode()
+
+
+# MySQL logs a JSON column assigned without changing its document (JSON_SET of the value it holds,
+# JSON_REMOVE of a missing path, the same text again) under PARTIAL_JSON as an empty edit list,
+# ``{"json_diff": []}``: ``json_edits`` flags it (a read of the last changes refuses the batch at it),
+# the job over a read of every change looks for a first edit (``["json_diff"][0]``, the mark
+# ``{"json_diff":[{``), misses it, and writes ``{"json_diff":[]}`` into the target as the document.
+EMPTY_EDITS = "empty edit lists: changes=last refuses them (json_edits), changes=every writes '{\"json_diff\":[]}' as the document"
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=EMPTY_EDITS)
+def test_empty_edit_lists_alike(spark: Any, mysql: Any, tmp_path: Path) -> None:
+    """Only no-op partial updates: the two reads must agree (today last refuses, every applies), and
+    a target that is written holds the rows' documents, not an edit list."""
+    got = _both(
+        spark,
+        mysql,
+        tmp_path,
+        _setup("pje"),
+        [
+            *PARTIAL_SESSION,
+            f"INSERT INTO pje.t VALUES (1, '{DOC}', 0), (2, '{DOC}', 0)",
+            "UPDATE pje.t SET v = v + 1, doc = JSON_SET(doc, '$.a', 1) WHERE id = 1",
+            "UPDATE pje.t SET v = v + 1, doc = JSON_REMOVE(doc, '$.nope') WHERE id = 2",
+        ],
+    )
+    if isinstance(got, dict):  # applied: the documents are the ones the rows held
+        assert [json.loads(r["doc"]) for r in got["pje.t"]] == [json.loads(DOC)] * 2
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=EMPTY_EDITS + " (refused at different offsets)")
+def test_empty_edit_list_before_an_edit_refused_at_one_place(spark: Any, mysql: Any, tmp_path: Path) -> None:
+    """A no-op partial update before a real one: both reads refuse, but today at different offsets
+    (last at the empty edit list, every at the edit)."""
+    _both(
+        spark,
+        mysql,
+        tmp_path,
+        _setup("pjm"),
+        [
+            *PARTIAL_SESSION,
+            f"INSERT INTO pjm.t VALUES (1, '{DOC}', 0), (2, '{DOC}', 0)",
+            "UPDATE pjm.t SET v = v + 1, doc = JSON_SET(doc, '$.a', 1) WHERE id = 1",
+            "UPDATE pjm.t SET doc = JSON_SET(doc, '$.a', 5) WHERE id = 2",
+        ],
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("reads", ["tasks", "driver"])
+def test_stream_refuses_from_the_micro_batch_flag(
+    spark: Any, partial_source: str, tmp_path: Path, reads: str
+) -> None:
+    """A followed source's micro-batch (read by tasks or decoded on the driver) has ``json_edits``
+    and is refused from it before anything is created."""
+    from binlake.spark.apply import apply_changes, stream_changes
+
+    target, columns = tmp_path / "lake", []
+
+    def apply(batch: Any) -> Any:
+        columns.append(batch.columns)
+        return apply_changes(batch, target, source=partial_source)
+
+    with pytest.raises(Exception, match="column json_col: a partial JSON update"):
+        stream_changes(spark, partial_source, tmp_path / "ckpt", apply, options={"reads": reads})
+    assert columns and all(c[-3:] == ["changes", "partial", "json_edits"] for c in columns)
+    assert not target.exists()
