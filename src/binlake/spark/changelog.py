@@ -44,9 +44,11 @@ RENAME_TABLE, RENAME_COLUMN, DROP_TABLE = NAME_OPS  # for the sinks
 ADD_COLUMN = "add_column"
 SCHEMA_OPS = (*NAME_OPS, ADD_COLUMN)  # the changes a DDL statement makes
 
-# How a partial JSON update starts in ``to_json(after)``: a JSON column otherwise holds a string, so
-# an object there (an unescaped ``{"json_diff":[{``) is one; a sink finds these rows with one test.
-PARTIAL_JSON_MARK = '{"' + PARTIAL_JSON_KEY + '":[{'
+# How a partial JSON update shows in ``to_json(after)``: a JSON column otherwise holds a string, so
+# an object there, a column's value (after a ``:``) whose key is ``json_diff`` (unescaped), is one —
+# an empty edit list too (``{"json_diff":[]}``: MySQL's no-op assignment). A column named json_diff
+# starts a field (after ``{`` or ``,``), never a value.
+PARTIAL_JSON_MARK = ':{"' + PARTIAL_JSON_KEY + '":['
 
 
 def partial_json_error(row: Any) -> UnappliableChangeError:

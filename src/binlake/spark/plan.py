@@ -517,7 +517,7 @@ def refuse_partial_json(df: Any, layouts: Layouts) -> None:
     """Refuse a batch holding a partial JSON update (no sink can apply one) before any sink creates
     or writes anything: one Spark job over the updates of tables with a JSON column, if any, looking
     at their JSON columns alone (a partial update's column holds an object of edits, ``{"json_diff":
-    [{...}]}``, where it otherwise holds a string)."""
+    [{...}]}``, where it otherwise holds a string; MySQL's no-op assignment an empty list of them)."""
     from pyspark.sql import functions as F
 
     json_columns: dict[str, list[int]] = {}  # a JSON column's name -> the layouts that have it
@@ -532,7 +532,7 @@ def refuse_partial_json(df: Any, layouts: Layouts) -> None:
     for name, numbers in json_columns.items():
         at = path(name)
         edits = (
-            F.try_variant_get(after, f'{at}["{PARTIAL_JSON_KEY}"][0]', "variant").isNotNull()
+            F.try_variant_get(after, f'{at}["{PARTIAL_JSON_KEY}"]', "variant").isNotNull()
             if at is not None
             else F.to_json(after).contains(PARTIAL_JSON_MARK)  # a name no path quotes
         )
