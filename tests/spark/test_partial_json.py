@@ -134,87 +134,103 @@ def _setup(db: str, keyless: bool = False) -> list[str]:
     ]
 
 
-@pytest.mark.slow
-def test_superseded_and_renamed_partial_updates_refused_alike(spark: Any, mysql: Any, tmp_path: Path) -> None:
-    """Partial JSON updates replaced by later changes of their key (a whole document; a MINIMAL
-    update of another column, then a delete), and one followed by a rename of its table and a
-    change of the same key under the new name: kept by the read of the last changes and refused at
-    the same first edit as a read of every change."""
-    got = _both(
-        spark,
-        mysql,
-        tmp_path,
-        _setup("pjs"),
+# MySQL logs a JSON column assigned without changing its document (JSON_SET of the value it holds,
+# JSON_REMOVE of a missing path, the same text again) under PARTIAL_JSON as an empty edit list,
+# ``{"json_diff": []}``: both reads refuse it, at the same change (review 31: a read of every change
+# looked for a first edit, missed it, and wrote ``{"json_diff":[]}`` into the target as the document).
+NOBLOB_SESSION = ["SET SESSION binlog_row_image = 'NOBLOB'", PARTIAL_SESSION[1]]
+FULL_SESSION = ["SET SESSION binlog_row_image = 'FULL'", PARTIAL_SESSION[1]]
+REFUSED = {
+    # replaced by later changes of their key (a whole document; a MINIMAL update of another column,
+    # then a delete), and one followed by a rename of its table and a change of the key there
+    "superseded-and-renamed": (
+        False,
         [
             *PARTIAL_SESSION,
-            f"INSERT INTO pjs.t VALUES (1, '{DOC}', 0), (2, '{DOC}', 0), (3, '{DOC}', 0)",
-            "UPDATE pjs.t SET doc = JSON_SET(doc, '$.a', 2) WHERE id = 2",
-            "UPDATE pjs.t SET v = 7 WHERE id = 2",
-            "UPDATE pjs.t SET doc = JSON_SET(doc, '$.a', 3) WHERE id = 1",
-            """UPDATE pjs.t SET doc = '{"c": 3}' WHERE id = 1""",
-            "DELETE FROM pjs.t WHERE id = 2",
-            "UPDATE pjs.t SET doc = JSON_REMOVE(doc, '$.b') WHERE id = 3",
-            "RENAME TABLE pjs.t TO pjs.t2",
-            "UPDATE pjs.t2 SET v = 9 WHERE id = 3",
+            "INSERT INTO {db}.t VALUES (1, '{doc}', 0), (2, '{doc}', 0), (3, '{doc}', 0)",
+            "UPDATE {db}.t SET doc = JSON_SET(doc, '$.a', 2) WHERE id = 2",
+            "UPDATE {db}.t SET v = 7 WHERE id = 2",
+            "UPDATE {db}.t SET doc = JSON_SET(doc, '$.a', 3) WHERE id = 1",
+            """UPDATE {db}.t SET doc = '{{"c": 3}}' WHERE id = 1""",
+            "DELETE FROM {db}.t WHERE id = 2",
+            "UPDATE {db}.t SET doc = JSON_REMOVE(doc, '$.b') WHERE id = 3",
+            "RENAME TABLE {db}.t TO {db}.t2",
+            "UPDATE {db}.t2 SET v = 9 WHERE id = 3",
         ],
-    )
-    assert got[:2] == ("pjs.t", "doc")
-
-
-@pytest.mark.slow
-def test_key_moving_partial_update_refused_alike(spark: Any, mysql: Any, tmp_path: Path) -> None:
-    """A partial JSON update that also moves its row's key (NOBLOB: the after image is whole but
-    for the edited document), then replaced under its new key: refused alike."""
-    got = _both(
-        spark,
-        mysql,
-        tmp_path,
-        _setup("pjp"),
+    ),
+    # one that also moves its row's key (NOBLOB: the after image whole but for the edited
+    # document), then replaced under its new key
+    "key-moving": (
+        False,
         [
-            "SET SESSION binlog_row_image = 'NOBLOB'",
-            "SET SESSION binlog_row_value_options = 'PARTIAL_JSON'",
-            f"INSERT INTO pjp.t VALUES (1, '{DOC}', 0), (2, '{DOC}', 0)",
-            "UPDATE pjp.t SET id = 12, doc = JSON_SET(doc, '$.a', 2) WHERE id = 2",
-            """UPDATE pjp.t SET doc = '{"c": 3}' WHERE id = 12""",
+            *NOBLOB_SESSION,
+            "INSERT INTO {db}.t VALUES (1, '{doc}', 0), (2, '{doc}', 0)",
+            "UPDATE {db}.t SET id = 12, doc = JSON_SET(doc, '$.a', 2) WHERE id = 2",
+            """UPDATE {db}.t SET doc = '{{"c": 3}}' WHERE id = 12""",
         ],
-    )
-    assert got[:2] == ("pjp.t", "doc")
-
-
-@pytest.mark.slow
-def test_keyless_partial_update_refused_alike(spark: Any, mysql: Any, tmp_path: Path) -> None:
-    """A keyless table's partial JSON update (its changes are all kept): the same refusal."""
-    got = _both(
-        spark,
-        mysql,
-        tmp_path,
-        _setup("pjk", keyless=True),
+    ),
+    # a keyless table's (its changes are all kept)
+    "keyless": (
+        True,
         [
             *PARTIAL_SESSION,
-            f"INSERT INTO pjk.t VALUES (1, '{DOC}', 0)",
-            "UPDATE pjk.t SET doc = JSON_SET(doc, '$.a', 2)",
+            "INSERT INTO {db}.t VALUES (1, '{doc}', 0)",
+            "UPDATE {db}.t SET doc = JSON_SET(doc, '$.a', 2)",
         ],
-    )
-    assert got[:2] == ("pjk.t", "doc")
+    ),
+    # binlog_row_image=FULL: MySQL logs the edit with whole images too
+    "full-images": (
+        False,
+        [
+            *FULL_SESSION,
+            "INSERT INTO {db}.t VALUES (1, '{doc}', 0)",
+            "UPDATE {db}.t SET doc = JSON_SET(doc, '$.a', 2)",
+            "UPDATE {db}.t SET v = 1",
+        ],
+    ),
+    # only no-op assignments (empty edit lists)
+    "empty-edit-lists": (
+        False,
+        [
+            *PARTIAL_SESSION,
+            "INSERT INTO {db}.t VALUES (1, '{doc}', 0), (2, '{doc}', 0)",
+            "UPDATE {db}.t SET v = v + 1, doc = JSON_SET(doc, '$.a', 1) WHERE id = 1",
+            "UPDATE {db}.t SET v = v + 1, doc = JSON_REMOVE(doc, '$.nope') WHERE id = 2",
+        ],
+    ),
+    # a no-op before a real edit: refused at the no-op
+    "empty-then-edit": (
+        False,
+        [
+            *PARTIAL_SESSION,
+            "INSERT INTO {db}.t VALUES (1, '{doc}', 0), (2, '{doc}', 0)",
+            "UPDATE {db}.t SET v = v + 1, doc = JSON_SET(doc, '$.a', 1) WHERE id = 1",
+            "UPDATE {db}.t SET doc = JSON_SET(doc, '$.a', 5) WHERE id = 2",
+        ],
+    ),
+}
 
 
 @pytest.mark.slow
-def test_full_images_with_partial_json_refused_alike(spark: Any, mysql: Any, tmp_path: Path) -> None:
-    """``binlog_row_image=FULL`` with PARTIAL_JSON: both reads agree."""
+@pytest.mark.parametrize("case", list(REFUSED))
+def test_partial_updates_refused_alike(spark: Any, mysql: Any, tmp_path: Path, case: str) -> None:
+    """Each case's batch is refused by a read of the last changes per key (``json_edits``) and by
+    one of every change alike: same table, column, file and offset — the first partial update's
+    (its PARTIAL_UPDATE_ROWS event's), before anything is created."""
+    keyless, statements = REFUSED[case]
+    db = "pj_" + case.replace("-", "_")
     got = _both(
         spark,
         mysql,
         tmp_path,
-        _setup("pjf"),
-        [
-            "SET SESSION binlog_row_image = 'FULL'",
-            "SET SESSION binlog_row_value_options = 'PARTIAL_JSON'",
-            f"INSERT INTO pjf.t VALUES (1, '{DOC}', 0)",
-            "UPDATE pjf.t SET doc = JSON_SET(doc, '$.a', 2)",
-            "UPDATE pjf.t SET v = 1",
-        ],
+        _setup(db, keyless),
+        [st.format(db=db, doc=DOC) if "{db}" in st else st for st in statements],
     )
-    assert got[:2] == ("pjf.t", "doc")  # MySQL logs the edit with whole images too
+    assert isinstance(got, tuple) and got[:2] == (f"{db}.t", "doc")
+    first = next(
+        e for e in BinlogReader(tmp_path / "bin" / got[2]) if e.kind == EventType.PARTIAL_UPDATE_ROWS
+    )
+    assert got[3] == first.offset
 
 
 @pytest.mark.slow
@@ -241,48 +257,6 @@ def test_documents_that_look_like_edits_are_synced(spark: Any, mysql: Any, tmp_p
     (row,) = got["pjl.u"]
     assert json.loads(row["json_diff"]) == json.loads(row["doc"]) == json.loads(LOOKALIKE)
     assert row["w"] == LOOKALIKE and row["b"] == LOOKALIKE.encode()
-
-
-# MySQL logs a JSON column assigned without changing its document (JSON_SET of the value it holds,
-# JSON_REMOVE of a missing path, the same text again) under PARTIAL_JSON as an empty edit list,
-# ``{"json_diff": []}``: both reads refuse it, at the same change (review 31: a read of every change
-# looked for a first edit, missed it, and wrote ``{"json_diff":[]}`` into the target as the document).
-@pytest.mark.slow
-def test_empty_edit_lists_alike(spark: Any, mysql: Any, tmp_path: Path) -> None:
-    """Only no-op partial updates: both reads refuse the batch at the first (nothing of an edit list
-    is written into the target as a document)."""
-    got = _both(
-        spark,
-        mysql,
-        tmp_path,
-        _setup("pje"),
-        [
-            *PARTIAL_SESSION,
-            f"INSERT INTO pje.t VALUES (1, '{DOC}', 0), (2, '{DOC}', 0)",
-            "UPDATE pje.t SET v = v + 1, doc = JSON_SET(doc, '$.a', 1) WHERE id = 1",
-            "UPDATE pje.t SET v = v + 1, doc = JSON_REMOVE(doc, '$.nope') WHERE id = 2",
-        ],
-    )
-    assert isinstance(got, tuple) and got[:2] == ("pje.t", "doc")
-
-
-@pytest.mark.slow
-def test_empty_edit_list_before_an_edit_refused_at_one_place(spark: Any, mysql: Any, tmp_path: Path) -> None:
-    """A no-op partial update before a real one: both reads refuse at the no-op."""
-    got = _both(
-        spark,
-        mysql,
-        tmp_path,
-        _setup("pjm"),
-        [
-            *PARTIAL_SESSION,
-            f"INSERT INTO pjm.t VALUES (1, '{DOC}', 0), (2, '{DOC}', 0)",
-            "UPDATE pjm.t SET v = v + 1, doc = JSON_SET(doc, '$.a', 1) WHERE id = 1",
-            "UPDATE pjm.t SET doc = JSON_SET(doc, '$.a', 5) WHERE id = 2",
-        ],
-    )
-    refused = [e for e in BinlogReader(tmp_path / "bin" / got[2]) if e.kind == EventType.PARTIAL_UPDATE_ROWS]
-    assert got[:2] == ("pjm.t", "doc") and got[3] == refused[0].offset < refused[1].offset
 
 
 @pytest.mark.slow
