@@ -248,11 +248,22 @@ def follow_renames(df: Any, plan: RenamePlan) -> Any:
 
     if not plan.segments:
         return df.withColumn("renamed", F.lit(None).cast("string"))
-    spark = df.sparkSession
-    seg = spark.createDataFrame(
-        [(s.table[0], s.table[1], s.lo, s.hi, s.final[0], s.final[1], s.columns) for s in plan.segments],
-        "s_db STRING, s_table STRING, s_lo BINARY, s_hi BINARY, f_db STRING, f_table STRING, renamed STRING",
+    import pyarrow as pa
+
+    # from Arrow: a relation the driver holds (from Python rows it was a job of Python workers,
+    # started for a few rows: seconds on a small machine)
+    segments = pa.table(
+        {
+            "s_db": pa.array([s.table[0] for s in plan.segments], pa.string()),
+            "s_table": pa.array([s.table[1] for s in plan.segments], pa.string()),
+            "s_lo": pa.array([s.lo for s in plan.segments], pa.binary()),
+            "s_hi": pa.array([s.hi for s in plan.segments], pa.binary()),
+            "f_db": pa.array([s.final[0] for s in plan.segments], pa.string()),
+            "f_table": pa.array([s.final[1] for s in plan.segments], pa.string()),
+            "renamed": pa.array([s.columns for s in plan.segments], pa.string()),
+        }
     )
+    seg = df.sparkSession.createDataFrame(segments)
     on = (
         (F.col("db") == F.col("s_db"))
         & (F.col("table") == F.col("s_table"))
