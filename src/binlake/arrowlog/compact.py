@@ -309,10 +309,14 @@ def _json_edits(t: pa.Table, rows: pa.Array, suspects: Collection[int] | None = 
     maybe = pc.and_(
         pc.and_(rows, pc.equal(t["op"], Op.UPDATE.value)), pc.match_substring(metadata, PARTIAL_JSON_KEY)
     ).fill_null(False)
-    if suspects is not None:
-        maybe = pc.and_(maybe, pc.is_in(t["position"], pa.array(sorted(suspects), pa.int64())))
     if isinstance(maybe, pa.ChunkedArray):
         maybe = maybe.combine_chunks()
+    if not pc.any(maybe).as_py():
+        return pa.repeat(pa.scalar(False), n)
+    if suspects is not None:  # the window's own candidates looked up (the read's suspects grow)
+        positions = t["position"].combine_chunks()
+        hits = [p for p in pc.unique(positions.filter(maybe)).to_pylist() if p in suspects]
+        maybe = pc.and_(maybe, pc.is_in(positions, pa.array(hits, pa.int64()))).fill_null(False)
     found: list[int] = []
     for meta in pc.unique(metadata.filter(maybe)).to_pylist():
         marks = _partial_marks(meta)
