@@ -323,8 +323,8 @@ def _json_edits(t: pa.Table, rows: pa.Array, suspects: Collection[int] | None = 
         if not marks:  # the key's name is only part of another's
             continue
         at = pc.indices_nonzero(pc.and_(maybe, pc.equal(metadata, meta)))
-        hit = functools.reduce(pc.or_, (pc.match_substring(values.take(at), m) for m in marks))
-        for i, value in zip(at.filter(hit).to_pylist(), values.take(at.filter(hit)).to_pylist(), strict=True):
+        hit = at.filter(functools.reduce(pc.or_, (pc.match_substring(values.take(at), m) for m in marks)))
+        for i, value in zip(hit.to_pylist(), values.take(hit).to_pylist(), strict=True):
             if any(isinstance(v, dict) and PARTIAL_JSON_KEY in v for v in decode(value, meta).values()):
                 found.append(i)
     if not found:

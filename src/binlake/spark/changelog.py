@@ -120,9 +120,9 @@ def file_batches(
     last changes per key is told where PARTIAL_UPDATE_ROWS events are (``partial_updates``): only
     their rows can hold a partial JSON update."""
     trim = trim or Trim()
-    partial: set[int] = set()
-    if trim.last:
-        observers = [*(observers or []), partial_updates(partial)]
+    suspects: set[int] | None = set() if trim.last else None
+    if suspects is not None:
+        observers = [*(observers or []), partial_updates(suspects)]
     if selection is not None:
         built = to_batches(file_changes(path, source, observers, start, stop, selection), trim=trim)
     else:
@@ -130,7 +130,7 @@ def file_batches(
         built = transaction_batches(
             file_transactions(path, observers, start, stop, raw_rows=raw), source, trim=trim
         )
-    return paced(iter(trim.batches(built, partial if trim.last else None)))
+    return paced(iter(trim.batches(built, suspects)))
 
 
 def partial_updates(offsets: set[int]) -> Callable[[Event], None]:

@@ -24,6 +24,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import pyarrow as pa
+
 from binlake.changes import OrderKey
 from binlake.schema.renames import ColumnRename, TableName, TableRename
 from binlake.spark.changelog import ADD_COLUMN, DROP_TABLE, NAME_OPS, RENAME_COLUMN, RENAME_TABLE, ROW_OPS
@@ -241,6 +243,14 @@ def sink_names(df: Any) -> Any:
     return df.withColumn("table", escaped)
 
 
+# the segments ``follow_renames`` joins a batch's rows with: a table's name over an order-key range,
+# its name at the end of the batch, and its column renames there
+SEGMENTS = pa.schema(
+    [("s_db", pa.string()), ("s_table", pa.string()), ("s_lo", pa.binary()), ("s_hi", pa.binary()),
+     ("f_db", pa.string()), ("f_table", pa.string()), ("renamed", pa.string())]
+)  # fmt: skip
+
+
 def follow_renames(df: Any, plan: RenamePlan) -> Any:
     """The change log's row changes under their tables' names at the end of the batch, with a
     ``renamed`` column (a layout's column renames, JSON, or NULL)."""
@@ -248,21 +258,10 @@ def follow_renames(df: Any, plan: RenamePlan) -> Any:
 
     if not plan.segments:
         return df.withColumn("renamed", F.lit(None).cast("string"))
-    import pyarrow as pa
-
     # from Arrow: a relation the driver holds (from Python rows it was a job of Python workers,
     # started for a few rows: seconds on a small machine)
-    segments = pa.table(
-        {
-            "s_db": pa.array([s.table[0] for s in plan.segments], pa.string()),
-            "s_table": pa.array([s.table[1] for s in plan.segments], pa.string()),
-            "s_lo": pa.array([s.lo for s in plan.segments], pa.binary()),
-            "s_hi": pa.array([s.hi for s in plan.segments], pa.binary()),
-            "f_db": pa.array([s.final[0] for s in plan.segments], pa.string()),
-            "f_table": pa.array([s.final[1] for s in plan.segments], pa.string()),
-            "renamed": pa.array([s.columns for s in plan.segments], pa.string()),
-        }
-    )
+    rows = [(s.table[0], s.table[1], s.lo, s.hi, s.final[0], s.final[1], s.columns) for s in plan.segments]
+    segments = pa.table([list(c) for c in zip(*rows, strict=True)], schema=SEGMENTS)
     seg = df.sparkSession.createDataFrame(segments)
     on = (
         (F.col("db") == F.col("s_db"))
