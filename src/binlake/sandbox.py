@@ -34,6 +34,22 @@ def mariadb_available() -> bool:
     return shutil.which("mariadbd") is not None or os.path.exists("/usr/sbin/mariadbd")
 
 
+PORT_ATTEMPTS = 5
+
+
+class PortTaken(RuntimeError):
+    """The server could not bind the port chosen for it: someone took it after it was chosen."""
+
+
+def _written_since(log: Path, offset: int) -> str:
+    """What a server wrote to its log after ``offset`` (nothing when it wrote no log)."""
+    if not log.exists():
+        return ""
+    with open(log, "rb") as f:
+        f.seek(offset)
+        return f.read().decode(errors="replace")
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -90,10 +106,26 @@ class PrivateServer:
         raise NotImplementedError
 
     def start(self, timeout: float = 60.0) -> Self:
+        """Start and wait until it accepts connections. A first start whose port was taken between
+        choosing it and the server's bind (another server starting beside it, an outgoing
+        connection's port) starts again on a new port; a restart keeps its port, as promised."""
+        first = self.proc is None and not (self.root / "initialized").exists()
+        for attempt in range(PORT_ATTEMPTS):
+            try:
+                return self._start(timeout)
+            except PortTaken:
+                if not first or attempt == PORT_ATTEMPTS - 1:
+                    raise
+                self.port = _free_port()
+        raise AssertionError("unreachable")
+
+    def _start(self, timeout: float) -> Self:
         self.root.mkdir(parents=True, exist_ok=True)
         cnf = self._write_config()
         if not (self.root / "data" / "mysql").exists():
             self._initialize(cnf)
+        error_log = self.root / "error.log"
+        seen = error_log.stat().st_size if error_log.exists() else 0  # this start's lines follow
         self.proc = subprocess.Popen(
             self._server_command(cnf),
             start_new_session=True,
@@ -104,7 +136,10 @@ class PrivateServer:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"the server exited: {(self.root / 'error.log').read_text()[-2000:]}")
+                log = _written_since(error_log, seen)[-2000:]
+                if "Address already in use" in log:
+                    raise PortTaken(f"port {self.port} is taken: {log}")
+                raise RuntimeError(f"the server exited: {log}")
             try:
                 self.connect().close()
             except Exception:
@@ -298,11 +333,18 @@ class PrivatePostgres:
             "UTF8",
             "--no-locale",
         )
-        opts = f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off"
-        self._run(
-            str(bin_dir / "pg_ctl"), "-D", str(data), "-o", opts, "-l", str(self.root / "log"), "-w", "start"
-        )
-        return self
+        log = self.root / "log"
+        for attempt in range(PORT_ATTEMPTS):  # a port taken after it was chosen: another one
+            seen = log.stat().st_size if log.exists() else 0
+            opts = f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off"
+            try:
+                self._run(str(bin_dir / "pg_ctl"), "-D", str(data), "-o", opts, "-l", str(log), "-w", "start")
+                return self
+            except subprocess.CalledProcessError:
+                if "Address already in use" not in _written_since(log, seen) or attempt == PORT_ATTEMPTS - 1:
+                    raise
+                self.port = _free_port()
+        raise AssertionError("unreachable")
 
     def psql(self, sql: str) -> str:
         """Run SQL with psql; rows as tab-separated lines."""
