@@ -94,6 +94,8 @@ def spark_session(master: str = "local[*]", app: str = "binlake") -> Any:
         .config("spark.sql.inMemoryColumnarStorage.batchSize", "1000")
         .config("spark.sql.python.filterPushdown.enabled", "true")
         .config("spark.driver.memory", os.environ.get("BINLAKE_DRIVER_MEMORY", "2g"))
+        .config("spark.python.sql.dataFrameDebugging.enabled", "false")
+        .config("spark.sql.constraintPropagation.enabled", "false")
     )
     if os.environ.get("BINLAKE_DRIVER_HOST"):  # the address executors reach the driver at
         builder = builder.config("spark.driver.host", os.environ["BINLAKE_DRIVER_HOST"])
