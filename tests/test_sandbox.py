@@ -56,3 +56,16 @@ def test_postgres_whose_port_is_taken_starts_on_another(taken: int) -> None:
     with pg:
         assert pg.port != taken
         assert pg.psql("SHOW port").strip() == str(pg.port)
+
+
+def test_a_new_server_on_a_datadir_that_ran_before_moves_off_a_taken_port(tmp_path: Path, taken: int) -> None:
+    """Only a restart keeps its port: a new server object over a datadir another one ran on (a
+    benchmark's kept server, a copied datadir) chose its port itself and has told no one yet."""
+    if not mariadb_available() or shutil.which("mariadb-install-db") is None:
+        pytest.skip("mariadbd is not installed (./dev setup installs it)")
+    PrivateMariaDB(tmp_path / "m").start().stop()
+    db = PrivateMariaDB(tmp_path / "m")
+    db.port = taken
+    with db:
+        assert db.port != taken
+        db.execute("SELECT 1")

@@ -69,6 +69,7 @@ class PrivateServer:
         self.settings = {**self.DEFAULTS, **settings}
         self.port = _free_port()
         self.proc: subprocess.Popen[bytes] | None = None
+        self.started = False  # once it ran, its port is known to others: a restart keeps it
 
     @property
     def socket(self) -> str:
@@ -108,8 +109,9 @@ class PrivateServer:
     def start(self, timeout: float = 60.0) -> Self:
         """Start and wait until it accepts connections. A first start whose port was taken between
         choosing it and the server's bind (another server starting beside it, an outgoing
-        connection's port) starts again on a new port; a restart keeps its port, as promised."""
-        first = self.proc is None and not (self.root / "initialized").exists()
+        connection's port) starts again on a new port; a restart keeps its port, as promised. A
+        first start is this object's (its port is the one it chose), even on a datadir that ran before."""
+        first = not self.started
         for attempt in range(PORT_ATTEMPTS):
             try:
                 return self._start(timeout)
@@ -148,6 +150,7 @@ class PrivateServer:
             if fresh:
                 self._first_start()
                 (self.root / "initialized").touch()
+            self.started = True
             return self
         raise RuntimeError("the server did not accept connections in time")
 
