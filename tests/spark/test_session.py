@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 
 def test_constraints_are_not_propagated(spark: Any) -> None:
     """A filter on one side of a join is not copied to the other: the inference that does it is
@@ -20,7 +22,11 @@ def test_constraints_are_not_propagated(spark: Any) -> None:
     assert plan.count("Filter") == 1, plan
 
 
-def test_column_expressions_record_no_call_site(spark: Any) -> None:
-    from pyspark.errors.utils import is_debugging_enabled
+def test_column_expressions_record_no_call_site(spark: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pyspark.errors import utils
 
-    assert not is_debugging_enabled()
+    # PySpark reads the setting once per process and keeps it: what an earlier test (in this
+    # worker) cached, without a session or in a thread without one, says False whatever it is
+    monkeypatch.setattr(utils, "_enable_debugging_cache", None)
+    assert spark.conf.get("spark.python.sql.dataFrameDebugging.enabled") == "false"
+    assert not utils.is_debugging_enabled()
