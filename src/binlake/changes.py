@@ -29,6 +29,7 @@ sub-order sinks need when an update changes a primary key (delete the old key, t
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 import struct
@@ -42,7 +43,7 @@ from binlake.columnfill import UnknownFill, column_fill
 from binlake.decoder import decoded
 from binlake.events.base import Event
 from binlake.events.query import Query
-from binlake.events.rows import ABSENT, NOT_ASKED, Rows
+from binlake.events.rows import ABSENT, NOT_ASKED, PartialJson, Rows
 from binlake.events.table_map import TableMap
 from binlake.identitycache import IdentityCache
 from binlake.layout import Column, Layout
@@ -240,6 +241,8 @@ def event_changes(
             b = decoded(ev).body
         if b.undecoded_reason:
             continue
+        if b.partial:
+            b = settled_rows(b)
         tm = b.table
         layout = _layouts(tm)
         op = _OPS[b.operation]
@@ -255,6 +258,51 @@ def event_changes(
                 op, tm.database, tm.table, bt, at, ka, kb if op is Op.UPDATE else None, layout, origin,
                 fname, ev.offset, ev.header.server_id, base.at(ei, ri),
             )  # fmt: skip
+
+
+def settled_rows(b: Rows) -> Rows:
+    """A PARTIAL_UPDATE_ROWS event's decoded rows with every JSON column logged as an empty edit
+    list given its value. MySQL (binlog_row_value_options=PARTIAL_JSON) logs a JSON column the
+    update left as it was — not in its SET, or assigned the value it held — as no edits: its value
+    after is its value before, which a FULL or NOBLOB before image holds; where the before image
+    leaves the column out (MINIMAL), so does the after image, as MINIMAL does for a column an update
+    does not set. An edit list with edits stays (a sink cannot apply it and says so)."""
+    rows = b.rows
+    for ri, (before, after) in enumerate(rows):
+        if after is None or not any(type(v) is PartialJson and not v.diffs for v in after):
+            continue
+        if rows is b.rows:
+            rows = list(rows)
+        rows[ri] = (before, [_unchanged(before, i) if type(v) is PartialJson and not v.diffs else v
+                             for i, v in enumerate(after)])  # fmt: skip
+    return b if rows is b.rows else dataclasses.replace(b, rows=rows)
+
+
+def _unchanged(before: Sequence[Any] | None, i: int) -> Any:
+    """Column ``i``'s value after an update that left it as it was: its before image's (ABSENT there
+    too when that image leaves it out)."""
+    return ABSENT if before is None else before[i]
+
+
+def settle_partial_json(t: Transaction) -> Transaction:
+    """``t`` with its PARTIAL_UPDATE_ROWS events decoded and ``settled_rows`` (damage raises the error
+    reading them with decoding on raises): what a change-log builder reading rows from their bytes
+    takes as decoded rows, so both ways give the same changes."""
+    if any(type(e.body) is Rows and e.body.partial for e in t.events):
+        t.events = [_settled(e) for e in t.events]
+    return t
+
+
+def _settled(e: Event) -> Event:
+    b = e.body
+    if type(b) is not Rows or not b.partial:
+        return e
+    e = decoded(e)
+    b = e.body
+    if b.undecoded_reason:
+        return e
+    settled = settled_rows(b)
+    return e if settled is b else dataclasses.replace(e, body=settled)
 
 
 def _column_order(pk: list[int]) -> Sequence[int]:

@@ -13,6 +13,7 @@ import pytest
 
 from binlake.arrowlog.images import PARTIAL_JSON_KEY
 from binlake.errors import UnappliableChangeError
+from binlake.events.rows import PartialJson
 from binlake.events.types import EventType
 from binlake.reader import BinlogReader
 from binlake.spark.changelog import PARTIAL_JSON_MARK, file_changes, rows_of, to_batches
@@ -134,10 +135,12 @@ def _setup(db: str, keyless: bool = False) -> list[str]:
     ]
 
 
-# MySQL logs a JSON column assigned without changing its document (JSON_SET of the value it holds,
-# JSON_REMOVE of a missing path, the same text again) under PARTIAL_JSON as an empty edit list,
-# ``{"json_diff": []}``: both reads refuse it, at the same change (review 31: a read of every change
-# looked for a first edit, missed it, and wrote ``{"json_diff":[]}`` into the target as the document).
+# A partial update with edits is refused by both reads at the same change: the first that holds
+# edits. MySQL logs a JSON column an update leaves as it was (not in its SET; JSON_SET of the value it
+# holds, JSON_REMOVE of a missing path) as an empty edit list: that column is unchanged, not refused
+# (``changes.settled_rows``; review 31 found a read of every change writing ``{"json_diff":[]}``
+# into the target as the document, and empty lists were refused from then to session 32, which
+# found FULL images log one for every JSON column of every update).
 NOBLOB_SESSION = ["SET SESSION binlog_row_image = 'NOBLOB'", PARTIAL_SESSION[1]]
 FULL_SESSION = ["SET SESSION binlog_row_image = 'FULL'", PARTIAL_SESSION[1]]
 REFUSED = {
@@ -188,17 +191,7 @@ REFUSED = {
             "UPDATE {db}.t SET v = 1",
         ],
     ),
-    # only no-op assignments (empty edit lists)
-    "empty-edit-lists": (
-        False,
-        [
-            *PARTIAL_SESSION,
-            "INSERT INTO {db}.t VALUES (1, '{doc}', 0), (2, '{doc}', 0)",
-            "UPDATE {db}.t SET v = v + 1, doc = JSON_SET(doc, '$.a', 1) WHERE id = 1",
-            "UPDATE {db}.t SET v = v + 1, doc = JSON_REMOVE(doc, '$.nope') WHERE id = 2",
-        ],
-    ),
-    # a no-op before a real edit: refused at the no-op
+    # a no-op before a real edit: refused at the edit
     "empty-then-edit": (
         False,
         [
@@ -215,8 +208,8 @@ REFUSED = {
 @pytest.mark.parametrize("case", list(REFUSED))
 def test_partial_updates_refused_alike(spark: Any, mysql: Any, tmp_path: Path, case: str) -> None:
     """Each case's batch is refused by a read of the last changes per key (``json_edits``) and by
-    one of every change alike: same table, column, file and offset — the first partial update's
-    (its PARTIAL_UPDATE_ROWS event's), before anything is created."""
+    one of every change alike: same table, column, file and offset — the first partial update with
+    edits (its PARTIAL_UPDATE_ROWS event's), before anything is created."""
     keyless, statements = REFUSED[case]
     db = "pj_" + case.replace("-", "_")
     got = _both(
@@ -227,10 +220,73 @@ def test_partial_updates_refused_alike(spark: Any, mysql: Any, tmp_path: Path, c
         [st.format(db=db, doc=DOC) if "{db}" in st else st for st in statements],
     )
     assert isinstance(got, tuple) and got[:2] == (f"{db}.t", "doc")
-    first = next(
-        e for e in BinlogReader(tmp_path / "bin" / got[2]) if e.kind == EventType.PARTIAL_UPDATE_ROWS
-    )
+    first = next(e for e in BinlogReader(tmp_path / "bin" / got[2]) if _edits(e))
     assert got[3] == first.offset
+
+
+def _edits(e: Any) -> bool:
+    """A PARTIAL_UPDATE_ROWS event with a JSON column given as edits (not an empty list)."""
+    return e.kind == EventType.PARTIAL_UPDATE_ROWS and any(
+        type(v) is PartialJson and v.diffs for _, after in e.body.rows for v in after or ()
+    )
+
+
+# updates that leave a JSON column as it was: MySQL logs it as an empty edit list (a FULL or NOBLOB
+# image for every JSON column the update does not set; any image for a no-op assignment)
+UNCHANGED = {
+    image: [
+        f"SET SESSION binlog_row_image = '{image}'",
+        PARTIAL_SESSION[1],
+        "INSERT INTO {db}.t VALUES (1, '{doc}', 0), (2, '{doc}', 0), (3, NULL, 0)",
+        "UPDATE {db}.t SET v = 5 WHERE id = 1",
+        "UPDATE {db}.t SET v = v + 1, doc = JSON_SET(doc, '$.a', 1) WHERE id = 2",
+        "UPDATE {db}.t SET v = v + 1, doc = JSON_REMOVE(doc, '$.nope') WHERE id = 2",
+        "UPDATE {db}.t SET v = 7 WHERE id = 3",
+    ]
+    for image in ("FULL", "NOBLOB", "MINIMAL")
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("keyless", [False, True], ids=["keyed", "keyless"])
+@pytest.mark.parametrize("image", list(UNCHANGED))
+def test_unchanged_json_columns_are_synced(
+    spark: Any, mysql: Any, tmp_path: Path, image: str, keyless: bool
+) -> None:
+    """Both reads sync such updates: a keyed table equals the server's, the column keeping its
+    document (a FULL/NOBLOB before image's; under MINIMAL the target's); a keyless table (its
+    changes appended) holds each change with the document, never an edit list."""
+    db = f"pju_{image.lower()}_{int(keyless)}"
+    statements = [st.format(db=db, doc=DOC) if "{db}" in st else st for st in UNCHANGED[image]]
+    got = _both(spark, mysql, tmp_path, _setup(db, keyless), statements)
+    events = [e for f in sorted((tmp_path / "bin").iterdir()) for e in BinlogReader(f)]
+    assert any(  # the binlog holds empty edit lists, and no edits
+        type(v) is PartialJson and not v.diffs
+        for e in events
+        if e.kind == EventType.PARTIAL_UPDATE_ROWS
+        for _, after in e.body.rows
+        for v in after or ()
+    )
+    assert not any(_edits(e) for e in events)
+    rows = [_plain(r) for r in got[f"{db}.t"]]
+    if keyless:  # three inserts and four updates; under MINIMAL an update's image has its columns too
+        assert len(rows) == 7 and {json.dumps(d) for _, d, _ in rows} == {json.dumps(json.loads(DOC)), "null"}
+    else:
+        assert sorted(rows, key=repr) == sorted(mysql_rows(mysql, db), key=repr)
+
+
+def _plain(row: dict[str, Any]) -> tuple[Any, ...]:
+    return row["id"], None if row["doc"] is None else json.loads(row["doc"]), row["v"]
+
+
+def mysql_rows(mysql: Any, db: str) -> list[tuple[Any, ...]]:
+    conn = mysql.connect(db)
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT id, doc, v FROM t")
+            return [(i, None if d is None else json.loads(d), v) for i, d, v in cur.fetchall()]
+    finally:
+        conn.close()
 
 
 @pytest.mark.slow

@@ -24,7 +24,16 @@ import pyarrow.compute as pc
 
 from binlake.arrowlog import compact, variant
 from binlake.arrowlog.images import LayoutImages, _fastvariant, image_cache, use_compiled_images
-from binlake.changes import Layout, Op, RowChange, _file_name, _layouts, file_number, row_changes
+from binlake.changes import (
+    Layout,
+    Op,
+    RowChange,
+    _file_name,
+    _layouts,
+    file_number,
+    row_changes,
+    settle_partial_json,
+)
 from binlake.decoder import decoded
 from binlake.events.base import Event
 from binlake.events.rows import NOT_ASKED, Rows
@@ -261,6 +270,7 @@ def transaction_batches(
         at = _fastvariant.Cursor()  # type: ignore[union-attr]
         held: list[pa.RecordBatch] = []  # batches of ``t``'s first changes, given once ``t`` reads whole
         if fill.pure is None and t.kind != DDL:
+            settle_partial_json(t)
             while (
                 status := fill.builder.add_transaction(t, source, at, size, _layouts, file_number, _file_name)
             ) == _FULL:
