@@ -50,6 +50,8 @@ from binlake.layout import Column, Layout
 from binlake.schema.renames import ColumnAdd, TableDrop, TableRename, renames_in
 from binlake.statements import took_whole_effect
 from binlake.txn import DDL, Transaction
+from binlake.values.json_binary import Json
+from binlake.values.json_edits import apply_edits
 from binlake.values.types import ColumnType
 
 
@@ -261,27 +263,37 @@ def event_changes(
 
 
 def settled_rows(b: Rows) -> Rows:
-    """A PARTIAL_UPDATE_ROWS event's decoded rows with every JSON column logged as an empty edit
-    list given its value. MySQL (binlog_row_value_options=PARTIAL_JSON) logs a JSON column the
-    update left as it was — not in its SET, or assigned the value it held — as no edits: its value
-    after is its value before, which a FULL or NOBLOB before image holds; where the before image
-    leaves the column out (MINIMAL), so does the after image, as MINIMAL does for a column an update
-    does not set. An edit list with edits stays (a sink cannot apply it and says so)."""
+    """A PARTIAL_UPDATE_ROWS event's decoded rows with every JSON column its after image gives as
+    edits given its value where the binlog holds it. MySQL (binlog_row_value_options=PARTIAL_JSON)
+    logs a JSON column the update left as it was — not in its SET, or assigned the value it held —
+    as no edits: its value after is its value before, which a FULL or NOBLOB before image holds;
+    where the before image leaves the column out (MINIMAL), so does the after image, as MINIMAL does
+    for a column an update does not set. Edits over a before image holding the document are applied
+    as a replica applies them (``values.json_edits``); edits that cannot be (no document before, an
+    edit MySQL would reject) stay, and a sink refuses them."""
     rows = b.rows
     for ri, (before, after) in enumerate(rows):
-        if after is None or not any(type(v) is PartialJson and not v.diffs for v in after):
+        if after is None or not any(type(v) is PartialJson for v in after):
             continue
-        if rows is b.rows:
-            rows = list(rows)
-        rows[ri] = (before, [_unchanged(before, i) if type(v) is PartialJson and not v.diffs else v
-                             for i, v in enumerate(after)])  # fmt: skip
+        settled = [_settled_value(before, i, v) if type(v) is PartialJson else v for i, v in enumerate(after)]
+        if any(new is not old for new, old in zip(settled, after, strict=True)):
+            if rows is b.rows:
+                rows = list(rows)
+            rows[ri] = (before, settled)
     return b if rows is b.rows else dataclasses.replace(b, rows=rows)
 
 
-def _unchanged(before: Sequence[Any] | None, i: int) -> Any:
-    """Column ``i``'s value after an update that left it as it was: its before image's (ABSENT there
-    too when that image leaves it out)."""
-    return ABSENT if before is None else before[i]
+def _settled_value(before: Sequence[Any] | None, i: int, edits: PartialJson) -> Any:
+    """Column ``i``'s value after ``edits`` of its before image's value: that value when there are
+    none (ABSENT where the before image leaves it out too); the edited document where the before
+    image holds one and every edit applies; else the edits."""
+    was = ABSENT if before is None else before[i]
+    if not edits.diffs:
+        return was
+    if type(was) is not Json:
+        return edits
+    done = apply_edits(was, ((d.operation, d.path, d.value) for d in edits.diffs))
+    return edits if done is None else done
 
 
 def settle_partial_json(t: Transaction) -> Transaction:

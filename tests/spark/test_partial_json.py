@@ -1,6 +1,7 @@
 """A partial JSON update (MySQL 8 ``binlog_row_value_options=PARTIAL_JSON`` with MINIMAL images: the
 after image holds edits of a document the binlog does not carry) is refused by every sink with one
-typed error naming table, column and position — before anything is created in the target."""
+typed error naming table, column and position — before anything is created in the target. Where the
+before image holds the document (FULL, NOBLOB, keyless tables) the edits are applied and synced."""
 
 from __future__ import annotations
 
@@ -96,10 +97,8 @@ PARTIAL_SESSION = [
 def _outcome(spark: Any, source: Path, target: Path, changes: str) -> Any:
     """What a sync reading with ``changes`` did: the refusal's (table, column, file, offset), or
     every target table's rows by key (without the batch columns)."""
-    from deltalake import DeltaTable
-
     from binlake.spark.apply import sync
-    from binlake.spark.sinks.delta import delta_tables
+    from binlake.spark.sinks.delta import delta_tables, read_delta
 
     try:
         sync(spark, str(source), target, options={"changes": changes})
@@ -110,7 +109,7 @@ def _outcome(spark: Any, source: Path, target: Path, changes: str) -> Any:
         t: sorted(
             (
                 {k: v for k, v in r.items() if not k.startswith("_binlake")}
-                for r in DeltaTable(str(target / t)).to_pyarrow_table().to_pylist()
+                for r in read_delta(target, t).to_pylist()  # tombstones left out
             ),
             key=repr,
         )
@@ -161,36 +160,6 @@ REFUSED = {
             "UPDATE {db}.t2 SET v = 9 WHERE id = 3",
         ],
     ),
-    # one that also moves its row's key (NOBLOB: the after image whole but for the edited
-    # document), then replaced under its new key
-    "key-moving": (
-        False,
-        [
-            *NOBLOB_SESSION,
-            "INSERT INTO {db}.t VALUES (1, '{doc}', 0), (2, '{doc}', 0)",
-            "UPDATE {db}.t SET id = 12, doc = JSON_SET(doc, '$.a', 2) WHERE id = 2",
-            """UPDATE {db}.t SET doc = '{{"c": 3}}' WHERE id = 12""",
-        ],
-    ),
-    # a keyless table's (its changes are all kept)
-    "keyless": (
-        True,
-        [
-            *PARTIAL_SESSION,
-            "INSERT INTO {db}.t VALUES (1, '{doc}', 0)",
-            "UPDATE {db}.t SET doc = JSON_SET(doc, '$.a', 2)",
-        ],
-    ),
-    # binlog_row_image=FULL: MySQL logs the edit with whole images too
-    "full-images": (
-        False,
-        [
-            *FULL_SESSION,
-            "INSERT INTO {db}.t VALUES (1, '{doc}', 0)",
-            "UPDATE {db}.t SET doc = JSON_SET(doc, '$.a', 2)",
-            "UPDATE {db}.t SET v = 1",
-        ],
-    ),
     # a no-op before a real edit: refused at the edit
     "empty-then-edit": (
         False,
@@ -202,6 +171,54 @@ REFUSED = {
         ],
     ),
 }
+
+
+# edits over a before image that holds the document (FULL, NOBLOB): applied as a replica applies them
+# (``values.json_edits``), the target equal to the server's table
+EDITED = {
+    # a keyless table's: its before image holds every column, MINIMAL or not (its changes are kept)
+    "keyless": [
+        *PARTIAL_SESSION,
+        "INSERT INTO {db}.t VALUES (1, '{doc}', 0)",
+        "UPDATE {db}.t SET doc = JSON_SET(doc, '$.a', 2)",
+    ],
+    # FULL images, then an update of another column (the document as an empty edit list)
+    "full-images": [
+        *FULL_SESSION,
+        "INSERT INTO {db}.t VALUES (1, '{doc}', 0), (2, '{doc}', 0)",
+        "UPDATE {db}.t SET doc = JSON_SET(doc, '$.a', 2, '$.n', 3)",
+        "UPDATE {db}.t SET v = 1",
+        "UPDATE {db}.t SET doc = JSON_REMOVE(doc, '$.b') WHERE id = 2",
+    ],
+    # one that also moves its row's key (NOBLOB: the after image whole but for the edited
+    # document), then replaced under its new key, and one edited again
+    "key-moving": [
+        *NOBLOB_SESSION,
+        "INSERT INTO {db}.t VALUES (1, '{doc}', 0), (2, '{doc}', 0)",
+        "UPDATE {db}.t SET id = 12, doc = JSON_SET(doc, '$.a', 2) WHERE id = 2",
+        """UPDATE {db}.t SET doc = '{{"c": 3}}' WHERE id = 12""",
+        "UPDATE {db}.t SET doc = JSON_SET(doc, '$.a', 5) WHERE id = 1",
+        "UPDATE {db}.t SET doc = JSON_SET(doc, '$.z', 6) WHERE id = 1",
+    ],
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", list(EDITED))
+def test_edits_over_whole_documents_are_synced(spark: Any, mysql: Any, tmp_path: Path, case: str) -> None:
+    """Both reads sync them (none refused), and the target equals the server's table."""
+    db, keyless = "pjs_" + case.replace("-", "_"), case == "keyless"
+    statements = [st.format(db=db, doc=DOC) if "{db}" in st else st for st in EDITED[case]]
+    got = _both(spark, mysql, tmp_path, _setup(db, keyless), statements)
+    assert any(_edits(e) for f in sorted((tmp_path / "bin").iterdir()) for e in BinlogReader(f))
+    rows, want = (
+        sorted((_plain(r) for r in got[f"{db}.t"]), key=repr),
+        sorted(mysql_rows(mysql, db), key=repr),
+    )
+    if keyless:  # the insert and the update, each with its document
+        assert len(rows) == 2 and want[0] in rows and all(PARTIAL_JSON_KEY not in d for _, d, _ in rows)
+    else:
+        assert rows == want
 
 
 @pytest.mark.slow
