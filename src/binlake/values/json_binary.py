@@ -334,8 +334,8 @@ def _text(v: Any, out: list[str]) -> None:
                 out.append(", ")
             _text(x, out)
         out.append("]")
-    elif isinstance(v, Decimal):
-        out.append(str(v))
+    elif isinstance(v, Decimal):  # fixed notation, as MySQL writes a DECIMAL (str: 1E-8, 0E-9)
+        out.append(format(v, "f"))
     elif isinstance(v, dt.datetime):
         out.append('"' + format_datetime(v, 6) + '"')
     elif isinstance(v, dt.date):
