@@ -92,3 +92,38 @@ def test_key_moves_keyless_tables_and_two_layouts(
     )
     fast, slow, _ = both_ways(spark, closed_since(db, start, tmp_path / "two"), options)
     assert fast is None and len(next(t for t in slow if t.table == "k").layouts) == 2
+
+
+def test_the_head_writes_the_kept_batch_in_its_own_job(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first action over the kept batch (the head) and over the last change per key (the table
+    plans of a batch with DDL) write their caches in their own tasks: with adaptive execution on,
+    Spark built each cache in a job of its own and read it back from disk in the next (the head:
+    three jobs, not one). The session's adaptive setting is back afterwards, and the rows synced."""
+    import json
+
+    from binlake.spark import trace
+    from binlake.spark.apply import sync
+    from binlake.spark.plan import ADAPTIVE
+
+    generate(tmp_path / "bin", seed=13, target_bytes=120_000, max_file_size=100_000, ddl_every=40)
+    monkeypatch.setenv(trace.TRACE_ENV, str(tmp_path / "trace.jsonl"))
+    assert spark.conf.get(ADAPTIVE) == "true"
+    with trace.batch(spark, 0):
+        report = sync(spark, str(tmp_path / "bin"), f"delta:{tmp_path / 'lake'}")
+    assert spark.conf.get(ADAPTIVE) == "true"
+    assert report.changes > 0 and report.tables
+    (record,) = [json.loads(line) for line in (tmp_path / "trace.jsonl").read_text().splitlines()]
+    jobs = [j[0] for j in record["jobs"]]
+    assert jobs.count("batch_head") == 1, jobs
+    assert "table_plans" in jobs and "renames" in jobs, jobs  # the batch had DDL: the full plan ran
+
+
+def test_adaptive_off_is_undone_when_an_action_fails(spark: Any) -> None:
+    from binlake.spark.plan import ADAPTIVE, adaptive_off
+
+    with pytest.raises(ZeroDivisionError), adaptive_off(spark):
+        assert spark.conf.get(ADAPTIVE) == "false"
+        _ = 1 / 0
+    assert spark.conf.get(ADAPTIVE) == "true"

@@ -10,10 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from binlake.spark import trace
-from binlake.spark.plan import Phase, SyncReport, planned
+from binlake.spark.plan import Phase, SyncReport, adaptive_off, planned
 from binlake.spark.sinks import Sink, sink_for
 
-ADAPTIVE = "spark.sql.adaptive.enabled"
 Target = Sink | Path | str  # a sink, a Delta directory, or a URL (delta:PATH, parquet:PATH, jdbc:…)
 
 
@@ -104,14 +103,8 @@ def stream_changes(
         # a micro-batch is planned without adaptive execution: it would run each stage of a plan as
         # a Spark job of its own (a small batch: 9 jobs instead of 4) to re-plan between them, and
         # the plan sizes a small batch's sort itself (``plan.sort_partitions``)
-        conf = batch.sparkSession.conf
-        adaptive = conf.get(ADAPTIVE)
-        conf.set(ADAPTIVE, "false")
-        try:
-            with trace.batch(spark, batch_id):
-                reports.append(apply(batch))
-        finally:
-            conf.set(ADAPTIVE, adaptive)
+        with adaptive_off(batch.sparkSession), trace.batch(spark, batch_id):
+            reports.append(apply(batch))
 
     trace.watch_progress(spark)
     writer = (

@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import operator
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -55,10 +55,29 @@ from binlake.spark.typedrows import (
 )
 from binlake.targetnames import escape_reserved
 
+ADAPTIVE = "spark.sql.adaptive.enabled"
 KEY = "_binlake_key"  # a change's primary key as JSON text, while finding the last change per key
 JSON_TYPE = 245  # ColumnType.JSON: the only columns a partial JSON update is in
 Phase = Callable[[str], None] | None  # told what a sync does now, for progress displays
 Layout = tuple[list[dict[str, Any]], str | None]  # a change-log ``columns`` value and its ``renamed``
+
+
+@contextmanager
+def adaptive_off(spark: Any) -> Iterator[None]:
+    """Spark's adaptive execution off for the actions run inside (the session's setting back after).
+
+    Used for the first action over a frame the plan keeps (``persist``): adaptive execution builds
+    a cache the query reads in a Spark job of its own, then reads it back from disk in the next
+    (the 1 GB series: the batch's head read its kept batch twice, 7.8 s of a 99.5 s sync); without
+    it the query's own tasks write the cache as they go. A micro-batch runs without it throughout
+    (``apply.stream_changes``)."""
+    conf = spark.conf
+    was = conf.get(ADAPTIVE)
+    conf.set(ADAPTIVE, "false")
+    try:
+        yield
+    finally:
+        conf.set(ADAPTIVE, was)
 
 
 def shown_name(db: str, table: str) -> str:
@@ -592,7 +611,7 @@ class BatchPlan:
     def __init__(self, kept: Any, source: str, positioned: bool) -> None:
         self.source, self.positioned = source, positioned
         self._kept = kept
-        with trace.span("batch_head"):
+        with trace.span("batch_head"), adaptive_off(kept.sparkSession):
             # metadata empty: nothing in the batch
             self.report, self.metadata, self.contents = head_and_contents(kept, source)
         self.partitions = sort_partitions(kept, self.report.changes)
@@ -740,7 +759,7 @@ class BatchPlan:
             self._tables = list(self.contents.tables)
         if self._tables is None:
             keyless = self.changes.where(F.col("pk").isNull())
-            with trace.span("table_plans"):
+            with trace.span("table_plans"), adaptive_off(self._kept.sparkSession):
                 self._tables = table_plans(self.latest, False, self.contents.layouts, self.partitions)
                 if any(t.partial for t in self._tables):
                     self._tables = self._every_layout(self._tables)
@@ -808,7 +827,12 @@ class BatchPlan:
             schema = schema.append(pa.field(MASK, pa.string()))
         else:
             typed = typed_rows(self.latest.where(this), columns, sources, False)
-        with trace.span(f"rows {t.name}"):
+        # the first keyed table's rows may be the first action over ``latest`` (a batch without DDL)
+        reads_latest = not (t.keyless or t.partial)
+        with (
+            trace.span(f"rows {t.name}"),
+            adaptive_off(typed.sparkSession) if reads_latest else nullcontext(),
+        ):
             stream = arrow_batches(typed, schema, chunk_rows, known)
             if folded:
                 stream = pa.RecordBatchReader.from_batches(schema, (fold(b, folded, columns) for b in stream))
