@@ -45,6 +45,7 @@ from binlake.events.base import Event
 from binlake.events.query import Query
 from binlake.events.rows import ABSENT, NOT_ASKED, PartialJson, Rows
 from binlake.events.table_map import TableMap
+from binlake.events.types import EventType
 from binlake.identitycache import IdentityCache
 from binlake.layout import Column, Layout
 from binlake.schema.renames import ColumnAdd, TableDrop, TableRename, renames_in
@@ -296,12 +297,17 @@ def _settled_value(before: Sequence[Any] | None, i: int, edits: PartialJson) -> 
     return edits if done is None else done
 
 
+_PARTIAL_KIND = int(EventType.PARTIAL_UPDATE_ROWS)
+
+
 def settle_partial_json(t: Transaction) -> Transaction:
     """``t`` with its PARTIAL_UPDATE_ROWS events decoded and ``settled_rows`` (damage raises the error
     reading them with decoding on raises): what a change-log builder reading rows from their bytes
     takes as decoded rows, so both ways give the same changes."""
-    if any(type(e.body) is Rows and e.body.partial for e in t.events):
-        t.events = [_settled(e) for e in t.events]
+    for e in t.events:  # (on the change log's hot path: one int compare per event)
+        if e.kind == _PARTIAL_KIND:  # a rows body is partial exactly when its kind is (``decode_rows``)
+            t.events = [_settled(e) for e in t.events]
+            break
     return t
 
 
