@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -49,12 +49,6 @@ def probe(_):
 seen = spark.sparkContext.parallelize([0], 1).map(probe).collect()[0]
 print(json.dumps({"code": code, "rows": rows, "executor": seen}))
 """
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def spark_class() -> Path:
@@ -137,23 +131,38 @@ def tail(log: Path) -> str:
     return f"--- {log.name}\n" + "\n".join(log.read_text(errors="replace").splitlines()[-30:])
 
 
+def bound_ports(log: Path, proc: subprocess.Popen[bytes]) -> tuple[int, int]:
+    """The ports a master started with ``--port 0 --webui-port 0`` bound (from its log): ports
+    picked free beforehand could be taken by another test before the master binds them, and Spark
+    then moves to the next one silently (``spark.port.maxRetries``)."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        text = log.read_text(errors="replace")
+        rpc = re.search(r"Starting Spark master at spark://[^:]+:(\d+)", text)
+        ui = re.search(r"Bound MasterWebUI to .*, and started at https?://[^:]+:(\d+)", text)
+        if rpc and ui:
+            return int(rpc.group(1)), int(ui.group(1))
+        time.sleep(0.3)
+    raise AssertionError("the standalone master did not start:\n" + tail(log))
+
+
 @contextmanager
 def standalone_cluster(home: Path) -> Iterator[str]:
-    """A master and one worker (1 core, 1g) on 127.0.0.1; yields the master URL."""
+    """A master and one worker (1 core, 1g) on 127.0.0.1, on ports they pick; yields the master URL."""
     env = daemon_env(home)
-    port, ui = free_port(), free_port()
     logs = [home / "master.log", home / "worker.log"]
     work = home / "work"
     work.mkdir()
     procs: list[subprocess.Popen[bytes]] = []
     try:
         procs.append(start(
-            ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
-             "--webui-port", str(ui)], home, env, logs[0],
+            ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", "0",
+             "--webui-port", "0"], home, env, logs[0],
         ))  # fmt: skip
+        port, ui = bound_ports(logs[0], procs[0])
         procs.append(start(
             ["org.apache.spark.deploy.worker.Worker", f"spark://127.0.0.1:{port}", "--host", "127.0.0.1",
-             "--cores", "1", "--memory", "1g", "--work-dir", str(work), "--webui-port", str(free_port())],
+             "--cores", "1", "--memory", "1g", "--work-dir", str(work), "--webui-port", "0"],
             work, env, logs[1],
         ))  # fmt: skip
         wait_for_worker(ui, procs, logs)

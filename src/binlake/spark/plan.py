@@ -358,6 +358,9 @@ class Contents:
     keyless: int = 0  # row changes of tables without a primary key
     tables: tuple[TablePlan, ...] | None = None
     layouts: Layouts = field(default_factory=dict)  # the row changes' layouts by number
+    # the rows the last change per key sorts: row changes and a tombstone per moved key (a read of
+    # the last changes per key holds fewer than the changes it stands for, ``SyncReport.changes``)
+    rows: int = 0
 
 
 def batch_head(df: Any, source: str) -> tuple[SyncReport, dict[str, str]]:
@@ -436,6 +439,7 @@ def head_and_contents(df: Any, source: str) -> tuple[SyncReport, dict[str, str],
         sum(g["n"] for g in rows if g["keyless"]),
         simple_tables(rows, layouts) if not names + adds else None,
         layouts,
+        sum(g["n"] + int(g["moved"]) for g in rows),
     )
     report.version = batch_version(top["file_number"], top["txn_position"])
     report.position = f"{top['file']}:{top['txn_position']}"
@@ -591,13 +595,13 @@ def simple_tables(groups: list[Any], layouts: Layouts) -> tuple[TablePlan, ...] 
 ROWS_PER_SORT = 50_000
 
 
-def sort_partitions(df: Any, changes: int) -> int | None:
-    """How many pieces a batch of ``changes`` row changes is sorted and grouped in: a small batch
+def sort_partitions(df: Any, rows: int) -> int | None:
+    """How many pieces a batch of ``rows`` row changes (``Contents.rows``) is sorted and grouped in: a small batch
     (fewer pieces than the session's ``spark.sql.shuffle.partitions``) in as few as hold it — each
     piece is a task, and a micro-batch of a few hundred changes in 64 tasks spends its time starting
     them; a big one in the session's number (None), which adaptive execution coalesces."""
     configured = int(df.sparkSession.conf.get("spark.sql.shuffle.partitions"))
-    wanted = max(1, -(-changes // ROWS_PER_SORT))
+    wanted = max(1, -(-rows // ROWS_PER_SORT))
     return wanted if wanted < configured else None
 
 
@@ -614,7 +618,7 @@ class BatchPlan:
         with trace.span("batch_head"), adaptive_off(kept.sparkSession):
             # metadata empty: nothing in the batch
             self.report, self.metadata, self.contents = head_and_contents(kept, source)
-        self.partitions = sort_partitions(kept, self.report.changes)
+        self.partitions = sort_partitions(kept, self.contents.rows)
         self._renamed: tuple[Any, RenamePlan] | None = None
         self._latest: Any = None
         self._tables: list[TablePlan] | None = None
