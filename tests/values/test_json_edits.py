@@ -15,7 +15,7 @@ from binlake.events.types import EventType
 from binlake.reader import BinlogReader
 from binlake.spark.changelog import file_transactions
 from binlake.values.json_binary import Json
-from binlake.values.json_edits import apply_edits, parse_path
+from binlake.values.json_edits import Cell, apply_edits, parse_path
 from tests.support.written import written
 
 PAD = "x" * 300  # the document long enough that MySQL logs edits, not the document
@@ -138,9 +138,9 @@ def test_paths() -> None:
     assert parse_path('$.a."b c"[3][last][last-2]') == [
         "a",
         "b c",
-        ("cell", 3, False),
-        ("cell", 0, True),
-        ("cell", 2, True),
+        Cell(3, False),
+        Cell(0, True),
+        Cell(2, True),
     ]
     assert parse_path('$."q\\"t"') == ['q"t']
     for bad in ["a", "$.", "$[", "$[x]", "$.a b", '$."open', "$**", "$[last-]"]:

@@ -11,7 +11,7 @@ import copy
 import json
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 from binlake.values.json_binary import Json
 
@@ -21,7 +21,15 @@ _IDENT = re.compile(r"[^.\[\]\"\s*]+")
 _CELL = re.compile(r"\[(?:(\d+)|last(?:-(\d+))?)\]")
 _STRING = json.JSONDecoder()
 
-Leg = tuple[str, int, bool] | str  # a member's name, or (cell, index, counted from the end)
+
+class Cell(NamedTuple):
+    """An array leg: ``[n]``, or ``[last-n]`` (``from_end``; ``[last]`` is ``last-0``)."""
+
+    n: int
+    from_end: bool
+
+
+Leg = str | Cell  # an object member's name, or an array cell
 
 
 def parse_path(path: str) -> list[Leg] | None:
@@ -49,16 +57,16 @@ def parse_path(path: str) -> list[Leg] | None:
             if m is None:
                 return None
             index, back = m.groups()
-            legs.append(("cell", int(index), False) if index is not None else ("cell", int(back or 0), True))
+            legs.append(Cell(int(index), False) if index is not None else Cell(int(back or 0), True))
             i = m.end()
         else:
             return None
     return legs
 
 
-def _position(leg: tuple[str, int, bool], length: int) -> tuple[int, bool]:
+def _position(leg: Cell, length: int) -> tuple[int, bool]:
     """(position, within bounds) of a cell leg in an array of ``length`` (``Json_array_index``)."""
-    _, index, from_end = leg
+    index, from_end = leg
     if from_end:
         return (length - 1 - index if index < length else 0), index < length
     return min(index, length), index < length
