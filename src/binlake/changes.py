@@ -43,7 +43,7 @@ from binlake.columnfill import UnknownFill, column_fill
 from binlake.decoder import decoded
 from binlake.events.base import Event
 from binlake.events.query import Query
-from binlake.events.rows import ABSENT, NOT_ASKED, PartialJson, Rows
+from binlake.events.rows import ABSENT, PartialJson, Rows
 from binlake.events.table_map import TableMap
 from binlake.events.types import EventType
 from binlake.identitycache import IdentityCache
@@ -240,12 +240,9 @@ def event_changes(
             continue
         if not isinstance(b, Rows) or b.table is None or (keep is not None and not keep(ev)):
             continue
-        if b.undecoded_reason == NOT_ASKED:  # read with row decoding off: decoded now (damage raises)
-            b = decoded(ev).body
+        b = _applied(ev).body
         if b.undecoded_reason:
             continue
-        if b.partial:
-            b = settled_rows(b)
         tm = b.table
         layout = _layouts(tm)
         op = _OPS[b.operation]
@@ -312,15 +309,19 @@ def settle_partial_json(t: Transaction) -> Transaction:
 
 
 def _settled(e: Event) -> Event:
-    b = e.body
-    if type(b) is not Rows or not b.partial:
-        return e
-    e = decoded(e)
-    b = e.body
-    if b.undecoded_reason:
-        return e
+    return _applied(e) if type(e.body) is Rows and e.body.partial else e
+
+
+def _applied(ev: Event) -> Event:
+    """Rows event ``ev`` as a sink applies it: decoded where it was read with row decoding off
+    (damage raises), its partial JSON columns settled (``settled_rows``); rows that do not decode
+    keep their ``undecoded_reason``."""
+    ev = decoded(ev)
+    b = ev.body
+    if b.undecoded_reason or not b.partial:
+        return ev
     settled = settled_rows(b)
-    return e if settled is b else dataclasses.replace(e, body=settled)
+    return ev if settled is b else dataclasses.replace(ev, body=settled)
 
 
 def _column_order(pk: list[int]) -> Sequence[int]:
