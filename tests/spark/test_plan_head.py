@@ -127,3 +127,37 @@ def test_adaptive_off_is_undone_when_an_action_fails(spark: Any) -> None:
         assert spark.conf.get(ADAPTIVE) == "false"
         _ = 1 / 0
     assert spark.conf.get(ADAPTIVE) == "true"
+
+
+def test_a_sliced_tables_first_rows_run_without_adaptive_execution(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A keyed table of more rows than ``chunk_rows`` (its rows collected in slices) of a batch
+    without DDL: its first slice is the first action over the last change per key, and runs in
+    ``rows`` without adaptive execution, not later when the sink reads the stream (outside
+    ``adaptive_off``: Spark built the kept frame in a job of its own and read it back)."""
+    from pyspark.sql import functions as F
+
+    from binlake.spark.apply import change_log, sync_options
+    from binlake.spark.plan import ADAPTIVE, planned
+
+    generate(tmp_path / "bin", seed=11, target_bytes=150_000, max_file_size=100_000, ddl_every=0)
+    frame = type(spark.range(1))
+    to_arrow = frame.toArrow
+    seen: list[str] = []
+
+    def spied(self: Any) -> Any:
+        seen.append(spark.conf.get(ADAPTIVE))
+        return to_arrow(self)
+
+    monkeypatch.setattr(frame, "toArrow", spied)
+    with planned(change_log(spark, str(tmp_path / "bin"), sync_options(None)), "s") as plan:
+        assert plan.contents.tables is not None  # no DDL: the first action over ``latest`` is a table's rows
+        t = next(t for t in plan.tables if not (t.keyless or t.partial) and t.rows > 30)
+        _, counted = plan.rows(t, chunk_rows=30)
+        assert seen == ["false"]  # the first slice, read in ``rows``
+        got = counted.stream.read_all()
+        assert len(seen) > 1 and set(seen[1:]) == {"true"}  # the rest when read: the session's setting
+        expected = plan.latest.where((F.col("db") == t.db) & (F.col("table") == t.table)).count()
+    assert got.num_rows == counted.n == expected > 30
+    assert spark.conf.get(ADAPTIVE) == "true"

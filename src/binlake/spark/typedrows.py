@@ -10,6 +10,7 @@ both ``'`` and ``"``) is looked up in the image as a map.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -288,7 +289,13 @@ def arrow_batches(
     if slice_rows:
         n = df.count() if rows is None else rows
         if n > slice_rows:
-            return pa.RecordBatchReader.from_batches(schema, _sliced(df, schema, -(-n // slice_rows)))
+            slices = _sliced(df, schema, -(-n // slice_rows))
+            # the first slice read now, not when the stream is: its Spark actions (the first over
+            # ``df``'s kept frames, ``plan.adaptive_off``) run in the caller's context
+            first = next(slices, None)
+            return pa.RecordBatchReader.from_batches(
+                schema, itertools.chain(() if first is None else (first,), slices)
+            )
     table = df.toArrow()
     return pa.RecordBatchReader.from_batches(schema, (conform(b, schema) for b in table.to_batches()))
 
