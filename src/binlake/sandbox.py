@@ -13,8 +13,9 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 DEFAULT_SETTINGS: dict[str, str] = {
     "binlog_format": "ROW",
@@ -35,10 +36,25 @@ def mariadb_available() -> bool:
 
 
 PORT_ATTEMPTS = 5
+T = TypeVar("T")
 
 
 class PortTaken(RuntimeError):
     """The server could not bind the port chosen for it: someone took it after it was chosen."""
+
+
+def _moving_off_taken_ports(server: Any, start: Callable[[], T], *, move: bool = True) -> T:
+    """``start()``; where it raises ``PortTaken`` (the port chosen was taken before the server bound
+    it: another server starting beside it, an outgoing connection's port), again on a new
+    ``server.port``, up to ``PORT_ATTEMPTS`` starts. ``move`` False: a restart, which keeps its port."""
+    for attempt in range(PORT_ATTEMPTS):
+        try:
+            return start()
+        except PortTaken:
+            if not move or attempt == PORT_ATTEMPTS - 1:
+                raise
+            server.port = _free_port()
+    raise AssertionError("unreachable")
 
 
 def _written_since(log: Path, offset: int) -> str:
@@ -111,15 +127,7 @@ class PrivateServer:
         choosing it and the server's bind (another server starting beside it, an outgoing
         connection's port) starts again on a new port; a restart keeps its port, as promised. A
         first start is this object's (its port is the one it chose), even on a datadir that ran before."""
-        first = not self.started
-        for attempt in range(PORT_ATTEMPTS):
-            try:
-                return self._start(timeout)
-            except PortTaken:
-                if not first or attempt == PORT_ATTEMPTS - 1:
-                    raise
-                self.port = _free_port()
-        raise AssertionError("unreachable")
+        return _moving_off_taken_ports(self, lambda: self._start(timeout), move=not self.started)
 
     def _start(self, timeout: float) -> Self:
         self.root.mkdir(parents=True, exist_ok=True)
@@ -337,17 +345,20 @@ class PrivatePostgres:
             "--no-locale",
         )
         log = self.root / "log"
-        for attempt in range(PORT_ATTEMPTS):  # a port taken after it was chosen: another one
+
+        def start() -> PrivatePostgres:
             seen = log.stat().st_size if log.exists() else 0
             opts = f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off"
             try:
                 self._run(str(bin_dir / "pg_ctl"), "-D", str(data), "-o", opts, "-l", str(log), "-w", "start")
-                return self
-            except subprocess.CalledProcessError:
-                if "Address already in use" not in _written_since(log, seen) or attempt == PORT_ATTEMPTS - 1:
-                    raise
-                self.port = _free_port()
-        raise AssertionError("unreachable")
+            except subprocess.CalledProcessError as e:
+                written = _written_since(log, seen)
+                if "Address already in use" in written:
+                    raise PortTaken(f"port {self.port} is taken: {written[-2000:]}") from e
+                raise
+            return self
+
+        return _moving_off_taken_ports(self, start)
 
     def psql(self, sql: str) -> str:
         """Run SQL with psql; rows as tab-separated lines."""
