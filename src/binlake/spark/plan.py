@@ -68,9 +68,10 @@ def adaptive_off(spark: Any) -> Iterator[None]:
 
     Used for the first action over a frame the plan keeps (``persist``): adaptive execution builds
     a cache the query reads in a Spark job of its own, then reads it back from disk in the next
-    (the 1 GB series: the batch's head read its kept batch twice, 7.8 s of a 99.5 s sync); without
-    it the query's own tasks write the cache as they go. A micro-batch runs without it throughout
-    (``apply.stream_changes``)."""
+    (the 1 GB series' head: three jobs, the second re-reading ~100 MB of cache); without it the
+    query's own tasks write the cache as they go (one job; in paired runs no faster on a loaded
+    2-core machine: the fused job does the work the two did). A micro-batch runs without it
+    throughout (``apply.stream_changes``)."""
     conf = spark.conf
     was = conf.get(ADAPTIVE)
     conf.set(ADAPTIVE, "false")
@@ -596,10 +597,10 @@ ROWS_PER_SORT = 50_000
 
 
 def sort_partitions(df: Any, rows: int) -> int | None:
-    """How many pieces a batch of ``rows`` row changes (``Contents.rows``) is sorted and grouped in: a small batch
-    (fewer pieces than the session's ``spark.sql.shuffle.partitions``) in as few as hold it — each
-    piece is a task, and a micro-batch of a few hundred changes in 64 tasks spends its time starting
-    them; a big one in the session's number (None), which adaptive execution coalesces."""
+    """How many pieces a batch of ``rows`` row changes (``Contents.rows``) is sorted and grouped in:
+    a small batch (fewer pieces than the session's ``spark.sql.shuffle.partitions``) in as few as
+    hold it — each piece is a task, and a micro-batch of a few hundred changes in 64 tasks spends
+    its time starting them; a big one in the session's number (None)."""
     configured = int(df.sparkSession.conf.get("spark.sql.shuffle.partitions"))
     wanted = max(1, -(-rows // ROWS_PER_SORT))
     return wanted if wanted < configured else None
