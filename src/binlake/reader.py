@@ -176,6 +176,15 @@ class BinlogReader:
             if stop is not None and pos >= stop:
                 return
             if buffered is not None and not first:
+                run, end, error = buffered.run(pos, stop)
+                if run or error is not None:
+                    # while a run's events are used, ``position`` is where the run starts
+                    self.position = pos
+                    yield from run
+                    pos = self.position = end
+                    if error is not None:  # decoding the event after them failed: now it is next
+                        raise error
+                    continue
                 event, pos = buffered.next(pos, stop)
                 self.position = pos
                 if stop is not None and pos >= stop:
@@ -337,6 +346,8 @@ class _Buffered:
     ) -> None:
         self.f, self.decoder, self.skip, self.omit, self.known = f, decoder, skip, omit, known
         self.fast, self.hop, self.max = compiled.next_event, compiled.hop, decoder.state.max_payload
+        # runs of a plain transaction's events in one call, where every event is read
+        self.events = None if skip or omit or known is not None else compiled.next_events
         self.buf, self.base = b"", 0
         self.fde: Any = None
         self.codes = bytes(256)  # 1 for each type code skipped under ``fde``
@@ -366,6 +377,16 @@ class _Buffered:
             pos += got  # an omitted event's size
             if stop is not None and pos >= stop:
                 return None, pos
+
+    def run(self, pos: int, stop: int | None) -> tuple[list[Event], int, BaseException | None]:
+        """The events of a plain transaction at ``pos`` (before ``stop``) that the buffer holds,
+        decoded in one call (``_fastenv.next_events``): (the events, where the next starts, the
+        error decoding that one raised, to raise once the events before it are used). Nothing
+        where a pass skips or omits events, or where ``next`` reads the next event alone."""
+        if self.events is None:
+            return [], pos, None
+        limit = (1 << 62) if stop is None else stop
+        return self.events(self.decoder, self.buf, pos - self.base, pos, limit)  # type: ignore[no-any-return]
 
     def _one(self, pos: int) -> Event | int | bool | None:
         i = pos - self.base

@@ -57,7 +57,7 @@ cdef extern from "string.h":
     int memcmp(const void *a, const void *b, size_t n) nogil
 
 # what binlake.decoder expects of this module (a build older than the source is not used)
-INTERFACE = 7
+INTERFACE = 8
 
 # CRC32 (ISO-HDLC, zlib's and MySQL's) eight bytes a step ("slicing by 8"): binlog events are small
 # (76 bytes on average in the merge benchmark's nodes), where zlib's ``crc32`` spends ~75 ns an event
@@ -508,6 +508,52 @@ def next_event(decoder, bytes buf, Py_ssize_t i, Py_ssize_t offset):
     if size > n - i:
         return False
     return decode_event(decoder, PyBytes_FromStringAndSize(PyBytes_AS_STRING(buf) + i, size), offset)
+
+
+# the event types a run (``next_events``) reads on past: a plain transaction's (rows events of
+# every kind; a QUERY goes on only when it is ``BEGIN``); XID ends a run after it, every other type
+# before it (it is read alone)
+cdef bint RUN_CODE[256]
+for _code in range(256):
+    RUN_CODE[_code] = _code in (GTID, ANONYMOUS_GTID, MARIA_GTID, QUERY, TABLE_MAP, XID) or _code in ROWS_EVENT_KINDS
+
+
+def next_events(decoder, bytes buf, Py_ssize_t i, Py_ssize_t offset, Py_ssize_t limit):
+    """The events of a plain transaction from ``buf[i]`` (file offset ``offset``) on, each decoded
+    as ``next_event`` decodes it, in one call: (the events, where the next one starts, the error
+    decoding the next raised or None). It stops after an XID or a QUERY other than ``BEGIN``,
+    before an event of any other type, at ``limit`` (an event starting there is not read), and
+    where ``next_event`` would not give an event (the buffer does not hold it whole, a length or
+    layout the reader's own path reads). An error is given, not raised, so that the events before
+    it are used first, as one call per event would have it; no event past it is read."""
+    cdef const unsigned char *s = <const unsigned char *>PyBytes_AS_STRING(buf)
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(buf), size
+    cdef list out = []
+    cdef int code, csize
+    state = decoder.state
+    fde = state.fde
+    csize = envelope_checksum_size(decoder, fde)
+    if csize < 0:
+        return out, offset, None
+    cdef unsigned long long max_payload = state.max_payload
+    cdef bint verify = state.verify_checksum
+    while offset < limit and i >= 0 and n - i >= HLEN:
+        code = s[i + 4]
+        size = le(s + i + 9, 4)
+        if not RUN_CODE[code] or size < HLEN or <unsigned long long>size > max_payload or size > n - i:
+            break
+        try:
+            ev = event_at(decoder, state, fde, csize, verify, s + i, size, offset)
+        except Exception as e:
+            return out, offset, e
+        if ev is None:
+            break
+        out.append(ev)
+        i += size
+        offset += size
+        if code == XID or (code == QUERY and (<object>ev).body.query != "BEGIN"):
+            break
+    return out, offset, None
 
 
 def hop(bytes buf, Py_ssize_t i, Py_ssize_t limit, bytes codes, Py_ssize_t hlen, unsigned long long max_payload,
