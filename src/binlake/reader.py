@@ -33,6 +33,7 @@ ENCRYPTED_MAGIC = b"\xfdbin"
 FIRST_EVENT = 4
 READ_BUFFER = 1 << 20
 FAST_CHUNK = 1 << 18  # the compiled path's buffer of the file (a larger event goes the reader's way)
+RUN_BYTES = 1 << 12  # a run of events decoded in one call ends once they hold this many bytes
 FORMAT_EVENTS = (EventType.FORMAT_DESCRIPTION, EventType.START_V3)
 
 
@@ -182,6 +183,7 @@ class BinlogReader:
                     self.position = pos
                     yield from run
                     pos = self.position = end
+                    run, event = [], None  # neither held while the next events are decoded
                     if error is not None:  # decoding the event after them failed: now it is next
                         raise error
                     continue
@@ -195,6 +197,7 @@ class BinlogReader:
                         yield from self.decoder.inner_events(event)
                     pos += event.header.event_size
                     self.position = pos
+                    event = None
                     continue
                 f.seek(pos)
             got = self._read_event(f, pos)
@@ -386,7 +389,7 @@ class _Buffered:
         if self.events is None:
             return [], pos, None
         limit = (1 << 62) if stop is None else stop
-        return self.events(self.decoder, self.buf, pos - self.base, pos, limit)  # type: ignore[no-any-return]
+        return self.events(self.decoder, self.buf, pos - self.base, pos, limit, RUN_BYTES)  # type: ignore[no-any-return]
 
     def _one(self, pos: int) -> Event | int | bool | None:
         i = pos - self.base

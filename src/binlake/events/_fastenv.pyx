@@ -518,12 +518,14 @@ for _code in range(256):
     RUN_CODE[_code] = _code in (GTID, ANONYMOUS_GTID, MARIA_GTID, QUERY, TABLE_MAP, XID) or _code in ROWS_EVENT_KINDS
 
 
-def next_events(decoder, bytes buf, Py_ssize_t i, Py_ssize_t offset, Py_ssize_t limit):
+def next_events(decoder, bytes buf, Py_ssize_t i, Py_ssize_t offset, Py_ssize_t limit, Py_ssize_t budget):
     """The events of a plain transaction from ``buf[i]`` (file offset ``offset``) on, each decoded
     as ``next_event`` decodes it, in one call: (the events, where the next one starts, the error
     decoding the next raised or None). It stops after an XID or a QUERY other than ``BEGIN``,
-    before an event of any other type, at ``limit`` (an event starting there is not read), and
-    where ``next_event`` would not give an event (the buffer does not hold it whole, a length or
+    before an event of any other type, at ``limit`` (an event starting there is not read), before an
+    event that would take the bytes of the run past ``budget`` (decoded rows are many times their
+    bytes: a run given to a consumer one event at a time holds the events not yet used, which this
+    bounds; an event over it is read in a run of its own), and where ``next_event`` would not give an event (the buffer does not hold it whole, a length or
     layout the reader's own path reads). An error is given, not raised, so that the events before
     it are used first, as one call per event would have it; no event past it is read."""
     cdef const unsigned char *s = <const unsigned char *>PyBytes_AS_STRING(buf)
@@ -542,6 +544,8 @@ def next_events(decoder, bytes buf, Py_ssize_t i, Py_ssize_t offset, Py_ssize_t 
         size = le(s + i + 9, 4)
         if not RUN_CODE[code] or size < HLEN or <unsigned long long>size > max_payload or size > n - i:
             break
+        if out and size > budget:  # read alone: not decoded while the consumer is on an earlier one
+            break
         try:
             ev = event_at(decoder, state, fde, csize, verify, s + i, size, offset)
         except Exception as e:
@@ -551,7 +555,8 @@ def next_events(decoder, bytes buf, Py_ssize_t i, Py_ssize_t offset, Py_ssize_t 
         out.append(ev)
         i += size
         offset += size
-        if code == XID or (code == QUERY and (<object>ev).body.query != "BEGIN"):
+        budget -= size
+        if budget <= 0 or code == XID or (code == QUERY and (<object>ev).body.query != "BEGIN"):
             break
     return out, offset, None
 
