@@ -81,11 +81,19 @@ class Found:
     executed: GtidSet | MariaGtidPos | None
     transaction: Transaction | None  # the first transaction at or after the position (None: end)
     exact: bool  # the commit time came from the server (False: the safe rule was used)
+    # GTIDs that ran before the series' first file (purged) and that the searched set lacks: no
+    # position of these files brings a replica at that set up to date (None: nothing missing)
+    missing: GtidSet | MariaGtidPos | None = None
 
     def describe(self) -> str:
         lines = [f"file: {self.position.file}", f"position: {self.position.offset}"]
         if self.executed is not None:
             lines.append(f"executed before: {str(self.executed) or '(empty)'}")
+        if self.missing is not None:
+            lines.append(
+                f"missing: {self.missing}: executed before the series' first file (purged?) and not in "
+                "the GTID set: reading from this position does not bring a replica at that set up to date"
+            )
         t = self.transaction
         if t is not None:
             when = dt.datetime.fromtimestamp(t.commit_time_us / 1e6, dt.UTC)
@@ -175,12 +183,24 @@ def find_by_gtid_set(series: BinlogSeries, gtids: GtidSet | MariaGtidPos) -> Fou
             and all(gtids.contains(d, n) for d, _, n in s.maria_gtid_list.gtids)
         ):
             first = i
+    missing = _missing_before(starts[0], gtids)
     executed: _Executed | None = None
     for seq, t, ex in _transactions(series, first):
         executed = ex
         if not _contains(gtids, t.gtid):
-            return Found(series.position(seq, t.start), ex.value(), t, t.commit_time_exact)
-    return Found(_end(series), executed.value() if executed else None, None, True)
+            return Found(series.position(seq, t.start), ex.value(), t, t.commit_time_exact, missing)
+    return Found(_end(series), executed.value() if executed else None, None, True, missing)
+
+
+def _missing_before(start: FileStart, gtids: GtidSet | MariaGtidPos) -> GtidSet | MariaGtidPos | None:
+    """What the series ran before its first file (its previous-GTIDs / GTID list) and ``gtids`` lacks."""
+    if isinstance(gtids, GtidSet):
+        lack = start.previous_gtids.difference(gtids) if start.previous_gtids is not None else None
+        return lack or None
+    if start.maria_gtid_list is None:
+        return None
+    behind = tuple(g for g in start.maria_gtid_list.gtids if not gtids.contains(g[0], g[2]))
+    return MariaGtidPos(behind) if behind else None
 
 
 def _contains(gtids: GtidSet | MariaGtidPos, gtid: str | None) -> bool:
