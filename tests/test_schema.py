@@ -134,6 +134,21 @@ def test_zalora_dump_seed_names_columns(corpus: Path) -> None:
     assert rows[0].table.primary_key == [0]
 
 
+def test_a_seed_table_without_a_database_is_refused(corpus: Path) -> None:
+    """SHOW CREATE TABLE text names no database: without a USE before it the table was kept under
+    the database '' — never matched by a table map, so --schema silently named nothing and
+    ``binlake schema`` printed CREATE TABLE ``.`buildings`."""
+    base = corpus / "zalora-binlog-parser/fixtures"
+    show_create = (base / "test_db.sql").read_text().split("CREATE TABLE `buildings`", 1)[1].split(";", 1)[0]
+    bare = SchemaHistory.from_ddl_script(f"CREATE TABLE `buildings`{show_create};")
+    assert [(n.position[0], "names no database" in n.reason) for n in bare.not_understood] == [
+        ("<seed>", True)
+    ]
+    assert ("", "buildings") not in bare.catalog
+    used = SchemaHistory.from_ddl_script(f"USE `test_db`;\nCREATE TABLE `buildings`{show_create};")
+    assert not used.not_understood and used.table("test_db", "buildings") is not None
+
+
 def test_every_corpus_ddl_is_applied_or_reported(corpus: Path) -> None:
     applied = reported = 0
     from binlake.errors import BinlogError

@@ -103,9 +103,24 @@ class SchemaHistory:
                 continue
             if head in ("CREATE", "ALTER", "DROP", "RENAME"):
                 try:
-                    apply_ddl(h.catalog, stmt, db, h.database_charsets, server_charset)
+                    applied = apply_ddl(h.catalog, stmt, db, h.database_charsets, server_charset)
                 except DdlNotUnderstood as e:
                     h.not_understood.append(NotUnderstood(("<seed>", 0), stmt, str(e)))
+                    continue
+                # SHOW CREATE TABLE names no database: such a table would sit under '' and no
+                # table map would ever find it
+                nameless = [k for k in applied.tables if not k[0]]
+                for k in nameless:
+                    h.catalog.pop(k, None)
+                if nameless:
+                    h.not_understood.append(
+                        NotUnderstood(
+                            ("<seed>", 0),
+                            stmt,
+                            f"table `{nameless[0][1]}` names no database: write `db`.`table`, or "
+                            "put USE db; before it (SHOW CREATE TABLE output names none)",
+                        )
+                    )
         h.seed = copy.deepcopy(h.catalog)
         return h
 
