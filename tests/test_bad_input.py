@@ -130,6 +130,16 @@ def test_bad_input_is_one_line_and_exit_2(bad: dict[str, str], case: str) -> Non
     assert time.monotonic() - started < 20, f"{case}: took too long (did Spark start?)"
 
 
+@pytest.mark.parametrize("cmd", ["index", "changes", "schema", "find-position --datetime 2021-01-01"])
+def test_a_directory_without_binlogs_is_named(bad: dict[str, str], cmd: str) -> None:
+    """'binlake: error: no binlog files' did not say where none were found."""
+    res = subprocess.run(
+        [sys.executable, "-m", "binlake.cli", *cmd.split(), bad["empty"]], capture_output=True, timeout=60
+    )
+    err = res.stderr.decode(errors="replace")
+    assert res.returncode == 2 and bad["empty"] in err and len(err.splitlines()) == 1, err
+
+
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads a chmod 000 file")
 def test_unreadable_file(bad: dict[str, str], tmp_path: Path) -> None:
     locked = tmp_path / "locked.000001"

@@ -147,6 +147,11 @@ class BinlogSeries:
             if p.is_dir():
                 indexes = sorted(p.glob("*.index"))
                 found = _from_index(indexes[0]) if len(indexes) == 1 else _numbered_files(p)
+                if not found:
+                    raise SeriesError(
+                        "no binlog files here (numbered files such as binlog.000001, or one .index file)",
+                        source=str(p),
+                    )
                 files += _refuse_foreign_links(found, p)
             elif p.suffix == ".index":
                 files += _from_index(p)
