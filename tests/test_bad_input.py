@@ -74,6 +74,7 @@ CASES: list[str] = [
     *(f"{cmd} {f}" for cmd in ("dump", "sql", "stats") for f in FILE_INPUTS),
     *(f"{cmd} {opt} {{goodfile}}" for cmd in ("dump", "sql", "stats") for opt in BAD_OPTIONS),
     "stats --top abc {goodfile}",
+    "stats --plot {out}/charts.svg {goodfile}",
     *(f"index {s}" for s in SERIES_INPUTS),
     # (a cut file after the answer is not in the way: find-position reads no further than it needs)
     *(f"find-position {s} --datetime 2021-01-01" for s in SERIES_INPUTS if s != "{cutseries}"),

@@ -70,3 +70,32 @@ def test_names_from_the_binlog_are_shown_as_they_are_not_as_markup(mariadb: Any)
     with console.capture() as captured:
         console.print(plain("t\x1b[31m\x07\x7f"))
     assert captured.get().strip() == "t\\x1b[31m\\x07\\x7f"
+
+
+def test_the_html_group_commit_chart_labels_sizes_not_times(corpus: Path, tmp_path: Path) -> None:
+    """The group-size histogram went through the per-second chart: a group of 1 was titled
+    '1970-01-01 00:00:01 UTC' and its range '1970-01-01 00:00:01 UTC — …'."""
+    s = collect(
+        iter_transactions(
+            BinlogSeries.open(corpus / "zalora-binlog-parser/gtid-fixtures/mysql-bin.01").events()
+        )
+    )
+    assert dict(s.group_sizes) == {1: 17}
+    html = tmp_path / "s.html"
+    write_plot(s, str(html))
+    groups = html.read_text().split("group commit sizes", 1)[1]
+    assert "1970" not in groups and "<title>1 transaction(s): 17 group(s)</title>" in groups
+
+
+def test_a_plot_file_that_is_neither_html_nor_png_is_refused(corpus: Path, tmp_path: Path) -> None:
+    """--plot act.svg wrote HTML into act.svg without a word."""
+    import pytest
+
+    s = collect(
+        iter_transactions(
+            BinlogSeries.open(corpus / "zalora-binlog-parser/gtid-fixtures/mysql-bin.01").events()
+        )
+    )
+    with pytest.raises(ValueError, match=r"\.html or \.png"):
+        write_plot(s, str(tmp_path / "act.svg"))
+    assert not (tmp_path / "act.svg").exists()

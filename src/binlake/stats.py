@@ -179,7 +179,15 @@ def print_stats(s: Stats, console: object | None = None) -> None:
         con.print(t)
 
 
-def _svg_bars(title: str, series: dict[int, int], width: int = 900, height: int = 220) -> str:
+def _svg_bars(
+    title: str,
+    series: dict[int, int],
+    width: int = 900,
+    height: int = 220,
+    label: Callable[[int], str] = lambda x: _ts(x * 1_000_000),
+    count: str = "",
+) -> str:
+    """Bars of ``series`` (x: a second since the epoch, or what ``label`` names; y: a count)."""
     if not series:
         return f"<h3>{html.escape(title)}</h3><p>no data</p>"
     xs = sorted(series)
@@ -189,18 +197,23 @@ def _svg_bars(title: str, series: dict[int, int], width: int = 900, height: int 
     bw = max(width / n, 1.0)
     bars = "".join(
         f'<rect x="{(x - lo) * bw:.2f}" y="{height - series[x] / peak * (height - 20):.2f}" width="{max(bw - 0.5, 0.5):.2f}" '
-        f'height="{series[x] / peak * (height - 20):.2f}" fill="#3b7dd8"><title>{_ts(x * 1_000_000)}: {series[x]}</title></rect>'
+        f'height="{series[x] / peak * (height - 20):.2f}" fill="#3b7dd8"><title>{label(x)}: {series[x]}{count}</title></rect>'
         for x in xs
     )
     return (
         f"<h3>{html.escape(title)}</h3><svg width='{width}' height='{height}' style='background:#f7f7f7'>{bars}"
         f"<text x='4' y='14' font-size='12'>peak {peak:,}</text></svg>"
-        f"<p>{_ts(lo * 1_000_000)} — {_ts(hi * 1_000_000)}</p>"
+        f"<p>{label(lo)} — {label(hi)}</p>"
     )
+
+
+PLOT_SUFFIXES = (".html", ".png")
 
 
 def write_plot(s: Stats, path: str) -> None:
     """Charts of activity over time: ``.html`` (self-contained SVG) or ``.png`` (needs matplotlib)."""
+    if not path.endswith(PLOT_SUFFIXES):
+        raise ValueError(f"{path}: charts are written as .html or .png")
     if path.endswith(".png"):
         import matplotlib
 
@@ -232,7 +245,12 @@ def write_plot(s: Stats, path: str) -> None:
         f"<h2>{s.transactions:,} transactions, {s.rows:,} row changes</h2>",
         _svg_bars("transactions per second", dict(s.per_second)),
         _svg_bars("rows per second", dict(s.rows_per_second)),
-        _svg_bars("group commit sizes (groups of n transactions)", dict(s.group_sizes)),
+        _svg_bars(
+            "group commit sizes (groups of n transactions)",
+            dict(s.group_sizes),
+            label=lambda n: f"{n} transaction(s)",
+            count=" group(s)",
+        ),
         "</body>",
     ]
     with open(path, "w", encoding="utf-8") as f:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -304,13 +305,22 @@ def add_sql(sub: Any) -> None:
     q.set_defaults(handler=Command(SqlOptions, cmd_sql))
 
 
+def plot_arg(text: str) -> str:
+    """``--plot``: a chart file whose name says its format (as ``binlake.stats.write_plot`` takes)."""
+    if not text.endswith((".html", ".png")):
+        raise argparse.ArgumentTypeError(f"{text!r}: charts are written as FILE.html or FILE.png")
+    return text
+
+
 def add_stats(sub: Any) -> None:
     st = sub.add_parser(
         "stats", help="activity, hot tables, big and long transactions, group commits, parallelism"
     )
     st.add_argument("files", nargs="+", help="binlog files, in order")
     st.add_argument(
-        "--plot", help="also write charts to FILE.html (self-contained) or FILE.png (needs matplotlib)"
+        "--plot",
+        type=plot_arg,
+        help="also write charts to FILE.html (self-contained) or FILE.png (needs matplotlib)",
     )
     st.add_argument("--top", type=int, default=5, help="how many largest / longest transactions to list")
     st.add_argument("--start-position", type=position_arg)
