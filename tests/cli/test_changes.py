@@ -228,3 +228,15 @@ def test_follow_a_growing_directory(tmp_path: Path) -> None:
     got_lines = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().split("\n")[:-1]]
     assert got_lines == want
     shutil.rmtree(live)
+
+
+def test_type_ddl_is_refused_not_an_empty_stream(corpus: Path, capsys: Any) -> None:
+    """``changes`` prints row changes only: ``--type ddl`` (offered by the shared selection options)
+    printed nothing and exited 0, as if the binlog held no DDL."""
+    from binlake.cli import main
+
+    f = str(corpus / "zalora-binlog-parser/gtid-fixtures/mysql-bin.01")  # 13 DDL transactions
+    assert main(["changes", "--type", "ddl", f]) == 2
+    assert "dump --type ddl" in capsys.readouterr().err
+    assert main(["changes", "--type", "update", f]) == 0
+    assert capsys.readouterr().out.count('"op": "u"') == 2

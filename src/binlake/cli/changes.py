@@ -72,6 +72,10 @@ def finished(transactions: Iterable[Transaction]) -> Iterator[Transaction]:
 def cmd_changes(o: ChangesOptions) -> int:
     from binlake.render.changes import ChangeLines
 
+    if "ddl" in o.selection.operations:
+        raise UsageError(
+            "--type ddl: changes prints row changes only (binlake dump --type ddl shows the DDL)"
+        )
     lines = ChangeLines()
     if any(is_server_url(s) for s in o.sources):
         if len(o.sources) != 1:
