@@ -86,3 +86,17 @@ def test_mariadb_gtid_sets_parse_and_print() -> None:
     for bad in ("0-1", "0-1-2-3-4", "0-1-x", "0-1-9-3", "", "0--1-2"):
         with pytest.raises(GtidSetError):
             AnyGtidSet.parse(bad)
+
+
+def test_a_server_uuid_alone_is_told_what_it_lacks() -> None:
+    """A UUID without ':' was read as a MariaDB item and refused as 'not a MariaDB GTID' only,
+    which sends a MySQL user the wrong way."""
+    from binlake.gtid import AnyGtidSet, parse_executed
+
+    uuid = "10440e47-3885-11eb-ac5b-0242ac110002"
+    for parse in (parse_executed, AnyGtidSet.parse):
+        with pytest.raises(GtidSetError, match=f"needs its transactions, as in {uuid}:1-100"):
+            parse(uuid)
+    with pytest.raises(GtidSetError) as e:
+        parse_executed("nonsense")
+    assert "UUID" not in str(e.value)

@@ -69,6 +69,16 @@ def _parse_uuid(text: str) -> str:
         raise GtidSetError(f"{text.strip()!r} is not a server UUID") from None
 
 
+def _bare_uuid_hint(part: str) -> str:
+    """For a MariaDB-looking item that is a MySQL server UUID alone: what is missing."""
+    if _BARE_UUID.fullmatch(part):
+        return f": a MySQL server UUID needs its transactions, as in {part}:1-100"
+    return ""
+
+
+_BARE_UUID = re.compile(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}")
+
+
 @dataclass(frozen=True)
 class GtidSet:
     """An immutable MySQL GTID set."""
@@ -223,7 +233,9 @@ class MariaGtidPos:
             try:
                 d, s, n = (int(x) for x in part.split("-"))
             except ValueError:
-                raise GtidSetError(f"{part!r} is not a MariaDB GTID (domain-server-seq)") from None
+                raise GtidSetError(
+                    f"{part!r} is not a MariaDB GTID (domain-server-seq){_bare_uuid_hint(part)}"
+                ) from None
             if d in acc:
                 raise GtidSetError(f"domain {d} appears twice in {text!r}")
             acc[d] = (s, n)
@@ -284,6 +296,7 @@ class MariaGtidSet:
             if len(numbers) not in (3, 4) or min(numbers) < 0:
                 raise GtidSetError(
                     f"{part!r} is not a MariaDB GTID (domain-server-seq) or range (domain-server-lo-hi)"
+                    + _bare_uuid_hint(part)
                 )
             d, s, lo, hi = (*numbers, numbers[-1]) if len(numbers) == 3 else numbers
             if hi < lo:
