@@ -307,7 +307,9 @@ def add_sql(sub: Any) -> None:
 
 def plot_arg(text: str) -> str:
     """``--plot``: a chart file whose name says its format (as ``binlake.stats.write_plot`` takes)."""
-    if not text.endswith((".html", ".png")):
+    from binlake.stats import PLOT_SUFFIXES
+
+    if not text.endswith(PLOT_SUFFIXES):
         raise argparse.ArgumentTypeError(f"{text!r}: charts are written as FILE.html or FILE.png")
     return text
 
