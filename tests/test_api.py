@@ -122,6 +122,9 @@ def test_position_search_by_gtids_and_by_time(series: Any) -> None:
         assert found.transaction is not None and found.transaction.gtid == want["gtid"]
     with pytest.raises(ValueError, match="one of them"):
         binlake.find_position(directory)
+    # a date that does not exist: the error names the text and why
+    with pytest.raises(ValueError, match=r"'2023-02-30 10:00:00' is not a date/time .*day is out of range"):
+        binlake.find_position(directory, "2023-02-30 10:00:00")
 
 
 def test_a_missing_file_is_a_binlog_error(tmp_path: Path) -> None:

@@ -31,10 +31,14 @@ def statement_databases(q: Query) -> set[str]:
 
 
 def parse_datetime(text: str) -> dt.datetime:
-    """``YYYY-MM-DD[ HH:MM:SS[.ffffff]]`` or ISO 8601 with an offset; no offset means UTC."""
-    value = dt.datetime.fromisoformat(
-        text.strip().replace(" ", "T", 1) if " " in text.strip() else text.strip()
-    )
+    """``YYYY-MM-DD[ HH:MM:SS[.ffffff]]`` or ISO 8601 with an offset; no offset means UTC. A
+    ``ValueError`` that names the text (and why: ``day is out of range for month`` …)."""
+    try:
+        value = dt.datetime.fromisoformat(
+            text.strip().replace(" ", "T", 1) if " " in text.strip() else text.strip()
+        )
+    except ValueError as e:
+        raise ValueError(f"{text!r} is not a date/time (YYYY-MM-DD HH:MM:SS[.ffffff][+HH:MM]): {e}") from None
     return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
 
 

@@ -125,10 +125,8 @@ def position_arg(text: str) -> int:
 def datetime_arg(text: str) -> dt.datetime:
     try:
         return parse_datetime(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a date/time (YYYY-MM-DD HH:MM:SS[.ffffff][+HH:MM])"
-        ) from None
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def gtid_set_arg(text: str) -> AnyGtidSet:
