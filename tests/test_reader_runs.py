@@ -171,3 +171,26 @@ def test_buffer_edges(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for chunk in (97, 1000, 4096):
         monkeypatch.setattr(reader_module, "FAST_CHUNK", chunk)
         _same(path, monkeypatch, decode_rows=False)
+
+
+def test_position_while_an_event_is_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``position`` while the consumer holds an event is that event's start, as with one call per
+    event: a consumer that stops at an event inside a transaction and resumes at ``position``
+    reads that event again, and none of the transaction's events it had already used."""
+    path = _series(tmp_path, size=60_000)
+    for runs in (False, True):
+        with monkeypatch.context() as m:
+            if not runs:
+                m.setattr(_Buffered, "run", lambda self, pos, stop: ([], pos, None))
+            r = BinlogReader(path, decode_rows=False)
+            seen = [(ev.offset, r.position) for ev in r]
+            assert [p for _, p in seen] == [o for o, _ in seen], f"runs={runs}"
+            # stop at the third rows event (inside a run when runs are on), resume at ``position``
+            target = [o for o, _ in seen if path.read_bytes()[o + 4] in ROWS_EVENT_KINDS][2]
+            r = BinlogReader(path, decode_rows=False)
+            for ev in r:
+                if ev.offset == target:
+                    break
+            resumed = BinlogReader(path, decode_rows=False, start_position=r.position)
+            after = [ev.offset for ev in resumed][1:]  # (the format event comes first)
+            assert after[0] == target, f"runs={runs}"

@@ -179,9 +179,11 @@ class BinlogReader:
             if buffered is not None and not first:
                 run, end, error = buffered.run(pos, stop)
                 if run or error is not None:
-                    # while a run's events are used, ``position`` is where the run starts
-                    self.position = pos
-                    yield from run
+                    # while an event is used, ``position`` is its start, as ``next`` has it (a
+                    # consumer stopping there resumes at it, not at the events it already used)
+                    for event in run:
+                        self.position = event.offset
+                        yield event
                     pos = self.position = end
                     run, event = [], None  # neither held while the next events are decoded
                     if error is not None:  # decoding the event after them failed: now it is next
