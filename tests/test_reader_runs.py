@@ -194,3 +194,19 @@ def test_position_while_an_event_is_used(tmp_path: Path, monkeypatch: pytest.Mon
             resumed = BinlogReader(path, decode_rows=False, start_position=r.position)
             after = [ev.offset for ev in resumed][1:]  # (the format event comes first)
             assert after[0] == target, f"runs={runs}"
+
+
+@pytest.mark.parametrize("ceiling", [1 << 64, 99_999_999_999_999_999_999])
+def test_a_ceiling_past_any_c_integer(tmp_path: Path, ceiling: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A payload ceiling too large for a C integer (``BINLAKE_MAX_PAYLOAD`` written as "no limit")
+    reads as the default does, with runs (the compiled call takes the ceiling as a C integer) and
+    where events are omitted (``_fastenv.hop`` takes it too)."""
+    path = _series(tmp_path, size=20_000)
+    want = [deep(ev) for ev in BinlogReader(path)]
+    assert _same(path, monkeypatch, max_payload=ceiling)["events"] == want
+    monkeypatch.setenv("BINLAKE_MAX_PAYLOAD", str(ceiling))
+    assert [deep(ev) for ev in BinlogReader(path)] == want
+    omitting = {"skip": frozenset({EventType.XID}), "omit_skipped": True}
+    assert len(list(BinlogReader(path, **omitting))) == len(
+        list(BinlogReader(path, max_payload=1 << 30, **omitting))
+    )

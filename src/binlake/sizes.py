@@ -21,6 +21,9 @@ def parse_size(text: str) -> int:
 # a forged length or a decompression bomb stops here instead of exhausting the machine's memory.
 MAX_PAYLOAD_ENV = "BINLAKE_MAX_PAYLOAD"
 DEFAULT_MAX_PAYLOAD = 1 << 30
+# no machine holds more: a ceiling above it is this one (the compiled paths take the ceiling as a
+# C integer, which a larger Python int does not convert to: OverflowError on every read)
+HIGHEST_MAX_PAYLOAD = (1 << 63) - 1
 
 
 def max_payload(value: int | str | None = None) -> int:
@@ -30,4 +33,4 @@ def max_payload(value: int | str | None = None) -> int:
     size = value if isinstance(value, int) else parse_size(value)
     if size <= 0:
         raise ValueError(f"the payload ceiling must be positive, not {value!r}")
-    return size
+    return min(size, HIGHEST_MAX_PAYLOAD)
