@@ -36,6 +36,7 @@ from cpython.list cimport PyList_CheckExact, PyList_GET_ITEM, PyList_GET_SIZE
 from libc.stdint cimport int8_t, int16_t, uint32_t
 
 from binlake.values._bytes cimport be, le
+from binlake.events._fastenv cimport Maker
 from binlake.values._fastrows cimport (
     BIT, CALL, DATE, DATETIME2, DECIMAL, DOUBLE, FLOAT, INT8, INT16, INT24, INT32, INT64, JSON, STR, TIME2,
     TIMESTAMP2, UINT8, UINT16, UINT24, UINT32, UINT64, YEAR, Fields, Image, Op, RowsDecoder,
@@ -2088,6 +2089,42 @@ cdef frozenset _GTID_EVENTS = frozenset(int(c) for c in _txn.GTID_EVENTS)
 cdef long _TRANSACTION_PAYLOAD = 40
 cdef object _COMMIT = _txn.COMMIT
 
+from binlake.events.gtid import Gtid as _GTID_CLS, MariaGtid as _MARIA_GTID_CLS
+import dataclasses as _dataclasses
+
+cdef object _GTID = _GTID_CLS
+cdef object _MARIA_GTID = _MARIA_GTID_CLS
+cdef Maker _TRANSACTION = Maker(_txn.Transaction)
+# a new ``Transaction``'s fields: each one's default, by position (those made per transaction by a
+# factory: None here), and the positions ``_start`` sets
+cdef list _TXN_NAMES = [f.name for f in _dataclasses.fields(_txn.Transaction)]
+cdef tuple _TXN_DEFAULTS = tuple(
+    None if f.default is _dataclasses.MISSING else f.default for f in _dataclasses.fields(_txn.Transaction)
+)
+cdef Py_ssize_t T_FILE_SEQ = _TXN_NAMES.index("file_seq")
+cdef Py_ssize_t T_SOURCE = _TXN_NAMES.index("source")
+cdef Py_ssize_t T_START = _TXN_NAMES.index("start")
+cdef Py_ssize_t T_SERVER_ID = _TXN_NAMES.index("server_id")
+cdef Py_ssize_t T_FIRST_TS = _TXN_NAMES.index("first_header_ts")
+cdef Py_ssize_t T_GTID = _TXN_NAMES.index("gtid")
+cdef Py_ssize_t T_ANONYMOUS = _TXN_NAMES.index("anonymous")
+cdef Py_ssize_t T_LAST_COMMITTED = _TXN_NAMES.index("last_committed")
+cdef Py_ssize_t T_SEQUENCE = _TXN_NAMES.index("sequence_number")
+cdef Py_ssize_t T_COMMIT_TS = _TXN_NAMES.index("commit_ts_us")
+cdef Py_ssize_t T_ORIGINAL_TS = _TXN_NAMES.index("original_commit_ts_us")
+cdef Py_ssize_t T_TABLES = _TXN_NAMES.index("tables")
+cdef Py_ssize_t T_EVENTS = _TXN_NAMES.index("events")
+cdef Py_ssize_t T_BEGAN = _TXN_NAMES.index("began")
+cdef Py_ssize_t T_STANDALONE = _TXN_NAMES.index("standalone")
+if sorted(
+    name for f, name in zip(_dataclasses.fields(_txn.Transaction), _TXN_NAMES)
+    if f.default is _dataclasses.MISSING and f.default_factory is _dataclasses.MISSING
+) != ["file_seq", "source", "start"] or sorted(
+    name for f, name in zip(_dataclasses.fields(_txn.Transaction), _TXN_NAMES)
+    if f.default_factory is not _dataclasses.MISSING
+) != ["events", "tables"]:
+    raise ImportError("binlake.txn.Transaction's fields are not the ones Grouper._start makes: rebuild")
+
 
 cdef class Grouper:
     """``TransactionGrouper.feed`` with the events of a plain transaction in C: its GTID (none
@@ -2140,11 +2177,31 @@ cdef class Grouper:
                 t.xid = body.xid
                 return [self._finish(t, ev)]
         elif code in _GTID_EVENTS and not self.d["pending"]:
-            t = self.g._start(file_seq, ev)
-            self.g._take_gtid(t, ev)
+            t = self._start(file_seq, ev, body, cls)
             self._add(t, ev, body, cls)
             return []
         return self.g.feed(file_seq, ev)
+
+    cdef object _start(self, object file_seq, object ev, object b, object cls):
+        """``TransactionGrouper._start`` then ``_take_gtid`` of a GTID event, nothing pending: the
+        new transaction, made current."""
+        cdef list v = list(_TXN_DEFAULTS)
+        h = ev.header
+        v[T_FILE_SEQ], v[T_SOURCE], v[T_START] = file_seq, ev.source, ev.offset
+        v[T_SERVER_ID], v[T_FIRST_TS] = h.server_id, h.timestamp
+        v[T_TABLES], v[T_EVENTS] = [], []
+        if isinstance(b, _GTID):  # (as ``_take_gtid`` asks)
+            v[T_GTID], v[T_ANONYMOUS] = b.gtid, b.anonymous
+            v[T_LAST_COMMITTED], v[T_SEQUENCE] = b.last_committed, b.sequence_number
+            v[T_COMMIT_TS], v[T_ORIGINAL_TS] = b.immediate_commit_timestamp, b.original_commit_timestamp
+        elif isinstance(b, _MARIA_GTID):
+            v[T_GTID], v[T_STANDALONE] = b.gtid, b.standalone
+            v[T_BEGAN] = not v[T_STANDALONE]  # MariaDB writes the GTID event in place of BEGIN
+            if b.commit_id is not None:
+                v[T_LAST_COMMITTED] = b.commit_id
+        t = _TRANSACTION.make(tuple(v))
+        self.d["current"] = t
+        return t
 
     cdef int _add(self, object t, object ev, object b, object cls) except -1:
         cdef object size, key
