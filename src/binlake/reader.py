@@ -173,6 +173,7 @@ class BinlogReader:
             if envelope is not None
             else None
         )
+        event: Event | None = None
         while True:
             if stop is not None and pos >= stop:
                 return
