@@ -2192,7 +2192,10 @@ cdef class Grouper:
         v[T_SERVER_ID], v[T_FIRST_TS] = h.server_id, h.timestamp
         v[T_TABLES], v[T_EVENTS] = [], []
         if isinstance(b, _GTID):  # (as ``_take_gtid`` asks)
-            v[T_GTID], v[T_ANONYMOUS] = b.gtid, b.anonymous
+            v[T_ANONYMOUS] = b.anonymous
+            if not v[T_ANONYMOUS]:  # ``Gtid.gtid`` without the property's Python call
+                tag = b.tag
+                v[T_GTID] = f"{b.sid}:{tag}:{b.gno}" if tag else f"{b.sid}:{b.gno}"
             v[T_LAST_COMMITTED], v[T_SEQUENCE] = b.last_committed, b.sequence_number
             v[T_COMMIT_TS], v[T_ORIGINAL_TS] = b.immediate_commit_timestamp, b.original_commit_timestamp
         elif isinstance(b, _MARIA_GTID):

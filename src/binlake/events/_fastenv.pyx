@@ -448,7 +448,7 @@ cdef object event_at(
                 raise _Short()
             body = XID_.make((PyLong_FromUnsignedLongLong(le(s + HLEN, 8)),))
         elif code == QUERY:
-            body = query_body(body_bytes, fde.post_header_len(QUERY, 13))
+            body = query_body(body_bytes, post_header_len(fde, QUERY, 13))
         elif code == MARIA_GTID:
             body = maria_gtid_body(body_bytes, header.server_id)
         elif code == TABLE_MAP:
