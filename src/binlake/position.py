@@ -174,14 +174,9 @@ def find_by_gtid_set(series: BinlogSeries, gtids: GtidSet | MariaGtidPos) -> Fou
     """Where a replica that has executed ``gtids`` must start: the first transaction not in the set."""
     starts = [file_start(f) for f in series.files]
     first = 0
-    for i, s in enumerate(starts):
-        if isinstance(gtids, GtidSet) and s.previous_gtids is not None and s.previous_gtids.issubset(gtids):
-            first = i
-        elif (
-            isinstance(gtids, MariaGtidPos)
-            and s.maria_gtid_list is not None
-            and all(gtids.contains(d, n) for d, _, n in s.maria_gtid_list.gtids)
-        ):
+    for i, s in enumerate(starts):  # the last file whose start the set holds all of
+        ran_before = s.previous_gtids if isinstance(gtids, GtidSet) else s.maria_gtid_list
+        if ran_before is not None and _missing_before(s, gtids) is None:
             first = i
     missing = _missing_before(starts[0], gtids)
     executed: _Executed | None = None
