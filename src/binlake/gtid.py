@@ -70,13 +70,13 @@ def _parse_uuid(text: str) -> str:
 
 
 def _bare_uuid_hint(part: str) -> str:
-    """For a MariaDB-looking item that is a MySQL server UUID alone: what is missing."""
-    if _BARE_UUID.fullmatch(part):
-        return f": a MySQL server UUID needs its transactions, as in {part}:1-100"
-    return ""
-
-
-_BARE_UUID = re.compile(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}")
+    """For a MariaDB-looking item that is a MySQL server UUID alone (as ``_parse_uuid`` reads one):
+    what is missing."""
+    try:
+        _parse_uuid(part)
+    except GtidSetError:
+        return ""
+    return f": a MySQL server UUID needs its transactions, as in {part}:1-100"
 
 
 @dataclass(frozen=True)
