@@ -66,10 +66,10 @@ def parse_path(path: str) -> list[Leg] | None:
 
 def _position(leg: Cell, length: int) -> tuple[int, bool]:
     """(position, within bounds) of a cell leg in an array of ``length`` (``Json_array_index``)."""
-    index, from_end = leg
-    if from_end:
-        return (length - 1 - index if index < length else 0), index < length
-    return min(index, length), index < length
+    n = leg.n
+    if leg.from_end:
+        return (length - 1 - n if n < length else 0), n < length
+    return min(n, length), n < length
 
 
 def _seek(doc: Any, legs: list[Leg]) -> tuple[bool, Any]:
