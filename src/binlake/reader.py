@@ -33,7 +33,7 @@ ENCRYPTED_MAGIC = b"\xfdbin"
 FIRST_EVENT = 4
 READ_BUFFER = 1 << 20
 FAST_CHUNK = 1 << 18  # the compiled path's buffer of the file (a larger event goes the reader's way)
-RUN_BYTES = 1 << 12  # a run of events decoded in one call ends once they hold this many bytes
+RUN_BYTES = 1 << 12  # a run of events decoded in one call holds at most this many bytes (or one event)
 FORMAT_EVENTS = (EventType.FORMAT_DESCRIPTION, EventType.START_V3)
 
 

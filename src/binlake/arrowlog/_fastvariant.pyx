@@ -2097,10 +2097,9 @@ cdef object _MARIA_GTID = _MARIA_GTID_CLS
 cdef Maker _TRANSACTION = Maker(_txn.Transaction)
 # a new ``Transaction``'s fields: each one's default, by position (those made per transaction by a
 # factory: None here), and the positions ``_start`` sets
-cdef list _TXN_NAMES = [f.name for f in _dataclasses.fields(_txn.Transaction)]
-cdef tuple _TXN_DEFAULTS = tuple(
-    None if f.default is _dataclasses.MISSING else f.default for f in _dataclasses.fields(_txn.Transaction)
-)
+cdef tuple _TXN_FIELDS = _dataclasses.fields(_txn.Transaction)
+cdef list _TXN_NAMES = [f.name for f in _TXN_FIELDS]
+cdef tuple _TXN_DEFAULTS = tuple(None if f.default is _dataclasses.MISSING else f.default for f in _TXN_FIELDS)
 cdef Py_ssize_t T_FILE_SEQ = _TXN_NAMES.index("file_seq")
 cdef Py_ssize_t T_SOURCE = _TXN_NAMES.index("source")
 cdef Py_ssize_t T_START = _TXN_NAMES.index("start")
@@ -2117,11 +2116,9 @@ cdef Py_ssize_t T_EVENTS = _TXN_NAMES.index("events")
 cdef Py_ssize_t T_BEGAN = _TXN_NAMES.index("began")
 cdef Py_ssize_t T_STANDALONE = _TXN_NAMES.index("standalone")
 if sorted(
-    name for f, name in zip(_dataclasses.fields(_txn.Transaction), _TXN_NAMES)
-    if f.default is _dataclasses.MISSING and f.default_factory is _dataclasses.MISSING
+    f.name for f in _TXN_FIELDS if f.default is _dataclasses.MISSING and f.default_factory is _dataclasses.MISSING
 ) != ["file_seq", "source", "start"] or sorted(
-    name for f, name in zip(_dataclasses.fields(_txn.Transaction), _TXN_NAMES)
-    if f.default_factory is not _dataclasses.MISSING
+    f.name for f in _TXN_FIELDS if f.default_factory is not _dataclasses.MISSING
 ) != ["events", "tables"]:
     # (a TypeError, as a stale cimport is: the loader warns and reads pure; the tests' import fails)
     raise TypeError("binlake.txn.Transaction's fields are not the ones Grouper._start makes them from")

@@ -525,8 +525,8 @@ def next_events(decoder, bytes buf, Py_ssize_t i, Py_ssize_t offset, Py_ssize_t 
     before an event of any other type, at ``limit`` (an event starting there is not read), before an
     event that would take the bytes of the run past ``budget`` (decoded rows are many times their
     bytes: a run given to a consumer one event at a time holds the events not yet used, which this
-    bounds; an event over it is read in a run of its own), and where ``next_event`` would not give an event (the buffer does not hold it whole, a length or
-    layout the reader's own path reads). An error is given, not raised, so that the events before
+    bounds; an event over it is read in a run of its own), and where ``next_event`` would not give
+    an event (the buffer does not hold it whole, a length or layout the reader's own path reads). An error is given, not raised, so that the events before
     it are used first, as one call per event would have it; no event past it is read."""
     cdef const unsigned char *s = <const unsigned char *>PyBytes_AS_STRING(buf)
     cdef Py_ssize_t n = PyBytes_GET_SIZE(buf), size
