@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from binlake.errors import IncompleteTailError
 from binlake.gtid import GtidSet, MariaGtidPos
 from binlake.position import find_by_gtid_set, find_by_time
 from binlake.series import BinlogSeries
@@ -198,3 +199,52 @@ def test_gtid_cuts_are_transaction_starts(corpus: Path, record: dict[str, Any]) 
     for lo, hi in zip([4, *cuts], [*cuts, None], strict=True):
         pieces += list(file_changes(path, start=lo if lo > 4 else None, stop=hi))
     assert pieces == whole
+
+
+def test_a_file_still_being_written_ends_the_series_where_its_complete_part_ends(
+    corpus: Path, tmp_path: Path
+) -> None:
+    """The last file of a live directory may end inside an event (the server is writing it): the
+    search answers from its complete transactions, and past them gives the start of the one being
+    written (not the file's size, not an error), and says where the file was cut. In an earlier
+    file such a cut is damage and raises."""
+    names = REAL_SERIES[0]
+    first, second = (corpus / n for n in names)
+    whole = BinlogSeries.open(first, second)
+    txns = [t for t in all_transactions(whole) if t.order_key[0] == 1]
+    assert len(txns) >= 3
+    data = second.read_bytes()
+    sid = txns[0].gtid.split(":")[0]
+    for t in txns[-3:]:
+        for cut in (t.start + 3, t.start + 19 + 2, (t.start + t.end) // 2, t.end - 1):
+            live = tmp_path / f"cut{cut}"
+            live.mkdir()
+            (live / first.name).write_bytes(first.read_bytes())
+            (live / second.name).write_bytes(data[:cut])
+            series = BinlogSeries.open(live)
+            done = [u for u in txns if u.end <= t.start]
+            after_all = find_by_time(series, max(u.commit_time_us for u in txns) + 10**7)
+            assert (after_all.position.file_seq, after_all.position.offset) == (1, t.start)
+            assert after_all.transaction is None and after_all.cut is not None
+            assert t.start <= after_all.cut < cut
+            assert f"ends inside an event at offset {after_all.cut}" in after_all.describe()
+            # a set holding every complete transaction: the same end, with the set executed
+            have = GtidSet.parse(
+                ",".join(u.gtid for u in gtid_transactions(whole) if u.order_key < (1, t.start))
+            )
+            by_set = find_by_gtid_set(series, have)
+            assert by_set.position.offset == t.start and by_set.cut == after_all.cut
+            # a complete transaction the set lacks is still found as before
+            if done:
+                lacking = GtidSet.parse(f"{sid}:1-{int(done[-1].gtid.split(':')[1]) - 1}")
+                hit = find_by_gtid_set(series, lacking)
+                assert hit.transaction is not None and hit.transaction.gtid == done[-1].gtid
+                assert hit.cut is None
+            # a cut in a file that is not the last is damage (the search reads on past it)
+            (live / "replicated-bin.000003").write_bytes(data[:4])
+            with pytest.raises(IncompleteTailError):
+                find_by_gtid_set(BinlogSeries.open(live), have)
+
+
+def gtid_transactions(series: BinlogSeries) -> list[Transaction]:
+    return [t for t in all_transactions(series) if t.gtid]

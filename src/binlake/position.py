@@ -8,8 +8,8 @@ transaction whose commit time is at or after T:
   the rule is exact.
 - Older servers and MariaDB write no commit time; header timestamps are statement *start* times
   (seed 000). The event that ends a transaction (XID / COMMIT / DDL) starts before the commit and in
-  the same second or, for a statement, within its ``exec_time``; so the commit happened no later than
-  that header second + exec_time + 1 s. The safe rule starts at the first transaction whose latest
+  the same second or, for a statement, within its ``exec_time``; so the commit happened before that
+  header second + exec_time + 1 s (``Transaction.latest_commit_us``). The safe rule starts at the first transaction whose latest
   possible commit is at or after T: nothing committed at or after T is missed, and what is included
   committed at most a second or so before T.
 
@@ -84,6 +84,9 @@ class Found:
     # GTIDs that ran before the series' first file (purged) and that the searched set lacks: no
     # position of these files brings a replica at that set up to date (None: nothing missing)
     missing: GtidSet | MariaGtidPos | None = None
+    # the last file ends inside an event at this offset (still being written): the position is
+    # where the complete part of the series ends (None: the series ends cleanly)
+    cut: int | None = None
 
     def describe(self) -> str:
         lines = [f"file: {self.position.file}", f"position: {self.position.offset}"]
@@ -107,6 +110,11 @@ class Found:
             )
         else:
             lines.append("no transaction after it yet: this is the end of the series")
+        if self.cut is not None:
+            lines.append(
+                f"note: {self.position.file} ends inside an event at offset {self.cut} (a file still "
+                "being written?): the position is where its complete transactions end"
+            )
         return "\n".join(lines)
 
 
@@ -135,22 +143,44 @@ class _Executed:
         return self.mysql.freeze() if self.mysql is not None else None
 
 
-def _transactions(series: BinlogSeries, first_file: int) -> Iterator[tuple[int, Transaction, _Executed]]:
-    """Header-only transactions from ``first_file`` on, with the executed set before each."""
-    for seq in range(first_file, len(series.files)):
-        executed = _Executed(file_start(series.files[seq]))
-        g = TransactionGrouper(keep_events=False)
-        for ev in BinlogReader(series.files[seq], skip=HEADER_ONLY):
-            for t in g.feed(seq, ev):
+class _Walk:
+    """Header-only transactions from ``first_file`` on, each with the executed set before it; and
+    where the series' complete part ends (``end``). The last file may end inside an event: a file the
+    server is still writing. Its complete transactions are given and ``end`` is where the one being
+    written starts; ``cut`` is the offset of the event cut short. In any earlier file that is damage
+    and raises, as reading it does."""
+
+    def __init__(self, series: BinlogSeries, first_file: int) -> None:
+        self.series, self.first_file = series, first_file
+        last = len(series.files) - 1
+        self.end = series.position(last, series.files[last].stat().st_size)
+        self.cut: int | None = None
+
+    def __iter__(self) -> Iterator[tuple[int, Transaction, _Executed]]:
+        files = self.series.files
+        for seq in range(self.first_file, len(files)):
+            executed = _Executed(file_start(files[seq]))
+            g = TransactionGrouper(keep_events=False)
+            try:
+                for ev in BinlogReader(files[seq], skip=HEADER_ONLY):
+                    for t in g.feed(seq, ev):
+                        yield seq, t, executed
+                        executed.add(t)
+            except IncompleteTailError as e:
+                if seq != len(files) - 1:
+                    raise
+                self.cut = e.offset
+                begun = g.current.start if g.current is not None else None
+                pending = g.pending[0].offset if g.pending else None
+                at = min(o for o in (begun, pending, e.offset) if o is not None)
+                self.end = self.series.position(seq, at)
+                return
+            for t in g.finish():
                 yield seq, t, executed
-                executed.add(t)
-        for t in g.finish():
-            yield seq, t, executed
 
-
-def _end(series: BinlogSeries) -> Position:
-    last = len(series.files) - 1
-    return series.position(last, series.files[last].stat().st_size)
+    def found_end(self, executed: _Executed | None, missing: GtidSet | MariaGtidPos | None = None) -> Found:
+        """The answer when no transaction qualifies: the end of the complete part."""
+        return Found(self.end, executed.value() if executed else None, None, True, missing, self.cut)
 
 
 def find_by_time(series: BinlogSeries, when: dt.datetime | int) -> Found:
@@ -162,12 +192,13 @@ def find_by_time(series: BinlogSeries, when: dt.datetime | int) -> Found:
         if (starts[i + 1].created + 1) * 1_000_000 <= t_us:  # file i ended before T
             first = i + 1
     executed: _Executed | None = None
-    for seq, t, ex in _transactions(series, first):
+    walk = _Walk(series, first)
+    for seq, t, ex in walk:
         executed = ex
         bound = t.commit_ts_us if t.commit_time_exact else t.latest_commit_us
         if bound is not None and bound >= t_us:
             return Found(series.position(seq, t.start), ex.value(), t, t.commit_time_exact)
-    return Found(_end(series), executed.value() if executed else None, None, True)
+    return walk.found_end(executed)
 
 
 def find_by_gtid_set(series: BinlogSeries, gtids: GtidSet | MariaGtidPos) -> Found:
@@ -180,11 +211,12 @@ def find_by_gtid_set(series: BinlogSeries, gtids: GtidSet | MariaGtidPos) -> Fou
             first = i
     missing = _missing_before(starts[0], gtids)
     executed: _Executed | None = None
-    for seq, t, ex in _transactions(series, first):
+    walk = _Walk(series, first)
+    for seq, t, ex in walk:
         executed = ex
         if not _contains(gtids, t.gtid):
             return Found(series.position(seq, t.start), ex.value(), t, t.commit_time_exact, missing)
-    return Found(_end(series), executed.value() if executed else None, None, True, missing)
+    return walk.found_end(executed, missing)
 
 
 def _missing_before(start: FileStart, gtids: GtidSet | MariaGtidPos) -> GtidSet | MariaGtidPos | None:
