@@ -115,6 +115,8 @@ def test_mismatch_is_an_error_or_positional(tmp_path: Path, corpus: Path) -> Non
     with pytest.raises(SchemaMismatchError, match="3 columns, the schema history 2") as e:
         list(BinlogReader(f, observers=[SchemaTracker(SchemaHistory.from_ddl_script(ddl))]))
     assert e.value.offset == 197 and str(f) in str(e.value)
+    # the way on is named as a user gives it: the CLI option and the Spark source's
+    assert "--schema-mismatch positional" in str(e.value) and "schemaMismatch=positional" in str(e.value)
     t = SchemaTracker(SchemaHistory.from_ddl_script(ddl), on_mismatch="positional")
     rows = [ev.body for ev in BinlogReader(f, observers=[t]) if isinstance(ev.body, Rows)]
     assert rows[0].table.columns[0].name is None and t.mismatches

@@ -100,7 +100,8 @@ class SchemaTracker:
         self.mismatches.append(m)
         if self.on_mismatch == "error":
             raise SchemaMismatchError(
-                f"table `{tm.database}`.`{tm.table}`: {detail} (use positional names to read on)",
+                f"table `{tm.database}`.`{tm.table}`: {detail} (to read on with its columns as @N:"
+                " --schema-mismatch positional, or the binlog source's schemaMismatch=positional)",
                 source=ev.source,
                 offset=ev.offset,
             )
@@ -129,9 +130,15 @@ class SchemaTracker:
         until = self.unknown_before.get((tm.database, tm.table)) if self.unknown_before else None
         if until is not None and all(c.name is None for c in tm.columns):
             if position_order((os.path.basename(ev.source), ev.offset)) < position_order(until):
-                detail = f"its DDL at {until[0]}:{until[1]} is after this map; the layout before it is not known"
-                if not any(m.table == f"{tm.database}.{tm.table}" and m.detail == detail for m in self.mismatches):
-                    self.mismatches.append(Mismatch(ev.source, ev.offset, f"{tm.database}.{tm.table}", detail))
+                detail = (
+                    f"its DDL at {until[0]}:{until[1]} is after this map; the layout before it is not known"
+                )
+                if not any(
+                    m.table == f"{tm.database}.{tm.table}" and m.detail == detail for m in self.mismatches
+                ):
+                    self.mismatches.append(
+                        Mismatch(ev.source, ev.offset, f"{tm.database}.{tm.table}", detail)
+                    )
                 return tm
         t, outcome = self._view(tm)
         if t is None or outcome is None:
