@@ -127,10 +127,15 @@ def test_position_search_by_gtids_and_by_time(series: Any) -> None:
         binlake.find_position(directory, "2023-02-30 10:00:00")
 
 
-def test_a_missing_file_is_a_binlog_error(tmp_path: Path) -> None:
+def test_a_missing_file_or_a_directory_is_a_binlog_error(tmp_path: Path) -> None:
     with pytest.raises(binlake.SeriesError) as e:
         list(binlake.transactions([tmp_path / "binlog.000001"]))
     assert isinstance(e.value, binlake.BinlogError)
+    # one file's events: a missing file and a directory are the same kind of error, named
+    with pytest.raises(binlake.SeriesError, match=r"binlog\.000001: no such binlog file"):
+        list(binlake.read_events(tmp_path / "binlog.000001"))
+    with pytest.raises(binlake.SeriesError, match=r"a directory, not a binlog file .*transactions"):
+        binlake.read_events(tmp_path)
 
 
 def test_the_readme_example_runs(tmp_path: Path) -> None:

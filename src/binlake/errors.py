@@ -77,6 +77,10 @@ class IncompleteTailError(BinlogError):
     """The file ends inside an event: the server may still be writing it (or the file was cut)."""
 
 
+class SeriesError(BinlogError):
+    """The files of a series are missing, out of order, or do not link (or a file given is not one)."""
+
+
 class NoFormatDescriptionError(BinlogError):
     """Events follow the magic without a FORMAT_DESCRIPTION event to say how to read them."""
 

@@ -20,6 +20,7 @@ from binlake.errors import (
     MalformedEventError,
     NoFormatDescriptionError,
     NotAnEventStartError,
+    SeriesError,
     SizeLimitError,
 )
 from binlake.events.base import Event
@@ -453,5 +454,13 @@ class _Buffered:
 
 
 def read_events(path: str | os.PathLike[str], **options: object) -> Iterator[Event]:
-    """All events of a binlog file (see ``BinlogReader`` for the options)."""
+    """All events of a binlog file (see ``BinlogReader`` for the options). A missing file or a
+    directory is a ``SeriesError``, as it is to ``binlake.transactions``."""
+    if os.path.isdir(path) or not os.path.exists(path):
+        what = "a directory, not a binlog file" if os.path.isdir(path) else "no such binlog file"
+        raise SeriesError(
+            f"{what} (a directory of binlogs is read by binlake.transactions(...) or "
+            "binlake.open_series(...).events())",
+            source=os.fspath(path),
+        )
     return iter(BinlogReader(path, **options))  # type: ignore[arg-type]

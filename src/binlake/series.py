@@ -16,17 +16,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from binlake.errors import BinlogError
+from binlake.errors import SeriesError
 from binlake.events.base import Event
 from binlake.events.control import Rotate
 from binlake.events.types import EventType
 from binlake.reader import BINLOG_MAGIC, BinlogReader, check_magic
 
 _NUMBERED = re.compile(r"^(?P<base>.+)\.(?P<num>\d+)$")
-
-
-class SeriesError(BinlogError):
-    """The files of a series are missing, out of order, or do not link."""
 
 
 @dataclass(frozen=True)
