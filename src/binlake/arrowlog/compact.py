@@ -75,33 +75,59 @@ def last_per_key(
     window_bytes: int = WINDOW_BYTES,
     suspects: Collection[int] | None = None,
 ) -> Iterator[pa.RecordBatch]:
-    """``batches`` (change-log batches of ``schema``, in order) with only the last change per key of
-    each window of about ``window`` rows and at most ``window_bytes`` (or one batch), and the
-    ``changes`` each row stands for, whether its image is ``partial`` and whether it holds
+    """``batches`` (change-log batches of ``schema``, in order) with only the last change per key,
+    the ``changes`` each row stands for, whether its image is ``partial`` and whether it holds
     ``json_edits`` (``compacted_schema``). ``suspects``: the positions of the events that may hold
-    partial JSON updates (PARTIAL_UPDATE_ROWS), filled as the batches are read (None: not known)."""
+    partial JSON updates (PARTIAL_UPDATE_ROWS), filled as the batches are read (None: not known).
+
+    Compacted a window at a time, of about ``window`` rows and at most ``window_bytes`` (or one
+    batch), and rolling: what a window keeps is carried into the next and compacted with it, so a
+    read keeps about one change per key of the tables it touched, however long it is. The carry is
+    given (and the next window starts afresh) once it holds over half a window's rows or bytes:
+    a table whose changes are all kept (partial images, keyless) never grows it past that."""
     held: list[pa.RecordBatch] = []
+    carry: pa.Table | None = None  # what the windows so far keep, in order key order
     rows = size = 0
     widths: dict[int, int] = {}  # a layout number's column count (its columns come on its first row)
+
+    def roll() -> list[pa.RecordBatch]:
+        nonlocal carry, rows, size
+        out = compacted(pa.Table.from_batches(held, schema), widths, suspects, carry)
+        held.clear()
+        if out.num_rows > window // 2 or out.nbytes > window_bytes // 2:
+            carry, rows, size = None, 0, 0
+            return out.to_batches()
+        carry, rows, size = out, out.num_rows, out.nbytes
+        return []
+
     for b in batches:
         if held and size + b.nbytes > window_bytes:
-            yield from compacted(pa.Table.from_batches(held, schema), widths, suspects)
-            held, rows, size = [], 0, 0
+            yield from roll()
         held.append(b)
         rows, size = rows + b.num_rows, size + b.nbytes
         if rows >= window or size >= window_bytes:
-            yield from compacted(pa.Table.from_batches(held, schema), widths, suspects)
-            held, rows, size = [], 0, 0
+            yield from roll()
     if held:
-        yield from compacted(pa.Table.from_batches(held, schema), widths, suspects)
+        yield from roll()
+    if carry is not None:
+        yield from carry.to_batches()
 
 
 def compacted(
-    t: pa.Table, widths: dict[int, int] | None = None, suspects: Collection[int] | None = None
-) -> Iterator[pa.RecordBatch]:
-    """One window's last change per key (module docstring). ``widths``: the column count of each
-    layout number seen so far in the read (a read with ``columns=first``), updated here;
-    ``suspects`` as in ``last_per_key``."""
+    t: pa.Table,
+    widths: dict[int, int] | None = None,
+    suspects: Collection[int] | None = None,
+    carry: pa.Table | None = None,
+) -> pa.Table:
+    """One window's last change per key (module docstring), in order key order. ``widths``: the
+    column count of each layout number seen so far in the read (a read with ``columns=first``),
+    updated here; ``suspects`` as in ``last_per_key``; ``carry``: what the windows before kept
+    (``compacted_schema``), compacted with ``t`` as the changes before it, each standing for the
+    ``changes`` it counts (``partial`` and ``json_edits`` are found again, alike)."""
+    counts = pa.repeat(pa.scalar(1, pa.int32()), t.num_rows)
+    if carry is not None and carry.num_rows:
+        counts = pa.concat_arrays([carry["changes"].combine_chunks(), counts])
+        t = pa.concat_tables([carry.select(t.column_names), t])
     t = t.combine_chunks()  # one chunk: every step below then runs over whole arrays
     n = t.num_rows
     op, pk, before_key = t["op"], t["pk"], t["pk_before"]
@@ -117,7 +143,7 @@ def compacted(
     ).fill_null(False)
     index = pa.array(range(n), pa.int64())
     # a row's rank: its place in order key order, a tombstone just before its update
-    rows = t.append_column(COUNT_FIELD, pa.repeat(pa.scalar(1, pa.int32()), n))
+    rows = t.append_column(COUNT_FIELD, counts)
     rows = rows.append_column(PARTIAL_FIELD, partial)
     edits = _json_edits(t, row_ops, suspects)
     rows = rows.append_column(EDITS_FIELD, edits)
@@ -151,7 +177,12 @@ def compacted(
         ]
     )
     ranks = pa.concat_arrays([ranks, _servers_left(t, both, ranks)])
-    kept = both.filter(pc.is_in(both["_rank"], ranks))
+    chosen = pc.is_in(both["_rank"], ranks)
+    if both is rows:  # in rank order already
+        kept = both.filter(chosen)
+    else:  # each tombstone just before its update
+        at = pc.indices_nonzero(chosen)
+        kept = both.take(pc.take(at, pc.sort_indices(pc.take(both["_rank"], at))))
     # a group's last change stands for the group; a row kept for its server counts nothing more
     total = pc.take(groups["changes_sum"].combine_chunks(), pc.index_in(kept["_rank"], last))
     count = pc.if_else(
@@ -161,7 +192,7 @@ def compacted(
     )
     out = kept.select(t.column_names).append_column(COUNT_FIELD, count)
     out = out.append_column(PARTIAL_FIELD, kept[PARTIAL_FIELD.name])
-    yield from out.append_column(EDITS_FIELD, kept[EDITS_FIELD.name]).to_batches()
+    return out.append_column(EDITS_FIELD, kept[EDITS_FIELD.name])
 
 
 def _tables_of(tables: pa.Array, rows: pa.Array, marked: pa.Array) -> pa.Array:
