@@ -153,3 +153,32 @@ def test_a_partial_json_update_replaced_by_a_minimal_one_is_refused(
     )
     with pytest.raises(UnappliableChangeError):
         sync(spark, str(source), tmp_path / "lake", options=PLAIN if read == "plain" else None)
+
+
+def test_a_sync_cuts_its_read_into_a_few_ranges_per_core(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sync reads in at most ``RANGES_PER_CORE`` ranges per core (each range keeps about one
+    change per key, and each kept row costs the JVM), never in ranges smaller than the source's
+    default; a ``splitSize`` the user gives, and a merged read of nodes, are left alone."""
+    from binlake.sizes import parse_size
+    from binlake.spark import source
+    from binlake.spark.apply import RANGES_PER_CORE, sync_options
+
+    generate(tmp_path / "bin", seed=4, target_bytes=400_000, max_file_size=None)
+    (path,) = sorted((tmp_path / "bin").glob("binlog.0*"))
+    cores = spark.sparkContext.defaultParallelism
+    src = str(tmp_path / "bin")
+    # the default floor: a small series is read in ranges of the default size, as before
+    assert sync_options(None, spark, src)["splitSize"] == str(parse_size(source.DEFAULT_SPLIT))
+    monkeypatch.setattr(source, "DEFAULT_SPLIT", "8KB")  # a floor this series is far above
+    options = sync_options(None, spark, src)
+    split = int(options["splitSize"])
+    assert split == -(-path.stat().st_size // (RANGES_PER_CORE * cores)) > parse_size("8KB")
+    ranges = change_log(spark, src, options).rdd.getNumPartitions()
+    assert cores <= ranges <= RANGES_PER_CORE * cores
+    # against the floor's ranges: many more
+    assert change_log(spark, src, {**SYNC_READ, "splitSize": "8KB"}).rdd.getNumPartitions() > 2 * ranges
+    assert sync_options({"splitSize": "16KB"}, spark, src)["splitSize"] == "16KB"
+    assert "splitSize" not in sync_options({"nodes": "true"}, spark, src)
+    assert "splitSize" not in sync_options(None, spark, str(tmp_path / "missing"))

@@ -188,7 +188,9 @@ def cmd_sync(args: SyncOptions) -> int:
         spark = spark_session(args.master)
     total = sum(Path(f).stat().st_size for s in sources(args) for f in resolve_files(s))
     with SyncProgress(spark, total, console) as progress:
-        report = apply(change_log(spark, args.source, sync_options(options)), progress.phase)
+        report = apply(
+            change_log(spark, args.source, sync_options(options, spark, args.source)), progress.phase
+        )
     table = Table(title=f"binlake sync -> {sink.shown} (up to {report.position or 'nothing new'})")
     for c in ("table", "rows merged", "state"):
         table.add_column(c)

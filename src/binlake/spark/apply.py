@@ -5,6 +5,7 @@ micro-batch by micro-batch as the source grows.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -35,9 +36,41 @@ def as_sink(target: Target, *, password: str | None = None, chunk_rows: int = 50
 SYNC_READ = {"columns": "first", "before": "keyless", "changes": "last"}
 
 
-def sync_options(options: dict[str, str] | None) -> dict[str, str]:
-    """A sync's read options: ``SYNC_READ`` unless ``options`` say otherwise."""
-    return {**SYNC_READ, **(options or {})}
+# ranges a sync's read is cut into per core at most (``sync_split``): enough to keep every core busy
+# to the end, and no more: each range keeps about one change per key of the tables it touches
+# (``arrowlog.compact`` rolls its windows over the whole range), and each kept row costs the JVM
+RANGES_PER_CORE = 4
+
+
+def sync_options(
+    options: dict[str, str] | None, spark: Any = None, source: str | None = None
+) -> dict[str, str]:
+    """A sync's read options: ``SYNC_READ`` unless ``options`` say otherwise; with ``spark`` and
+    ``source``, ranges sized by ``sync_split`` unless ``options`` set ``splitSize``."""
+    out = {**SYNC_READ, **(options or {})}
+    if spark is not None and source is not None and not any(k.lower() == "splitsize" for k in out):
+        split = sync_split(spark, source, out)
+        if split is not None:
+            out["splitSize"] = str(split)
+    return out
+
+
+def sync_split(spark: Any, source: str, options: dict[str, str]) -> int | None:
+    """Bytes per range of a sync's read of ``source``: ``RANGES_PER_CORE`` ranges per core of the
+    session, never smaller than the source's default (``DEFAULT_SPLIT``). None: the default stands
+    (a merged read of nodes, or the cores or files not known here)."""
+    from binlake.errors import BinlogError
+    from binlake.sizes import parse_size
+    from binlake.spark.source import DEFAULT_SPLIT, resolve_files
+
+    if any(k.lower() == "nodes" and str(v).lower() == "true" for k, v in options.items()):
+        return None
+    try:
+        cores = int(spark.sparkContext.defaultParallelism)
+        total = sum(os.path.getsize(f) for f in resolve_files(source))
+    except (BinlogError, OSError, AttributeError, ValueError):
+        return None  # the read itself says what is wrong with the source
+    return max(parse_size(DEFAULT_SPLIT), -(-total // (RANGES_PER_CORE * max(cores, 1))))
 
 
 def change_log(spark: Any, source: str, options: dict[str, str] | None = None) -> Any:
@@ -77,7 +110,7 @@ def sync(
     password: str | None = None,
 ) -> SyncReport:
     """Apply every complete transaction of ``source`` to ``target``."""
-    df = change_log(spark, source, sync_options(options))
+    df = change_log(spark, source, sync_options(options, spark, source))
     return apply_changes(
         df, target, source=source, chunk_rows=chunk_rows, on_phase=on_phase, password=password
     )
