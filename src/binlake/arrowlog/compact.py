@@ -3,9 +3,9 @@ source's option ``changes=last``).
 
 A sync applies the last change per (table, primary key) of a batch (``binlake.spark.plan``); every
 earlier one is read, shipped to Spark, kept and shuffled only to lose. Here each read (a range of a
-file) drops them before Spark sees them, in windows of ``WINDOW_ROWS`` rows, by the rule the plan
-uses, so that the plan's own last-change-per-key over the windows finds what it found over every
-change:
+file) drops them before Spark sees them, in windows of ``WINDOW_ROWS`` rows that roll (what one
+keeps is compacted again with the next), by the rule the plan uses, so that the plan's own
+last-change-per-key over what the windows give finds what it found over every change:
 
 * a change is replaced by a later one of the same table and key (its ``pk``, compared as encoded:
   equal values of one key encoder are equal bytes; an encoding that differs only keeps both, which
