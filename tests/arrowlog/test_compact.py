@@ -293,7 +293,7 @@ def widened(batch: pa.RecordBatch, width: int) -> pa.RecordBatch:
 
 @pytest.mark.slow
 def test_a_window_of_wide_rows_is_held_under_2_gib(tmp_path: Path) -> None:
-    """Rows of 40 KB images: 65,536 of them are 2.6 GB, past what one Arrow binary column holds
+    """Rows of 40 KB images: 65,536 of them would be 2.6 GB, past what one Arrow binary column holds
     (int32 offsets: 2 GiB). A window held whole by its row count alone failed (``combine_chunks``:
     offset overflow) where the read without ``changes=last`` streamed batches of 4,096 rows; here a
     window is bounded by its bytes too. (A range of one big transaction, a merged read: nothing else
@@ -304,7 +304,7 @@ def test_a_window_of_wide_rows_is_held_under_2_gib(tmp_path: Path) -> None:
     batches = list(transaction_batches(file_transactions(path), size=64, trim=trim))
     every = pa.Table.from_batches(batches, trim.schema)
     n = int(pc.sum(pc.is_in(every["op"], pa.array(sorted(ROWS)))).as_py())
-    assert n < 65_536  # one window by rows
+    assert n < compact.WINDOW_ROWS  # one window by rows
     width = 2**31 // n + 1  # their images: just over 2 GiB
     wide = [widened(b, width) for b in batches]
     counted = compacted_schema(trim.schema)

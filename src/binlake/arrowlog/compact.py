@@ -48,7 +48,10 @@ from binlake.arrowlog.variant import decode, metadata_keys, object_starts, one_f
 from binlake.changes import KEY_WIDTH, NAME_OPS, ROW_OPS, TOMBSTONE, Op
 from binlake.render.values import PARTIAL_JSON_KEY
 
-WINDOW_ROWS = 65_536  # rows compacted at once: a window is held whole (~30 MB of Arrow of narrow rows)
+# rows compacted at once: a window is held whole, with the carry (~15 MB of Arrow of narrow rows; a
+# 125 MB range of the 1 GB benchmark series peaked at 420 MB of RSS with 65,536 and 324 MB with this,
+# keeping the same rows: the windows roll)
+WINDOW_ROWS = 32_768
 # and bytes: wide rows (documents, BLOBs) by count alone held GBs, past the 2 GiB one Arrow binary
 # column holds (``combine_chunks`` failed); a batch bigger than this is a window alone
 WINDOW_BYTES = 128 << 20
