@@ -248,3 +248,64 @@ def test_a_file_still_being_written_ends_the_series_where_its_complete_part_ends
 
 def gtid_transactions(series: BinlogSeries) -> list[Transaction]:
     return [t for t in all_transactions(series) if t.gtid]
+
+
+def live_copy(tmp_path: Path, name: str, first: Path, second: Path, data: bytes) -> BinlogSeries:
+    """A directory of ``first`` and ``data`` as ``second``'s name (the file being written)."""
+    live = tmp_path / name
+    live.mkdir()
+    (live / first.name).write_bytes(first.read_bytes())
+    (live / second.name).write_bytes(data)
+    return BinlogSeries.open(live)
+
+
+def test_a_live_file_ending_between_the_events_of_a_transaction(corpus: Path, tmp_path: Path) -> None:
+    """Review of 06e61b7: the last file written up to an event boundary inside a transaction (its
+    rows there, its XID not yet) — a transaction without its commit, which a read (``TailScan``,
+    ``complete_end``) stops before. The search past every complete transaction must answer the start
+    of the one being written, as it does when the cut falls inside an event; it answered the file's
+    size: a position inside a transaction."""
+    from binlake.position import last_boundary
+    from binlake.reader import BinlogReader
+
+    first, second = (corpus / n for n in REAL_SERIES[0])
+    whole = BinlogSeries.open(first, second)
+    txns = [t for t in all_transactions(whole) if t.file_seq == 1 and t.kind == "commit"]
+    t = txns[-1]
+    xid = [e.offset for e in BinlogReader(second) if t.start < e.offset < t.end and e.type_name == "XID"]
+    assert xid  # the cut: just before the commit
+    series = live_copy(tmp_path, "live", first, second, second.read_bytes()[: xid[0]])
+    assert last_boundary(series.files[-1]) == t.start  # where a read of the live file stops
+    found = find_by_time(series, max(u.commit_time_us for u in all_transactions(whole)) + 10**7)
+    assert (found.position.file_seq, found.position.offset) == (1, t.start)
+
+
+def test_a_live_file_of_only_the_magic_misses_nothing_before_it(corpus: Path, tmp_path: Path) -> None:
+    """Review of 06e61b7 (find-position on a live directory): the server has just rotated, its new
+    file holds only the magic (``tail.just_created``). Its creation time reads as 0, so the search
+    took every earlier file as ended before any T and answered the end of the series, missing the
+    transactions of the first file committed at or after T."""
+    first, second = (corpus / n for n in REAL_SERIES[0])
+    whole = BinlogSeries.open(first, second)
+    early = [t for t in all_transactions(whole) if t.file_seq == 0 and t.commit_time_us]
+    target = early[len(early) // 2]
+    series = live_copy(tmp_path, "live", first, second, second.read_bytes()[:4])
+    found = find_by_time(series, target.commit_time_us)
+    assert found.position.file_seq == 0 and found.position.offset <= target.start
+
+
+@pytest.mark.parametrize("cut", [4 + 10, 4 + 30, 126 + 10], ids=["fde-header", "fde-body", "previous-gtids"])
+def test_a_live_file_cut_in_its_first_events(corpus: Path, tmp_path: Path, cut: int) -> None:
+    """Review of 06e61b7: the last file cut inside its FORMAT_DESCRIPTION or PREVIOUS_GTIDS (the
+    server has just created it; a read stops at offset 4, ``last_boundary``): the search must end the
+    series where its complete part ends, as for a cut further on; it raised IncompleteTailError from
+    ``file_start``."""
+    first, second = (corpus / n for n in REAL_SERIES[0])
+    whole = BinlogSeries.open(first, second)
+    txns = all_transactions(whole)
+    series = live_copy(tmp_path, "live", first, second, second.read_bytes()[:cut])
+    found = find_by_time(series, max(t.commit_time_us for t in txns) + 10**7)
+    assert found.transaction is None
+    assert (found.position.file_seq, found.position.offset) in ((1, 4), (0, first.stat().st_size))
+    have = GtidSet.parse(",".join(t.gtid for t in txns if t.gtid))
+    assert find_by_gtid_set(series, have).transaction is None
