@@ -94,6 +94,12 @@ def check(path: Path, window: int, once: bool, window_bytes: int = WINDOW_BYTES)
     kept = pa.Table.from_batches(
         last_per_key(batches, trim.schema, window, window_bytes), counted
     ).to_pylist()
+    assert_kept(every, kept, once)
+    return len(every), len(kept)
+
+
+def assert_kept(every: list[dict[str, Any]], kept: list[dict[str, Any]], once: bool) -> None:
+    """What a read of the last changes per key (``kept``, as rows) must hold of ``every`` change."""
     assert plain_latest(kept) == plain_latest(every)
     assert sum(r["changes"] for r in kept if r["op"] in ROWS) == sum(r["op"] in ROWS for r in every)
     rest = [
@@ -116,7 +122,7 @@ def check(path: Path, window: int, once: bool, window_bytes: int = WINDOW_BYTES)
     if once:  # a layout's rows in the output come with its columns, as the input's did
         carried = {r["layout"] for r in kept if r["columns"] is not None}
         assert {r["layout"] for r in kept if r["op"] in ROWS} <= carried
-    return len(every), len(kept)
+    assert [r["order_key"] for r in kept] == sorted(r["order_key"] for r in kept)  # in order
 
 
 @pytest.mark.parametrize("window", [7, 300, 1_000_000])

@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pytest
 
 from binlake.arrowlog.changelog import ColumnsOnce, Trim, transaction_batches
 from binlake.arrowlog.compact import compacted_schema, last_per_key
-from binlake.arrowlog.variant import decode
 from binlake.spark.changelog import file_transactions
-from tests.arrowlog.test_compact import ROWS, is_partial_json, plain_latest
+from tests.arrowlog.test_compact import assert_kept
 from tests.support.written import written
 
 
@@ -26,29 +26,7 @@ def check_batches(
     kept = pa.Table.from_batches(
         last_per_key(batches, schema, window, window_bytes), compacted_schema(schema)
     ).to_pylist()
-    assert plain_latest(kept) == plain_latest(every)
-    assert sum(r["changes"] for r in kept if r["op"] in ROWS) == sum(r["op"] in ROWS for r in every)
-    rest = [
-        {k: v for k, v in r.items() if k not in ("changes", "partial", "json_edits")}
-        for r in kept
-        if r["op"] not in ROWS or r["pk"] is None
-    ]
-    assert rest == [r for r in every if r["op"] not in ROWS or r["pk"] is None]
-    assert {r["server_id"] for r in kept} == {r["server_id"] for r in every}
-    partial = {r["order_key"] for r in every if is_partial_json(r)}
-    assert partial <= {r["order_key"] for r in kept}
-    assert {r["order_key"] for r in kept if r["json_edits"]} == partial
-    widths = {r["layout"]: len(r["columns"]) for r in every if once and r["columns"] is not None}
-    for r in kept:
-        if r["op"] in ("insert", "update"):
-            width = len(r["columns"]) if r["columns"] is not None else widths[r["layout"]]
-            assert r["partial"] is (len(decode(**r["after"])) < width)
-        else:
-            assert r["partial"] is False
-    if once:
-        carried = {r["layout"] for r in kept if r["columns"] is not None}
-        assert {r["layout"] for r in kept if r["op"] in ROWS} <= carried
-    assert [r["order_key"] for r in kept] == sorted(r["order_key"] for r in kept)  # in order
+    assert_kept(every, kept, once)
     return kept
 
 
@@ -113,15 +91,15 @@ def test_rolling_windows_on_a_real_server(own_mariadb: Any, tmp_path: Path) -> N
     check_every_way(copy)
 
 
-def test_carried_drops_are_not_walked_again_by_every_window(own_mariadb: Any, tmp_path: Path) -> None:
+def test_carried_drops_are_not_walked_again_by_every_window(
+    own_mariadb: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A range that starts with many dropped tables (an ETL's staging tables created, filled and
     dropped) then updates a few hot keys: every ``drop_table`` row is kept and carried, and each
-    later window's ``_identities`` walked every carried drop over every carried name again (splits x
-    names per window): ~14x the time of the same windows not rolling (1,000 drops, 300k updates,
-    windows of 16,384: 13 s of 13.3 in ``_identities``; 4,000 drops, 1.2M rows, default windows:
-    50 s against 3.5 s). Asserted loosely: at most 3x the time of compacting each window alone."""
-    import time
-
+    later window's ``_identities`` looked up every carried name at every carried drop (their
+    product per window: 1,000 drops, 300k updates, windows of 16,384 took 13 s of 13.3 there;
+    4,000 drops, 1.2M rows, default windows: 50 s against 3.5 s not rolling). Now each stretch
+    between drops looks up the names of its own rows: counted, at most one per row compacted."""
     from binlake.arrowlog import compact
 
     statements = []
@@ -132,7 +110,7 @@ def test_carried_drops_are_not_walked_again_by_every_window(own_mariadb: Any, tm
             f"DROP TABLE x.s{i}",
         ]
     statements.append(
-        "INSERT INTO x.h (id, v) SELECT seq % 10, seq FROM x.seq_1_to_250000 "
+        "INSERT INTO x.h (id, v) SELECT seq % 10, seq FROM x.seq_1_to_60000 "
         "ON DUPLICATE KEY UPDATE v = VALUES(v)"
     )
     (copy,) = written(
@@ -143,19 +121,25 @@ def test_carried_drops_are_not_walked_again_by_every_window(own_mariadb: Any, tm
     ).iterdir()
     trim = Trim(ColumnsOnce(), keyed_before=False)
     batches = list(transaction_batches(file_transactions(copy), trim=trim))
-    window = 8_192
-    started = time.perf_counter()
-    rolled = list(last_per_key(batches, trim.schema, window))
-    rolling = time.perf_counter() - started
-    whole = pa.Table.from_batches(batches, trim.schema)
-    widths: dict[int, int] = {}
-    started = time.perf_counter()
-    for lo in range(0, whole.num_rows, window):
-        out = compact.compacted(whole.slice(lo, window), widths)
-        list(out.to_batches() if isinstance(out, pa.Table) else out)  # (a generator before 95064c1)
-    alone = time.perf_counter() - started
-    assert sum(b.num_rows for b in rolled) < 2_000
-    assert rolling < 3 * alone + 0.5, (rolling, alone)
+    lookups, compacted_rows = [0], [0]
+    of, compacted = compact._Tables.of, compact.compacted
+
+    def counted_of(self: Any, name: str) -> int:
+        lookups[0] += 1
+        return of(self, name)
+
+    def counted_compacted(t: pa.Table, *args: Any) -> pa.Table:
+        carry = args[2] if len(args) > 2 else None
+        compacted_rows[0] += t.num_rows + (carry.num_rows if carry is not None else 0)
+        return compacted(t, *args)
+
+    monkeypatch.setattr(compact._Tables, "of", counted_of)
+    monkeypatch.setattr(compact, "compacted", counted_compacted)
+    rolled = list(last_per_key(batches, trim.schema, 4_096))
+    every = sum(b.num_rows for b in batches)
+    assert every > 60_000 and sum(b.num_rows for b in rolled) < 2_000  # the windows rolled
+    assert compacted_rows[0] > 10 * 1_800  # the drops (and their tables' rows) carried through
+    assert 0 < lookups[0] <= compacted_rows[0]
 
 
 def test_rolling_windows_over_partial_json_and_noblob_on_mysql(mysql: Any, tmp_path: Path) -> None:

@@ -273,44 +273,57 @@ def _tombstones(moved: pa.Table) -> pa.Table:
     )
 
 
+class _Tables:
+    """The table each name stands for now, as a number: a name met for the first time is a new
+    table; a rename or drop moves or ends what a name stands for (``_identities``)."""
+
+    def __init__(self) -> None:
+        self.now: dict[str, int] = {}
+        self.fresh = itertools.count()
+
+    def of(self, name: str) -> int:
+        got = self.now.get(name)
+        if got is None:
+            got = self.now[name] = next(self.fresh)
+        return got
+
+    def rename(self, old: str | None, new: str | None, op: str) -> None:
+        table = self.now.pop(old, None) if old is not None else None
+        if op == Op.RENAME_TABLE.value and new is not None:
+            self.now[new] = table if table is not None else next(self.fresh)
+
+
 def _identities(t: pa.Table) -> pa.Array:
     """Per row of window ``t``, the table it is a change of, as a number (module docstring): its
     name's at the window's start, followed through the window's ``rename_table`` changes in order;
     a ``drop_table``, or a rename away, ends a name's table (a later row of the name is of a new
-    one). Without renames or drops, one number per name."""
+    one). Without renames or drops, one number per name. Each stretch between two of them looks
+    up only the names its rows have: a carried window holds every drop of the range, and every
+    name of it (an ETL's staging tables), and looking up each name at each drop took their product
+    per window."""
     names = pc.dictionary_encode(pc.binary_join_element_wise(t["db"], t["table"], "\x00"))
     if isinstance(names, pa.ChunkedArray):
         names = names.combine_chunks()
     known = names.dictionary.to_pylist()
     splits = pc.indices_nonzero(pc.is_in(t["op"], _SPLITS)).to_pylist()
-    fresh = itertools.count()
-    now: dict[str, int] = {}
-
-    def table_of(name: str) -> int:
-        if name not in now:
-            now[name] = next(fresh)
-        return now[name]
-
-    # what each name stands for before the first split, and after each
-    stands = [pa.array([table_of(n) for n in known], pa.int64())]
+    tables = _Tables()
     changes = t.take(splits).select(["op", "before", "after"]).to_pylist() if splits else []
-    for change in changes:
-        old, new = (
-            None if image is None else _full_name(decode(image["value"], image["metadata"]))
-            for image in (change["before"], change["after"])
-        )
-        table = now.pop(old, None) if old is not None else None
-        if change["op"] == Op.RENAME_TABLE.value and new is not None:
-            now[new] = table if table is not None else next(fresh)
-        stands.append(pa.array([table_of(n) for n in known], pa.int64()))
     indices = names.indices
     bounds = [0, *(s + 1 for s in splits), len(t)]  # (a split's own row, keyless, ends its stretch)
-    return pa.concat_arrays(
-        [
-            pc.take(stands[j], indices.slice(lo, hi - lo))
-            for j, (lo, hi) in enumerate(itertools.pairwise(bounds))
-        ]
-    )
+    pieces = []
+    for j, (lo, hi) in enumerate(itertools.pairwise(bounds)):
+        if j:  # the split that ends the stretch before: what the names stand for after it
+            change = changes[j - 1]
+            old, new = (
+                None if image is None else _full_name(decode(image["value"], image["metadata"]))
+                for image in (change["before"], change["after"])
+            )
+            tables.rename(old, new, change["op"])
+        piece = indices.slice(lo, hi - lo)
+        used = pc.unique(piece)
+        ids = pa.array([tables.of(known[u]) for u in used.to_pylist()], pa.int64())
+        pieces.append(pc.take(ids, pc.index_in(piece, used)))
+    return pa.concat_arrays(pieces)
 
 
 def _full_name(name: dict[str, str]) -> str:
