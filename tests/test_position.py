@@ -227,7 +227,7 @@ def test_a_file_still_being_written_ends_the_series_where_its_complete_part_ends
             assert (after_all.position.file_seq, after_all.position.offset) == (1, t.start)
             assert after_all.transaction is None and after_all.cut is not None
             assert t.start <= after_all.cut < cut
-            assert f"ends inside an event at offset {after_all.cut}" in after_all.describe()
+            assert f"ends in an event cut short at offset {after_all.cut}" in after_all.describe()
             # a set holding every complete transaction: the same end, with the set executed
             have = GtidSet.parse(
                 ",".join(u.gtid for u in gtid_transactions(whole) if u.order_key < (1, t.start))
@@ -278,6 +278,9 @@ def test_a_live_file_ending_between_the_events_of_a_transaction(corpus: Path, tm
     assert last_boundary(series.files[-1]) == t.start  # where a read of the live file stops
     found = find_by_time(series, max(u.commit_time_us for u in all_transactions(whole)) + 10**7)
     assert (found.position.file_seq, found.position.offset) == (1, t.start)
+    assert (
+        found.cut == t.start and f"a transaction without its commit at offset {t.start}" in found.describe()
+    )
 
 
 def test_a_live_file_of_only_the_magic_misses_nothing_before_it(corpus: Path, tmp_path: Path) -> None:

@@ -59,18 +59,30 @@ class FileStart:
     maria_gtid_list: MariaGtidPos | None
 
 
-def file_start(path: Path) -> FileStart:
+def file_start(path: Path, live: bool = False) -> FileStart:
+    """What a file's first events say. ``live``: the file may be one the server is still writing,
+    cut inside those events (what they said before the cut is given; ``created`` 0: not known)."""
     created, prev, maria = 0, None, None
-    for ev in BinlogReader(path, skip=HEADER_ONLY):
-        if ev.type_code == EventType.FORMAT_DESCRIPTION:
-            created = ev.header.timestamp
-        elif isinstance(ev.body, PreviousGtids):
-            prev = GtidSet.from_dict(ev.body.sets)
-        elif isinstance(ev.body, MariaGtidList):
-            maria = MariaGtidPos(tuple(sorted(ev.body.gtids)))
-        elif ev.type_code not in (EventType.MARIA_BINLOG_CHECKPOINT, EventType.START_V3):
-            break
+    try:
+        for ev in BinlogReader(path, skip=HEADER_ONLY):
+            if ev.type_code == EventType.FORMAT_DESCRIPTION:
+                created = ev.header.timestamp
+            elif isinstance(ev.body, PreviousGtids):
+                prev = GtidSet.from_dict(ev.body.sets)
+            elif isinstance(ev.body, MariaGtidList):
+                maria = MariaGtidPos(tuple(sorted(ev.body.gtids)))
+            elif ev.type_code not in (EventType.MARIA_BINLOG_CHECKPOINT, EventType.START_V3):
+                break
+    except IncompleteTailError:
+        if not live:
+            raise
     return FileStart(path, created, prev, maria)
+
+
+def _file_starts(series: BinlogSeries) -> list[FileStart]:
+    """``file_start`` of each file of ``series``, the last one ``live``."""
+    last = len(series.files) - 1
+    return [file_start(f, live=i == last) for i, f in enumerate(series.files)]
 
 
 @dataclass
@@ -84,9 +96,11 @@ class Found:
     # GTIDs that ran before the series' first file (purged) and that the searched set lacks: no
     # position of these files brings a replica at that set up to date (None: nothing missing)
     missing: GtidSet | MariaGtidPos | None = None
-    # the last file ends inside an event at this offset (still being written): the position is
-    # where the complete part of the series ends (None: the series ends cleanly)
+    # the last file (still being written?) ends in something ``unfinished`` ("an event cut short",
+    # "a transaction without its commit") that starts at ``cut``: the position is where the
+    # complete part of the series ends (None: the series ends cleanly)
     cut: int | None = None
+    unfinished: str | None = None
 
     def describe(self) -> str:
         lines = [f"file: {self.position.file}", f"position: {self.position.offset}"]
@@ -112,8 +126,8 @@ class Found:
             lines.append("no transaction after it yet: this is the end of the series")
         if self.cut is not None:
             lines.append(
-                f"note: {self.position.file} ends inside an event at offset {self.cut} (a file still "
-                "being written?): the position is where its complete transactions end"
+                f"note: {self.position.file} ends in {self.unfinished} at offset {self.cut} (a file "
+                "still being written?): the position is where its complete transactions end"
             )
         return "\n".join(lines)
 
@@ -145,51 +159,65 @@ class _Executed:
 
 class _Walk:
     """Header-only transactions from ``first_file`` on, each with the executed set before it; and
-    where the series' complete part ends (``end``). The last file may end inside an event: a file the
-    server is still writing. Its complete transactions are given and ``end`` is where the one being
-    written starts; ``cut`` is the offset of the event cut short. In any earlier file that is damage
-    and raises, as reading it does."""
+    where the series' complete part ends (``end``). The last file may be one the server is still
+    writing: it may end inside an event, or inside a transaction whose commit is not written yet (or
+    inside its first events). Its complete transactions are given, ``end`` is just past the last of
+    them (as ``TailScan.boundary``: where a read of the file stops), ``unfinished`` says what follows
+    and ``cut`` where it starts. In any earlier file a cut event is damage and raises, as reading it
+    does."""
 
     def __init__(self, series: BinlogSeries, first_file: int) -> None:
         self.series, self.first_file = series, first_file
         last = len(series.files) - 1
         self.end = series.position(last, series.files[last].stat().st_size)
+        self.unfinished: str | None = None
         self.cut: int | None = None
 
     def __iter__(self) -> Iterator[tuple[int, Transaction, _Executed]]:
         files = self.series.files
+        last = len(files) - 1
         for seq in range(self.first_file, len(files)):
-            executed = _Executed(file_start(files[seq]))
+            executed = _Executed(file_start(files[seq], live=seq == last))
             g = TransactionGrouper(keep_events=False)
+            boundary = 4  # just past the file's last complete transaction
             try:
                 for ev in BinlogReader(files[seq], skip=HEADER_ONLY):
                     for t in g.feed(seq, ev):
+                        if t.kind == UNFINISHED and seq == last:
+                            continue  # (a transaction the next one began without a commit: not given)
                         yield seq, t, executed
                         executed.add(t)
+                        boundary = t.end
             except IncompleteTailError as e:
-                if seq != len(files) - 1:
+                if seq != last:
                     raise
-                self.cut = e.offset
-                begun = g.current.start if g.current is not None else None
-                pending = g.pending[0].offset if g.pending else None
-                at = min(o for o in (begun, pending, e.offset) if o is not None)
-                self.end = self.series.position(seq, at)
+                self._ends(seq, boundary, "an event cut short", e.offset or boundary)
                 return
             for t in g.finish():
+                if t.kind == UNFINISHED and seq == last:
+                    self._ends(seq, boundary, "a transaction without its commit", t.start)
+                    return
                 yield seq, t, executed
+
+    def _ends(self, seq: int, boundary: int, unfinished: str, cut: int) -> None:
+        self.end = self.series.position(seq, boundary)
+        self.unfinished, self.cut = unfinished, cut
 
     def found_end(self, executed: _Executed | None, missing: GtidSet | MariaGtidPos | None = None) -> Found:
         """The answer when no transaction qualifies: the end of the complete part."""
-        return Found(self.end, executed.value() if executed else None, None, True, missing, self.cut)
+        return Found(
+            self.end, executed.value() if executed else None, None, True, missing, self.cut, self.unfinished
+        )
 
 
 def find_by_time(series: BinlogSeries, when: dt.datetime | int) -> Found:
     """The start position for transactions committed at or after ``when`` (aware datetime or µs)."""
     t_us = when if isinstance(when, int) else int(when.timestamp() * 1_000_000)
-    starts = [file_start(f) for f in series.files]
+    starts = _file_starts(series)
     first = 0
     for i in range(len(starts) - 1):
-        if (starts[i + 1].created + 1) * 1_000_000 <= t_us:  # file i ended before T
+        # file i ended before T (a file without its FORMAT_DESCRIPTION yet, just created, tells nothing)
+        if starts[i + 1].created and (starts[i + 1].created + 1) * 1_000_000 <= t_us:
             first = i + 1
     executed: _Executed | None = None
     walk = _Walk(series, first)
@@ -203,7 +231,7 @@ def find_by_time(series: BinlogSeries, when: dt.datetime | int) -> Found:
 
 def find_by_gtid_set(series: BinlogSeries, gtids: GtidSet | MariaGtidPos) -> Found:
     """Where a replica that has executed ``gtids`` must start: the first transaction not in the set."""
-    starts = [file_start(f) for f in series.files]
+    starts = _file_starts(series)
     first = 0
     for i, s in enumerate(starts):  # the last file whose start the set holds all of
         ran_before = s.previous_gtids if isinstance(gtids, GtidSet) else s.maria_gtid_list
