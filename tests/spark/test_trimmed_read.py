@@ -158,11 +158,12 @@ def test_a_partial_json_update_replaced_by_a_minimal_one_is_refused(
 def test_a_sync_cuts_its_read_into_a_few_ranges_per_core(
     spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A sync reads in at most ``RANGES_PER_CORE`` ranges per core (each range keeps about one
+    """A sync reads in about ``RANGES_PER_CORE`` ranges per core (each range keeps about one
     change per key, and each kept row costs the JVM), never in ranges smaller than the source's
-    default; a ``splitSize`` the user gives, and a merged read of nodes, are left alone."""
+    default or bigger than ``MAX_SYNC_SPLIT``; a ``splitSize`` the user gives, and a merged read of
+    nodes, are left alone."""
     from binlake.sizes import parse_size
-    from binlake.spark import source
+    from binlake.spark import apply, source
     from binlake.spark.apply import RANGES_PER_CORE, sync_options
 
     generate(tmp_path / "bin", seed=4, target_bytes=400_000, max_file_size=None)
@@ -179,6 +180,9 @@ def test_a_sync_cuts_its_read_into_a_few_ranges_per_core(
     assert cores <= ranges <= RANGES_PER_CORE * cores
     # against the floor's ranges: many more
     assert change_log(spark, src, {**SYNC_READ, "splitSize": "8KB"}).rdd.getNumPartitions() > 2 * ranges
+    # and never bigger than MAX_SYNC_SPLIT (a session that counts few cores yet)
+    monkeypatch.setattr(apply, "MAX_SYNC_SPLIT", split // 2)
+    assert sync_options(None, spark, src)["splitSize"] == str(split // 2)
     assert sync_options({"splitSize": "16KB"}, spark, src)["splitSize"] == "16KB"
     assert "splitSize" not in sync_options({"nodes": "true"}, spark, src)
     assert "splitSize" not in sync_options(None, spark, str(tmp_path / "missing"))

@@ -36,10 +36,13 @@ def as_sink(target: Target, *, password: str | None = None, chunk_rows: int = 50
 SYNC_READ = {"columns": "first", "before": "keyless", "changes": "last"}
 
 
-# ranges a sync's read is cut into per core at most (``sync_split``): enough to keep every core busy
+# ranges a sync's read is cut into per core (``sync_split``): enough to keep every core busy
 # to the end, and no more: each range keeps about one change per key of the tables it touches
 # (``arrowlog.compact`` rolls its windows over the whole range), and each kept row costs the JVM
 RANGES_PER_CORE = 4
+# and no range bigger than this: a session whose executors have not all registered yet counts few
+# cores (``defaultParallelism`` is then at least 2), and a big series must still spread over them
+MAX_SYNC_SPLIT = 256_000_000
 
 
 def sync_options(
@@ -56,9 +59,10 @@ def sync_options(
 
 
 def sync_split(spark: Any, source: str, options: dict[str, str]) -> int | None:
-    """Bytes per range of a sync's read of ``source``: ``RANGES_PER_CORE`` ranges per core of the
-    session, never smaller than the source's default (``DEFAULT_SPLIT``). None: the default stands
-    (a merged read of nodes, or the cores or files not known here)."""
+    """Bytes per range of a sync's read of ``source``: its bytes over ``RANGES_PER_CORE`` ranges per
+    core of the session, between the source's default (``DEFAULT_SPLIT``) and ``MAX_SYNC_SPLIT``
+    (a file smaller than that is one range whatever: ranges never span files). None: the default
+    stands (a merged read of nodes, or the cores or files not known here)."""
     from binlake.errors import BinlogError
     from binlake.sizes import parse_size
     from binlake.spark.source import DEFAULT_SPLIT, resolve_files
@@ -70,7 +74,8 @@ def sync_split(spark: Any, source: str, options: dict[str, str]) -> int | None:
         total = sum(os.path.getsize(f) for f in resolve_files(source))
     except (BinlogError, OSError, AttributeError, ValueError):
         return None  # the read itself says what is wrong with the source
-    return max(parse_size(DEFAULT_SPLIT), -(-total // (RANGES_PER_CORE * max(cores, 1))))
+    wanted = -(-total // (RANGES_PER_CORE * max(cores, 1)))
+    return max(parse_size(DEFAULT_SPLIT), min(wanted, MAX_SYNC_SPLIT))
 
 
 def change_log(spark: Any, source: str, options: dict[str, str] | None = None) -> Any:
