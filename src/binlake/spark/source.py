@@ -12,7 +12,7 @@ in every row), ``splitSize``, ``columns`` (``every``, the default, or ``first``:
 its ``columns`` only where it is the first of its layout in a range, and every row a ``layout``
 number, the same for equal layouts), ``before`` (``every``, the default, or ``keyless``: a keyed
 change's ``before`` is NULL, its key is ``pk_before``), ``changes`` (``every``, the default, or
-``last``: only the last change per key of each stretch of a range, each row counting the changes it
+``last``: only the last change per key of a range (in rolling windows), each row counting the changes it
 stands for in ``changes`` and whether its image lacks columns in ``partial``;
 ``binlake.arrowlog.compact``) — a sync reads with all three
 (``binlake.arrowlog.changelog.Trim``); and a selection:
