@@ -9,9 +9,9 @@ transaction whose commit time is at or after T:
 - Older servers and MariaDB write no commit time; header timestamps are statement *start* times
   (seed 000). The event that ends a transaction (XID / COMMIT / DDL) starts before the commit and in
   the same second or, for a statement, within its ``exec_time``; so the commit happened before that
-  header second + exec_time + 1 s (``Transaction.latest_commit_us``). The safe rule starts at the first transaction whose latest
-  possible commit is at or after T: nothing committed at or after T is missed, and what is included
-  committed at most a second or so before T.
+  header second + exec_time + 1 s (``Transaction.latest_commit_us``). The safe rule starts at the
+  first transaction whose latest possible commit is at or after T: nothing committed at or after T
+  is missed, and what is included committed at most a second or so before T.
 
 Files are skipped without reading them: file i+1 is created after file i's last commit, so when file
 i+1's FORMAT_DESCRIPTION time is before T, no transaction of file i can qualify. Within a file only
@@ -183,11 +183,10 @@ class _Walk:
             try:
                 for ev in BinlogReader(files[seq], skip=HEADER_ONLY):
                     for t in g.feed(seq, ev):
-                        if t.kind == UNFINISHED and seq == last:
-                            continue  # (a transaction the next one began without a commit: not given)
                         yield seq, t, executed
                         executed.add(t)
-                        boundary = t.end
+                        if t.kind != UNFINISHED:
+                            boundary = t.end
             except IncompleteTailError as e:
                 if seq != last:
                     raise
