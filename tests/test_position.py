@@ -312,3 +312,25 @@ def test_a_live_file_cut_in_its_first_events(corpus: Path, tmp_path: Path, cut: 
     assert (found.position.file_seq, found.position.offset) in ((1, 4), (0, first.stat().st_size))
     have = GtidSet.parse(",".join(t.gtid for t in txns if t.gtid))
     assert find_by_gtid_set(series, have).transaction is None
+
+
+@pytest.mark.parametrize(
+    "cut", [4 + 10, 4 + 30, 126, 126 + 10], ids=["fde-header", "fde-body", "fde-only", "previous-gtids"]
+)
+def test_a_live_file_cut_in_its_first_events_still_says_what_was_executed(
+    corpus: Path, tmp_path: Path, cut: int
+) -> None:
+    """Newcomer (find-position on a copy of replicated-bin.00000{1,2} whose second file is cut in its
+    PREVIOUS_GTIDS): the answer past every transaction printed no `executed before:` line at all
+    (``Found.executed`` None), where a cut inside the FORMAT_DESCRIPTION or further on gives the GTIDs
+    of the first file. A replica set up from that answer needs the set: every cut must give it."""
+    first, second = (corpus / n for n in REAL_SERIES[0])
+    whole = BinlogSeries.open(first, second)
+    done = [t for t in all_transactions(whole) if t.file_seq == 0 and t.gtid]
+    executed = GtidSet.parse(",".join(t.gtid for t in done))
+    series = live_copy(tmp_path, "live", first, second, second.read_bytes()[:cut])
+    later = max(t.commit_time_us for t in all_transactions(whole)) + 10**7
+    found = find_by_time(series, later)
+    assert found.transaction is None
+    assert found.executed == executed, found.describe()
+    assert f"executed before: {executed}" in found.describe()
