@@ -99,3 +99,20 @@ def test_a_plot_file_that_is_neither_html_nor_png_is_refused(corpus: Path, tmp_p
     with pytest.raises(ValueError, match=r"\.html or \.png"):
         write_plot(s, str(tmp_path / "act.svg"))
     assert not (tmp_path / "act.svg").exists()
+
+
+def test_parallelism_counts_a_file_boundary_as_a_barrier(corpus: Path) -> None:
+    """Newcomer: `binlake stats` of replicated-bin.000001 and .000002 (nine transactions, each one's
+    last_committed the previous one's sequence_number: strictly serial) printed a logical-clock
+    parallelism of 1.80. The logical clock restarts in every file, and a transaction of the second
+    file (last_committed 0) can only start once the first file is applied (a replica's applier waits
+    for every worker at the new file's FORMAT_DESCRIPTION): the chains of successive files add up,
+    they do not run side by side. Nine serial transactions allow a parallelism of 1."""
+    std = corpus / "mysql-server-8.0.39/std_data"
+    series = BinlogSeries.open(std / "replicated-bin.000001", std / "replicated-bin.000002")
+    txns = list(iter_transactions(series.events()))
+    assert len(txns) == 9 and {t.file_seq for t in txns} == {0, 1}
+    assert all(t.last_committed == t.sequence_number - 1 for t in txns)  # each waits for the one before
+    s = collect(txns)
+    assert s.critical_path == 9
+    assert s.parallelism == 1.0
