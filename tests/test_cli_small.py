@@ -171,3 +171,16 @@ def test_a_start_position_past_the_last_event_names_where_the_events_end(
     torn.write_bytes(data + b"\0" * 30)
     with pytest.raises(NotAnEventStartError, match=f"past the last event \\(the events end at {len(data)}\\)"):
         list(BinlogReader(torn, start_position=len(data) + 20))
+
+
+@pytest.mark.parametrize("start", [5, 100, 255])
+def test_a_start_position_inside_the_format_description_is_refused(
+    corpus: Path, capsys: Any, start: int
+) -> None:
+    """Newcomer: `binlake dump --start-position 100 replicated-bin.000001` (its FORMAT_DESCRIPTION
+    runs from 4 to 126) printed the file from 126 on with exit 0, though 100 is no event's start; 127
+    is refused. The README: "A `--start-position` that is not an event start is refused naming the
+    nearest event starts." Here the FORMAT_DESCRIPTION runs from 4 to 256."""
+    path = str(corpus / MARIA)
+    assert main(["dump", "--start-position", str(start), path]) == 2
+    assert f"{start} is not the start of an event: the nearest are 4 and 256" in capsys.readouterr().err
