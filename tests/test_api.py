@@ -170,3 +170,14 @@ def test_row_changes_of_the_public_api(series: Any) -> None:
     keys = [c.order_key.encode() for c in changes]
     assert keys == sorted(keys) and len(set(keys)) == len(keys)
     assert isinstance(changes[0], binlake.RowChange) and changes[0].op is binlake.Op(changes[0].op)
+
+
+def test_row_changes_of_a_transaction_read_without_its_events_is_refused(series: Any) -> None:
+    """Newcomer: the README's example reads ``rest`` with ``keep_events=False``; handing one of those
+    transactions to ``binlake.row_changes`` yielded no change at all, silently, though its ``rows``
+    says it changed rows. It should say why (the events were not kept) instead of an empty answer."""
+    result, _ = series
+    bare = next(t for t in binlake.transactions(result.files[0], keep_events=False) if t.rows)
+    assert bare.rows > 0 and bare.events == []
+    with pytest.raises(ValueError, match="keep_events"):
+        list(binlake.row_changes(bare))
