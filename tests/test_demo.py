@@ -68,3 +68,24 @@ def test_sync_command(spark: Any, tmp_path: Path) -> None:
         assert pq.read_table(out / f"{name}.parquet").to_pylist() == read_delta(state, name).to_pylist()
     again = sync(spark, str(src), state, options={})
     assert not again.tables and sorted(again.skipped) == delta_tables(state)
+
+
+def test_demo_does_not_empty_a_directory_it_did_not_make(tmp_path: Path, monkeypatch: Any) -> None:
+    """Newcomer: `binlake demo --workdir DIR` starts with `shutil.rmtree(DIR)` whatever DIR holds
+    (`--help`: "emptied first"), so `binlake demo --workdir .` or a mistyped path deletes a user's
+    files without a question. A directory that is not empty and holds no earlier demo run (its
+    `binlogs/` and `delta/`) should be refused before anything is deleted. (The generator is
+    replaced so the test never starts Spark.)"""
+    import binlake.demo
+
+    def no_run(*_: Any, **__: Any) -> Any:
+        raise RuntimeError("the demo went on")
+
+    monkeypatch.setattr(binlake.demo, "Generator", no_run)
+    precious = tmp_path / "notes.txt"
+    precious.write_text("a user's file")
+    try:
+        run_demo(tmp_path, Console(record=True))
+    except Exception:
+        pass
+    assert precious.exists()
