@@ -84,8 +84,20 @@ def test_demo_does_not_empty_a_directory_it_did_not_make(tmp_path: Path, monkeyp
     monkeypatch.setattr(binlake.demo, "Generator", no_run)
     precious = tmp_path / "notes.txt"
     precious.write_text("a user's file")
-    try:
+    with pytest.raises(FileExistsError, match="not an earlier demo's"):
         run_demo(tmp_path, Console(record=True))
-    except Exception:
-        pass
     assert precious.exists()
+    # what the demo may empty: a new or empty directory, an earlier run's (its mark, or only what a
+    # run makes); and it marks the one it makes
+    from binlake.demo import DEMO_MARK, demo_dir
+
+    assert demo_dir(tmp_path / "new") and not demo_dir(precious)
+    earlier = tmp_path / "earlier"
+    (earlier / "binlogs").mkdir(parents=True)
+    (earlier / "delta").mkdir()
+    assert demo_dir(earlier)
+    with pytest.raises(RuntimeError, match="the demo went on"):
+        run_demo(earlier, Console(record=True))
+    assert (earlier / DEMO_MARK).exists() and not (earlier / "binlogs").exists()
+    (earlier / "notes.txt").write_text("a user's file")
+    assert demo_dir(earlier)  # marked: an earlier run's, whatever was added to it

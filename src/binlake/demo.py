@@ -4,6 +4,7 @@ the truth. Needs nothing but this package and Java 17."""
 
 from __future__ import annotations
 
+import errno
 import json
 import shutil
 import time
@@ -51,6 +52,21 @@ def compare_to_truth(truth_dir: Path, target: Path) -> dict[str, tuple[list[dict
     return out
 
 
+DEMO_MARK = ".binlake-demo"  # in a directory the demo made: the next run may empty it
+DEMO_ENTRIES = {DEMO_MARK, "binlogs", "delta"}
+
+
+def demo_dir(root: Path) -> bool:
+    """Whether the demo may empty ``root`` and work there: new, empty, or made by an earlier run
+    (its mark, or nothing but what a run makes). Never a user's own directory."""
+    if not root.exists():
+        return True
+    if not root.is_dir():
+        return False
+    names = {p.name for p in root.iterdir()}
+    return DEMO_MARK in names or names <= DEMO_ENTRIES
+
+
 def run_demo(workdir: str | Path, console: Console | None = None, size: int = 3_000_000) -> int:
     from binlake.spark.apply import sync
     from binlake.spark.session import spark_session
@@ -58,7 +74,13 @@ def run_demo(workdir: str | Path, console: Console | None = None, size: int = 3_
 
     console = console or output_console()
     root = Path(workdir).resolve()
+    if not demo_dir(root):
+        raise FileExistsError(
+            errno.EEXIST, "not empty and not an earlier demo's: give a new or empty directory", str(root)
+        )
     shutil.rmtree(root, ignore_errors=True)
+    root.mkdir(parents=True)
+    (root / DEMO_MARK).touch()
     started = time.time()
     with console.status("generating a MySQL 8 binlog series (seeded, with DDL and truth)"):
         result = Generator(GenConfig(seed=1, target_bytes=size, max_file_size=1_000_000, ddl_every=150)).run(

@@ -131,6 +131,8 @@ def add_demo(sub: Any) -> None:
         "and compare every table with the truth (exit 1 if one differs). Needs Java 17, no server.",
     )
     m.add_argument(
-        "--workdir", default="out/demo", help="where the binlogs and the Delta tables go (emptied first)"
+        "--workdir",
+        default="out/demo",
+        help="where the binlogs and the Delta tables go (emptied first: new, empty or an earlier demo's only)",
     )
     m.set_defaults(handler=Command(DemoOptions, cmd_demo))
