@@ -191,7 +191,14 @@ KeepTable = Callable[[str, str], bool]
 
 def row_changes(t: Transaction, selection: Any | None = None, source: str = "") -> Iterator[RowChange]:
     """The changes of one finished transaction in order. ``selection`` (``binlake.filters.Selection``
-    or alike): the events and tables kept (the transaction itself is the caller's choice)."""
+    or alike): the events and tables kept (the transaction itself is the caller's choice). A
+    transaction read without its events (``keep_events=False``) that changed something is refused:
+    its changes are in the events it did not keep."""
+    if not t.events and (t.rows or t.kind == DDL):
+        raise ValueError(
+            f"transaction {t.gtid or t.start} was read with keep_events=False: its changes are in the "
+            "events it did not keep (read it with keep_events=True)"
+        )
     origin = Origin(
         source,
         file_number(t.source),
