@@ -172,12 +172,16 @@ class _Walk:
         self.end = series.position(last, series.files[last].stat().st_size)
         self.unfinished: str | None = None
         self.cut: int | None = None
+        self.executed: _Executed | None = None  # what ran before the walk's place
 
     def __iter__(self) -> Iterator[tuple[int, Transaction, _Executed]]:
         files = self.series.files
         last = len(files) - 1
         for seq in range(self.first_file, len(files)):
             executed = _Executed(file_start(files[seq], live=seq == last))
+            if self.executed is not None and executed.value() is None:
+                executed = self.executed  # a start cut short (or just created) says nothing: go on
+            self.executed = executed
             g = TransactionGrouper(keep_events=False)
             boundary = 4  # just past the file's last complete transaction
             try:
@@ -202,11 +206,10 @@ class _Walk:
         self.end = self.series.position(seq, boundary)
         self.unfinished, self.cut = unfinished, cut
 
-    def found_end(self, executed: _Executed | None, missing: GtidSet | MariaGtidPos | None = None) -> Found:
+    def found_end(self, missing: GtidSet | MariaGtidPos | None = None) -> Found:
         """The answer when no transaction qualifies: the end of the complete part."""
-        return Found(
-            self.end, executed.value() if executed else None, None, True, missing, self.cut, self.unfinished
-        )
+        ran = self.executed.value() if self.executed is not None else None
+        return Found(self.end, ran, None, True, missing, self.cut, self.unfinished)
 
 
 def find_by_time(series: BinlogSeries, when: dt.datetime | int) -> Found:
@@ -215,17 +218,28 @@ def find_by_time(series: BinlogSeries, when: dt.datetime | int) -> Found:
     starts = _file_starts(series)
     first = 0
     for i in range(len(starts) - 1):
-        # file i ended before T (a file without its FORMAT_DESCRIPTION yet, just created, tells nothing)
-        if starts[i + 1].created and (starts[i + 1].created + 1) * 1_000_000 <= t_us:
+        # file i ended before T (a file whose first events are not all written yet tells nothing)
+        if _whole_start(starts[i], starts[i + 1]) and (starts[i + 1].created + 1) * 1_000_000 <= t_us:
             first = i + 1
-    executed: _Executed | None = None
     walk = _Walk(series, first)
     for seq, t, ex in walk:
-        executed = ex
         bound = t.commit_ts_us if t.commit_time_exact else t.latest_commit_us
         if bound is not None and bound >= t_us:
             return Found(series.position(seq, t.start), ex.value(), t, t.commit_time_exact)
-    return walk.found_end(executed)
+    return walk.found_end()
+
+
+def _whole_start(before: FileStart, start: FileStart) -> bool:
+    """Whether a file's first events are all there: its FORMAT_DESCRIPTION, and its previous-GTIDs
+    or GTID list where the file before it had one (a server writes them in every file; a file just
+    created, or cut in them, has not yet)."""
+    return bool(start.created) and all(
+        b is None or s is not None
+        for b, s in (
+            (before.previous_gtids, start.previous_gtids),
+            (before.maria_gtid_list, start.maria_gtid_list),
+        )
+    )
 
 
 def find_by_gtid_set(series: BinlogSeries, gtids: GtidSet | MariaGtidPos) -> Found:
@@ -237,13 +251,11 @@ def find_by_gtid_set(series: BinlogSeries, gtids: GtidSet | MariaGtidPos) -> Fou
         if ran_before is not None and _missing_before(s, gtids) is None:
             first = i
     missing = _missing_before(starts[0], gtids)
-    executed: _Executed | None = None
     walk = _Walk(series, first)
     for seq, t, ex in walk:
-        executed = ex
         if not _contains(gtids, t.gtid):
             return Found(series.position(seq, t.start), ex.value(), t, t.commit_time_exact, missing)
-    return walk.found_end(executed, missing)
+    return walk.found_end(missing)
 
 
 def _missing_before(start: FileStart, gtids: GtidSet | MariaGtidPos) -> GtidSet | MariaGtidPos | None:
