@@ -295,21 +295,30 @@ class FileIndex:
     commit_times_exact: bool
     previous_gtids: GtidSet | None
     maria_gtid_list: MariaGtidPos | None
+    cut: int | None = None  # (a live file) where the event cut short at its end starts
 
 
-def index_file(path: Path) -> FileIndex:
-    start = file_start(path)
+def index_file(path: Path, live: bool = False) -> FileIndex:
+    """What a header-only scan of ``path`` learns. ``live``: the file may be one the server is still
+    writing: an event cut short at its end is not an error, and ``cut`` says where it starts."""
+    start = file_start(path, live)
     g = TransactionGrouper(keep_events=False)
     events = 0
     first_ts = last_ts = None
+    cut: int | None = None
     commits: list[Transaction] = []
-    for ev in BinlogReader(path, skip=HEADER_ONLY):
-        events += 1
-        ts = ev.header.timestamp
-        first_ts = ts if first_ts is None else first_ts
-        last_ts = ts
-        commits += g.feed(0, ev)
-    done = [t for t in commits if t.kind != "unfinished"]
+    try:
+        for ev in BinlogReader(path, skip=HEADER_ONLY):
+            events += 1
+            ts = ev.header.timestamp
+            first_ts = ts if first_ts is None else first_ts
+            last_ts = ts
+            commits += g.feed(0, ev)
+    except IncompleteTailError as e:
+        if not live:
+            raise
+        cut = e.offset
+    done = [t for t in commits if t.kind != UNFINISHED]
     return FileIndex(
         path=path,
         size=path.stat().st_size,
@@ -322,6 +331,7 @@ def index_file(path: Path) -> FileIndex:
         commit_times_exact=all(t.commit_time_exact for t in done) if done else False,
         previous_gtids=start.previous_gtids,
         maria_gtid_list=start.maria_gtid_list,
+        cut=cut,
     )
 
 

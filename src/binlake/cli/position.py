@@ -17,6 +17,7 @@ from binlake.cli.common import (
     add_schema_history,
     datetime_arg,
     gtid_any_arg,
+    note,
 )
 from binlake.cli.reading import ReadOptions, file_events
 from binlake.console import output_console, plain
@@ -41,8 +42,11 @@ def cmd_index(o: SeriesOptions) -> int:
     table = Table(title=f"{len(series.files)} binlog file(s) (header-only scan)")
     for c in ("file", "size", "events", "transactions", "first commit", "last commit", "previous GTIDs"):
         table.add_column(c)
-    for f in series.files:
-        ix = index_file(f)
+    cut = None
+    for i, f in enumerate(series.files):
+        ix = index_file(f, live=i == len(series.files) - 1)  # the last may be being written
+        if ix.cut is not None:
+            cut = f"{f} ends in an event cut short at offset {ix.cut} (a file still being written?)"
         prev = ix.previous_gtids if ix.previous_gtids is not None else ix.maria_gtid_list
         table.add_row(
             plain(f.name),
@@ -54,6 +58,8 @@ def cmd_index(o: SeriesOptions) -> int:
             str(prev) if prev is not None else "-",
         )
     output_console().print(table)
+    if cut is not None:
+        note(cut)
     return 0
 
 
