@@ -55,6 +55,8 @@ class StatsCollector:
         self._group_size = 0
         self._level_by_seq: dict[tuple[int, int], int] = {}  # (file_seq, sequence_number) -> chain length
         self._chain = 0
+        self._file: int | None = None  # the file of the last transaction clocked
+        self._base = 0  # the chain before that file began (a file starts after every earlier one)
 
     def add(self, t: Transaction) -> None:
         if t.kind == UNFINISHED:
@@ -97,9 +99,13 @@ class StatsCollector:
             if self._group_size:
                 self.s.group_sizes[self._group_size] += 1
             self._group_key, self._group_size = key, 1
+        if t.file_seq != self._file:  # a new file: its clock restarts, after every earlier one
+            self._file, self._base = t.file_seq, self._chain
         if t.sequence_number is not None and t.last_committed is not None:
             self.s.logical_clock = True
-            level = self._level_by_seq.get((t.file_seq, t.last_committed), 0) + 1
+            # (a replica's applier waits for all its workers at each file's FORMAT_DESCRIPTION: a
+            # file's transactions run after the last file's, however low their last_committed)
+            level = self._level_by_seq.get((t.file_seq, t.last_committed), self._base) + 1
             self._level_by_seq[(t.file_seq, t.sequence_number)] = level
             self._chain = max(self._chain, level)
         else:
