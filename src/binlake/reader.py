@@ -231,6 +231,13 @@ class BinlogReader:
                     yield from self.decoder.inner_events(event)
             pos += size
             self.position = pos
+            if first and self.start_position is not None and 4 < self.start_position < pos:
+                raise NotAnEventStartError(  # inside the FORMAT_DESCRIPTION read first
+                    f"start position {self.start_position} is not the start of an event: the nearest "
+                    f"are 4 and {pos}",
+                    source=self.path,
+                    offset=self.start_position,
+                )
             if first and self.start_position is not None and self.start_position > pos:
                 self._check_event_start(f, pos, self.start_position)
                 f.seek(self.start_position)
