@@ -48,7 +48,7 @@ def state_dir(args: SyncOptions, sink: Sink) -> Path:
 
 def cmd_live(args: SyncOptions) -> int:
     from binlake.spark.live import LiveSync
-    from binlake.spark.session import spark_session
+    from binlake.spark.session import CLI_LOG_LEVEL, spark_session
 
     server, databases, parameters = server_from_url(args.source, frozenset({"chunk-rows"}))
     chunk_rows = chunk_rows_of(parameters)
@@ -61,7 +61,7 @@ def cmd_live(args: SyncOptions) -> int:
 
     console = output_console()
     with console.status(f"starting Spark ({args.master})"):
-        spark = spark_session(args.master)
+        spark = spark_session(args.master, log_level=CLI_LOG_LEVEL)
     live = LiveSync(server, state, keep, rows_per_chunk=chunk_rows)
     j = live.journal
     console.print(

@@ -116,7 +116,7 @@ def batch_apply(sink: Sink, source: str, positioned: bool = True) -> Any:
 def cmd_sync(args: SyncOptions) -> int:
     from rich.table import Table
 
-    from binlake.spark.session import spark_session
+    from binlake.spark.session import CLI_LOG_LEVEL, spark_session
 
     if is_server_url(args.source):
         from binlake.cli.live import cmd_live
@@ -160,7 +160,7 @@ def cmd_sync(args: SyncOptions) -> int:
         from binlake.spark.apply import stream_changes
         from binlake.stopping import STOP_SIGNALS, stop_flag
 
-        spark = spark_session(args.master)
+        spark = spark_session(args.master, log_level=CLI_LOG_LEVEL)
         options["reads"] = args.reads
         checkpoint = args.checkpoint or str(Path(str(state)) / "_binlake_checkpoint")
         console.print(f"following {args.source} into {sink.shown} (checkpoint {checkpoint}); Ctrl-C stops")
@@ -185,7 +185,7 @@ def cmd_sync(args: SyncOptions) -> int:
     from binlake.spark.source import resolve_files
 
     with console.status(f"starting Spark ({args.master})"):
-        spark = spark_session(args.master)
+        spark = spark_session(args.master, log_level=CLI_LOG_LEVEL)
     total = sum(Path(f).stat().st_size for s in sources(args) for f in resolve_files(s))
     with SyncProgress(spark, total, console) as progress:
         report = apply(
@@ -233,9 +233,9 @@ def _target_offsets(args: OffsetsOptions, sink: Sink) -> list[Any]:
         if reset:
             return offsets.reset_delta(where, args.source, empty_change_tables=args.empty_change_tables)
         return offsets.delta_offsets(where)
-    from binlake.spark.session import spark_session
+    from binlake.spark.session import CLI_LOG_LEVEL, spark_session
 
-    db = sink.connect(spark_session(args.master))
+    db = sink.connect(spark_session(args.master, log_level=CLI_LOG_LEVEL))
     try:
         if reset:
             return offsets.reset_jdbc(db, args.source, empty_change_tables=args.empty_change_tables)

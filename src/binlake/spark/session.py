@@ -67,9 +67,16 @@ def package_zip() -> str:
     return str(out)
 
 
-def spark_session(master: str = "local[*]", app: str = "binlake") -> Any:
+# Spark's own log, as the command line sets it: a failure Spark logs (an executor's task, the
+# job it aborts: the Python traceback and the Java stack) also reaches the command as an exception,
+# which it says in one line (``cli.common.run``); the log would print it again, whole, before that
+CLI_LOG_LEVEL = "OFF"
+
+
+def spark_session(master: str = "local[*]", app: str = "binlake", log_level: str = "ERROR") -> Any:
     """The session with the ``binlog`` data source registered; on a cluster master, binlake itself
-    shipped to the executors (they import ``binlake.spark.source`` to run the data source)."""
+    shipped to the executors (they import ``binlake.spark.source`` to run the data source).
+    ``log_level``: Spark's own log's (``CLI_LOG_LEVEL`` from the command line)."""
     set_up_environment(master)
     from pyspark.sql import SparkSession
 
@@ -100,7 +107,7 @@ def spark_session(master: str = "local[*]", app: str = "binlake") -> Any:
     if os.environ.get("BINLAKE_DRIVER_HOST"):  # the address executors reach the driver at
         builder = builder.config("spark.driver.host", os.environ["BINLAKE_DRIVER_HOST"])
     spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+    spark.sparkContext.setLogLevel(log_level)
     if not is_local(master):
         spark.sparkContext.addPyFile(package_zip())
     register(spark)
