@@ -127,3 +127,22 @@ def test_sync_keeps_target_passwords_out_of_urls_and_output(corpus: Path, tmp_pa
     res = run("sync", source, "--to", url.split("&")[0], "--to-password-file", str(tmp_path / "nope"))
     assert res.returncode == 2 and "cannot read the secret file" in res.stderr.decode()
     assert len(res.stderr.decode().strip().splitlines()) == 1
+
+
+def test_dump_sql_and_stats_read_a_directory_as_its_series(corpus: Path, tmp_path: Path) -> None:
+    """Newcomer 55: dump, sql and stats refused a directory where changes, index and find-position
+    read it as its series; and sql printed its SET NAMES header before the error for a missing
+    file, into what a user redirects to redo.sql. A directory reads as its files in order; a
+    missing file is said before anything is printed."""
+    std = corpus / "mysql-server-8.0.39/std_data"
+    series = tmp_path / "series"
+    series.mkdir()
+    for n in (1, 2):
+        (series / f"replicated-bin.00000{n}").write_bytes((std / f"replicated-bin.00000{n}").read_bytes())
+    files = [str(series / f"replicated-bin.00000{n}") for n in (1, 2)]
+    for command in (["dump"], ["stats"], ["dump", "--format", "json"]):
+        by_dir, by_files = run(*command, str(series)), run(*command, *files)
+        assert by_dir.returncode == by_files.returncode == 0, by_dir.stderr
+        assert by_dir.stdout == by_files.stdout and len(by_dir.stdout) > 200
+    res = run("sql", str(tmp_path / "nope"))
+    assert res.returncode == 2 and res.stdout == b"" and b"nope: No such file" in res.stderr

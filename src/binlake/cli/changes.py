@@ -9,16 +9,21 @@ import signal
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from binlake.cli.common import Command, Options, SchemaOptions, UsageError, add_schema_history, add_selection
+from binlake.cli.common import (
+    Command,
+    Options,
+    SchemaOptions,
+    UsageError,
+    add_schema_history,
+    add_selection,
+    expand,
+)
 from binlake.cli.serverurl import is_server_url
 from binlake.events.rows import Rows
 from binlake.filters import Selection
 from binlake.txn import UNFINISHED, Transaction
-
-GLOB = "*?["
 
 
 @dataclass(frozen=True)
@@ -33,23 +38,6 @@ class ChangesOptions(Options):
     start_file: str | None = None
     start_position: int | None = None  # in --start-file (default 4: its first event)
     gtid: str | None = None
-
-
-def expand(sources: Iterable[str]) -> tuple[str, ...]:
-    """Files in order: a directory, index file or glob as its series, a file as itself."""
-    from binlake.series import series_files
-
-    out: list[str] = []
-    for s in sources:
-        p = Path(s)
-        if p.is_dir() or p.suffix == ".index" or any(ch in s for ch in GLOB):
-            files = series_files(s)
-            if not files:
-                raise UsageError(f"no binlog files in {s}")
-            out += [str(f) for f in files]
-        else:
-            out.append(s)
-    return tuple(out)
 
 
 def warn_undecoded(t: Transaction) -> None:

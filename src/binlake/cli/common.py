@@ -10,8 +10,9 @@ import datetime as dt
 import re
 import sys
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, NoReturn, Self, TypeVar
 
 from binlake.errors import BinlogError
@@ -240,3 +241,23 @@ def error_line(message: str) -> int:
     sys.stdout.flush()
     print(f"binlake: error: {message}", file=sys.stderr)
     return 2
+
+
+GLOB = "*?["  # a source holding one of these is a glob
+
+
+def expand(sources: Iterable[str]) -> tuple[str, ...]:
+    """Files in order: a directory, index file or glob as its series, a file as itself."""
+    from binlake.series import series_files
+
+    out: list[str] = []
+    for s in sources:
+        p = Path(s)
+        if p.is_dir() or p.suffix == ".index" or any(ch in s for ch in GLOB):
+            files = series_files(s)
+            if not files:
+                raise UsageError(f"no binlog files in {s}")
+            out += [str(f) for f in files]
+        else:
+            out.append(s)
+    return tuple(out)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,8 +13,10 @@ from binlake.cli.common import (
     Command,
     Options,
     SchemaOptions,
+    UsageError,
     add_schema_history,
     add_selection,
+    expand,
     position_arg,
 )
 from binlake.console import ByteProgress
@@ -45,6 +48,16 @@ class ReadOptions(Options):
     require_fde: bool = True
     selection: Selection = field(default_factory=Selection)
     schema: SchemaOptions = SchemaOptions()
+
+    def resolved(self) -> ReadOptions:
+        """These options with the files given as a directory, index file or glob read as the
+        series they hold (as ``changes`` and ``find-position`` read them); a missing file is said
+        here, before a command prints anything (sql's header would go first, into a redo file)."""
+        files = expand(self.files)
+        missing = [f for f in files if not Path(f).is_file()]
+        if missing:
+            raise UsageError(f"{', '.join(missing)}: No such file")
+        return dataclasses.replace(self, files=files)
 
 
 def file_events(
@@ -170,7 +183,7 @@ class DumpOptions(Options):
 def cmd_dump(o: DumpOptions) -> int:
     from binlake.render.output import write_blocks_to
 
-    events = selected_events(o.read)
+    events = selected_events(o.read.resolved())
     if o.format == "json":
         from binlake.render.jsonl import render_jsonl_bytes
 
@@ -218,7 +231,7 @@ def cmd_sql(o: SqlOptions) -> int:
     from binlake.render.output import write_blocks_to
     from binlake.render.sql import render_sql_bytes
 
-    transactions = selected_transactions(o.read, streams_output=True)
+    transactions = selected_transactions(o.read.resolved(), streams_output=True)
     write_blocks_to(render_sql_bytes(transactions, flashback=o.flashback))
     return 0
 
@@ -234,7 +247,7 @@ def cmd_stats(o: StatsOptions) -> int:
     from binlake.stats import collect, print_stats, write_plot
 
     # stats needs how many rows, never their values: they are counted by their lengths alone
-    transactions = selected_transactions(o.read, streams_output=False, count_only=True)
+    transactions = selected_transactions(o.read.resolved(), streams_output=False, count_only=True)
     stats = collect(transactions, top=o.top)  # prints at the end
     print_stats(stats)
     if o.plot:
@@ -245,7 +258,7 @@ def cmd_stats(o: StatsOptions) -> int:
 
 def add_dump(sub: Any) -> None:
     d = sub.add_parser("dump", help="decode binlog files to mysqlbinlog-style text or JSON lines")
-    d.add_argument("files", nargs="+", help="binlog or relay log files, in order")
+    d.add_argument("files", nargs="+", help="binlog or relay log files in order, or a directory / index / glob")
     d.add_argument("--format", choices=("text", "json"), default="text")
     d.add_argument(
         "--start-position",
@@ -292,7 +305,7 @@ def add_dump(sub: Any) -> None:
 
 def add_sql(sub: Any) -> None:
     q = sub.add_parser("sql", help="redo SQL of the row changes, or --flashback SQL that undoes them")
-    q.add_argument("files", nargs="+", help="binlog files, in order")
+    q.add_argument("files", nargs="+", help="binlog files in order, or a directory / index / glob")
     q.add_argument(
         "--flashback", action="store_true", help="undo: newest first, INSERT<->DELETE, UPDATE images swapped"
     )
@@ -318,7 +331,7 @@ def add_stats(sub: Any) -> None:
     st = sub.add_parser(
         "stats", help="activity, hot tables, big and long transactions, group commits, parallelism"
     )
-    st.add_argument("files", nargs="+", help="binlog files, in order")
+    st.add_argument("files", nargs="+", help="binlog files in order, or a directory / index / glob")
     st.add_argument(
         "--plot",
         type=plot_arg,
