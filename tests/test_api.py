@@ -181,3 +181,15 @@ def test_row_changes_of_a_transaction_read_without_its_events_is_refused(series:
     assert bare.rows > 0 and bare.events == []
     with pytest.raises(ValueError, match="keep_events"):
         list(binlake.row_changes(bare))
+
+
+def test_arguments_of_the_wrong_kind_are_named(series: Any) -> None:
+    """Newcomer 55: ``row_changes("dir")``, ``find_position(src, 12345)`` and ``transactions(src,
+    start=99999)`` failed with AttributeErrors from inside; each now says what it takes."""
+    result, _ = series
+    with pytest.raises(TypeError, match="row_changes takes a Transaction .*not str"):
+        list(binlake.row_changes("series"))  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="when: a datetime or its text .*not int"):
+        binlake.find_position(result.files[0], 12345)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"start: a Position \(find_position"):
+        binlake.transactions(result.files[0], start=99999)  # type: ignore[arg-type]

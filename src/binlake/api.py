@@ -44,8 +44,13 @@ def transactions(
     id, commit time, ordering metadata, start and end position, tables and row count, and (with
     ``keep_events``) its events. ``start``/``stop`` bound it by position (``find_position`` gives
     one); a transaction cut off at the end (a file still being written) is left out unless
-    ``include_unfinished``. ``reader_options`` go to each ``BinlogReader`` (e.g. ``verify_checksum``).
+    ``include_unfinished``, and a file that ends inside an event raises ``IncompleteTailError`` once
+    the transactions before it are given. ``reader_options`` go to each ``BinlogReader`` (e.g.
+    ``verify_checksum``).
     """
+    for name, bound in (("start", start), ("stop", stop)):
+        if bound is not None and not isinstance(bound, Position):
+            raise TypeError(f"{name}: a Position (find_position(...).position), not {type(bound).__name__}")
     series = open_series(source)
     events = series.events(start, stop, **reader_options)
     return iter_transactions(events, keep_events=keep_events, include_unfinished=include_unfinished)
@@ -63,6 +68,8 @@ def find_position(
     parsed): exactly one of the two."""
     if (when is None) == (gtids is None):
         raise ValueError("find_position takes a time or a GTID set (one of them)")
+    if when is not None and not isinstance(when, str | dt.datetime):
+        raise TypeError(f"when: a datetime or its text (YYYY-MM-DD HH:MM:SS), not {type(when).__name__}")
     series = open_series(source)
     if when is not None:
         if isinstance(when, str):

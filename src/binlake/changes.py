@@ -194,6 +194,10 @@ def row_changes(t: Transaction, selection: Any | None = None, source: str = "") 
     or alike): the events and tables kept (the transaction itself is the caller's choice). A
     transaction read without its events (``keep_events=False``) that changed something is refused:
     its changes are in the events it did not keep."""
+    if not isinstance(t, Transaction):
+        raise TypeError(
+            f"row_changes takes a Transaction (binlake.transactions gives them), not {type(t).__name__}"
+        )
     if not t.events and (t.rows or t.kind == DDL):
         raise ValueError(
             f"transaction {t.gtid or t.start} was read with keep_events=False: its changes are in the "
