@@ -100,3 +100,8 @@ def test_a_server_uuid_alone_is_told_what_it_lacks() -> None:
     with pytest.raises(GtidSetError) as e:
         parse_executed("nonsense")
     assert "UUID" not in str(e.value)
+    # text that is neither flavour is told both forms (newcomer 55: told only MariaDB's, a MySQL
+    # user was sent the wrong way); MariaDB's form gone wrong keeps its own message
+    assert "neither a MySQL GTID set (uuid:1-5) nor a MariaDB GTID position (0-1-595)" in str(e.value)
+    with pytest.raises(GtidSetError, match=r"^'0-1' is not a MariaDB GTID"):
+        parse_executed("0-1")

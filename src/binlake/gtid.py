@@ -357,5 +357,16 @@ class AnyGtidSet:
 
 def parse_executed(text: str) -> GtidSet | MariaGtidPos:
     """The GTIDs a server has executed, as a position search takes them: a MySQL GTID set
-    (``uuid:1-5``) or a MariaDB GTID position (``0-1-595``, one GTID per domain)."""
-    return MariaGtidPos.parse(text) if text.strip() and ":" not in text else GtidSet.parse(text)
+    (``uuid:1-5``) or a MariaDB GTID position (``0-1-595``, one GTID per domain). Text that is
+    neither is told it is neither (read as MariaDB's for having no ``:``, it was told only that)."""
+    if not text.strip() or ":" in text:
+        return GtidSet.parse(text)
+    try:
+        return MariaGtidPos.parse(text)
+    except GtidSetError as e:
+        if all(c.isdigit() or c in "-, " for c in text):  # MariaDB's form, wrong: its own message
+            raise
+        raise GtidSetError(
+            f"{text!r} is neither a MySQL GTID set (uuid:1-5) nor a MariaDB GTID position (0-1-595)"
+            f"{_bare_uuid_hint(text.strip())}"
+        ) from e
