@@ -334,3 +334,18 @@ def test_a_live_file_cut_in_its_first_events_still_says_what_was_executed(
     assert found.transaction is None
     assert found.executed == executed, found.describe()
     assert f"executed before: {executed}" in found.describe()
+
+
+def test_a_gtid_set_of_the_other_servers_kind_is_warned_of(corpus: Path) -> None:
+    """Newcomer 55: a MariaDB position given for a MySQL series (or the other way) was answered
+    with the series' start, silently: none of it can be there, and the answer says so."""
+    mysql = BinlogSeries.open(corpus / REAL_SERIES[0][0])
+    found = find_by_gtid_set(mysql, MariaGtidPos.parse("0-1-5"))
+    assert found.warning is not None and "MariaDB GTID position was given" in found.describe()
+    maria = BinlogSeries.open(corpus / "zalora-binlog-parser/fixtures/mysql-bin.07")
+    other = find_by_gtid_set(maria, GtidSet.parse("10440e47-3885-11eb-ac5b-0242ac110002:1-3"))
+    assert "a MySQL GTID set was given, but this series' transactions have MariaDB GTIDs" in other.describe()
+    # of the right kind: no warning
+    assert find_by_gtid_set(maria, MariaGtidPos.parse("0-3704-2814")).warning is None
+    sid = all_transactions(mysql)[0].gtid.split(":")[0]
+    assert find_by_gtid_set(mysql, GtidSet.parse(f"{sid}:1-2")).warning is None

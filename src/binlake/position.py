@@ -101,6 +101,7 @@ class Found:
     # complete part of the series ends (None: the series ends cleanly)
     cut: int | None = None
     unfinished: str | None = None
+    warning: str | None = None  # e.g. a GTID set of the other server's kind than the series'
 
     def describe(self) -> str:
         lines = [f"file: {self.position.file}", f"position: {self.position.offset}"]
@@ -124,6 +125,8 @@ class Found:
             )
         else:
             lines.append("no transaction after it yet: this is the end of the series")
+        if self.warning is not None:
+            lines.append(f"warning: {self.warning}")
         if self.cut is not None:
             lines.append(
                 f"note: {self.position.file} ends in {self.unfinished} at offset {self.cut} (a file "
@@ -254,8 +257,22 @@ def find_by_gtid_set(series: BinlogSeries, gtids: GtidSet | MariaGtidPos) -> Fou
     walk = _Walk(series, first)
     for seq, t, ex in walk:
         if not _contains(gtids, t.gtid):
-            return Found(series.position(seq, t.start), ex.value(), t, t.commit_time_exact, missing)
+            found = Found(series.position(seq, t.start), ex.value(), t, t.commit_time_exact, missing)
+            found.warning = _other_flavour(gtids, t.gtid)
+            return found
     return walk.found_end(missing)
+
+
+def _other_flavour(gtids: GtidSet | MariaGtidPos, gtid: str | None) -> str | None:
+    """A warning when ``gtids`` is of the other server's kind than the series' GTIDs (``gtid``, the
+    first transaction not in it): none of the set can be in the series, so the answer is its start."""
+    if not gtid or (isinstance(gtids, GtidSet) and not gtids):
+        return None
+    mysql = ":" in gtid
+    if isinstance(gtids, MariaGtidPos) == mysql:
+        given, here = ("a MariaDB GTID position", "MySQL") if mysql else ("a MySQL GTID set", "MariaDB")
+        return f"{given} was given, but this series' transactions have {here} GTIDs: none of it is here"
+    return None
 
 
 def _missing_before(start: FileStart, gtids: GtidSet | MariaGtidPos) -> GtidSet | MariaGtidPos | None:
