@@ -93,7 +93,10 @@ def run_demo(workdir: str | Path, console: Console | None = None, size: int = 3_
     with console.status("starting Spark (local) and syncing into Delta"):
         spark = spark_session("local[*]")
         report = sync(spark, str(root / "binlogs"), root / "delta")
-    table = Table(title=f"binlake sync -> {root / 'delta'} (up to {report.position})")
+    table = Table(
+        title=f"binlake sync -> {root / 'delta'} (last transaction applied starts at {report.position})",
+        caption="rows merged: the last change of each key (earlier changes of a key are replaced)",
+    )
     for c in ("table", "rows merged", "rows now", "equals the truth"):
         table.add_column(c)
     compared = compare_to_truth(result.truth_dir, root / "delta")

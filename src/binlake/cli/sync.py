@@ -191,7 +191,8 @@ def cmd_sync(args: SyncOptions) -> int:
         report = apply(
             change_log(spark, args.source, sync_options(options, spark, args.source)), progress.phase
         )
-    table = Table(title=f"binlake sync -> {sink.shown} (up to {report.position or 'nothing new'})")
+    last = f"last transaction applied starts at {report.position}" if report.position else "nothing new"
+    table = Table(title=f"binlake sync -> {sink.shown} ({last})")
     for c in ("table", "rows merged", "state"):
         table.add_column(c)
     for name, n in sorted(report.tables.items()):
