@@ -125,13 +125,12 @@ class Found:
             )
         else:
             lines.append("no transaction after it yet: this is the end of the series")
-        if self.warning is not None:
-            lines.append(f"warning: {self.warning}")
-        if self.cut is not None:
-            lines.append(
-                f"note: {self.position.file} ends in {self.unfinished} at offset {self.cut} (a file "
-                "still being written?): the position is where its complete transactions end"
-            )
+        cut = (
+            f"note: {self.position.file} ends in {self.unfinished} at offset {self.cut} (a file still "
+            "being written?): the position is where its complete transactions end"
+        )
+        lines += [f"warning: {self.warning}"] if self.warning is not None else []
+        lines += [cut] if self.cut is not None else []
         return "\n".join(lines)
 
 

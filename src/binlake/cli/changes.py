@@ -11,15 +11,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from binlake.cli.common import (
-    Command,
-    Options,
-    SchemaOptions,
-    UsageError,
-    add_schema_history,
-    add_selection,
-    expand,
-)
+from binlake.cli.common import Command, Options, SchemaOptions, UsageError, add_schema_history, add_selection
 from binlake.cli.serverurl import is_server_url
 from binlake.events.rows import Rows
 from binlake.filters import Selection
@@ -81,8 +73,8 @@ def cmd_changes(o: ChangesOptions) -> int:
     from binlake.render.output import write_lines_to
 
     read = ReadOptions(
-        expand(o.sources), verify_checksum=o.verify_checksum, selection=o.selection, schema=o.schema
-    )
+        o.sources, verify_checksum=o.verify_checksum, selection=o.selection, schema=o.schema
+    ).resolved()
     transactions = finished(selected_transactions(read, streams_output=True))
     write_lines_to(line for t in transactions for line in lines.lines(t))
     return 0
