@@ -208,6 +208,13 @@ class BinlogReader:
             if got is None:
                 return
             raw, size = got
+            if first and self.start_position is not None and pos < self.start_position < pos + size:
+                raise NotAnEventStartError(  # inside the FORMAT_DESCRIPTION read first
+                    f"start position {self.start_position} is not the start of an event: the nearest "
+                    f"are {pos} and {pos + size}",
+                    source=self.path,
+                    offset=self.start_position,
+                )
             if first and raw[4] not in FORMAT_EVENTS and self.require_fde and self.decoder.fde is None:
                 raise NoFormatDescriptionError(
                     f"first event is {raw[4]}, not a FORMAT_DESCRIPTION: the file's layout is unknown "
@@ -231,13 +238,6 @@ class BinlogReader:
                     yield from self.decoder.inner_events(event)
             pos += size
             self.position = pos
-            if first and self.start_position is not None and 4 < self.start_position < pos:
-                raise NotAnEventStartError(  # inside the FORMAT_DESCRIPTION read first
-                    f"start position {self.start_position} is not the start of an event: the nearest "
-                    f"are 4 and {pos}",
-                    source=self.path,
-                    offset=self.start_position,
-                )
             if first and self.start_position is not None and self.start_position > pos:
                 self._check_event_start(f, pos, self.start_position)
                 f.seek(self.start_position)
