@@ -54,7 +54,7 @@ class ReadOptions(Options):
         series they hold (as ``changes`` and ``find-position`` read them); a missing file is said
         here, before a command prints anything (sql's header would go first, into a redo file)."""
         files = expand(self.files)
-        missing = [f for f in files if not Path(f).is_file()]
+        missing = [f for f in files if not Path(f).exists()]
         if missing:
             raise UsageError(f"{', '.join(missing)}: No such file")
         return dataclasses.replace(self, files=files)
