@@ -35,6 +35,15 @@ from binlake.reader import BinlogReader
 from binlake.series import BinlogSeries, Position
 from binlake.txn import GTID_EVENTS, UNFINISHED, Transaction, TransactionGrouper
 
+# what a file the server is still writing ends in, after its last complete transaction
+EVENT_CUT, NO_COMMIT = "an event cut short", "a transaction without its commit"
+
+
+def cut_note(path: str | Path, unfinished: str, at: int) -> str:
+    """A live file's unfinished tail, said the same by ``find-position`` and ``index``."""
+    return f"{path} ends in {unfinished} at offset {at} (a file still being written?)"
+
+
 # Event types a header-only scan does not read: row images and their companions.
 HEADER_ONLY = frozenset(
     {
@@ -125,12 +134,11 @@ class Found:
             )
         else:
             lines.append("no transaction after it yet: this is the end of the series")
-        cut = (
-            f"note: {self.position.file} ends in {self.unfinished} at offset {self.cut} (a file still "
-            "being written?): the position is where its complete transactions end"
-        )
-        lines += [f"warning: {self.warning}"] if self.warning is not None else []
-        lines += [cut] if self.cut is not None else []
+        if self.warning is not None:
+            lines.append(f"warning: {self.warning}")
+        if self.cut is not None and self.unfinished is not None:
+            note = cut_note(self.position.file, self.unfinished, self.cut)
+            lines.append(f"note: {note}: the position is where its complete transactions end")
         return "\n".join(lines)
 
 
@@ -196,11 +204,11 @@ class _Walk:
             except IncompleteTailError as e:
                 if seq != last:
                     raise
-                self._ends(seq, boundary, "an event cut short", e.offset or boundary)
+                self._ends(seq, boundary, EVENT_CUT, e.offset or boundary)
                 return
             for t in g.finish():
                 if t.kind == UNFINISHED and seq == last:
-                    self._ends(seq, boundary, "a transaction without its commit", t.start)
+                    self._ends(seq, boundary, NO_COMMIT, t.start)
                     return
                 yield seq, t, executed
 
@@ -256,9 +264,9 @@ def find_by_gtid_set(series: BinlogSeries, gtids: GtidSet | MariaGtidPos) -> Fou
     walk = _Walk(series, first)
     for seq, t, ex in walk:
         if not _contains(gtids, t.gtid):
-            found = Found(series.position(seq, t.start), ex.value(), t, t.commit_time_exact, missing)
-            found.warning = _other_flavour(gtids, t.gtid)
-            return found
+            at = series.position(seq, t.start)
+            warning = _other_flavour(gtids, t.gtid)
+            return Found(at, ex.value(), t, t.commit_time_exact, missing, warning=warning)
     return walk.found_end(missing)
 
 
@@ -382,11 +390,11 @@ class TailScan:
                     self.boundary = ev.end_offset
                     yield ev.end_offset
         except IncompleteTailError as e:
-            self.unfinished, self.unfinished_at = "an event cut short", e.offset or self.boundary
+            self.unfinished, self.unfinished_at = EVENT_CUT, e.offset or self.boundary
         else:
             if g.current is not None or g.pending:
                 start = g.current.start if g.current is not None else g.pending[0].offset
-                self.unfinished, self.unfinished_at = "a transaction without its commit", start
+                self.unfinished, self.unfinished_at = NO_COMMIT, start
         self._done = True
 
     def finish(self) -> TailScan:

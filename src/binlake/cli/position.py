@@ -34,7 +34,7 @@ class SeriesOptions(Options):
 def cmd_index(o: SeriesOptions) -> int:
     from rich.table import Table
 
-    from binlake.position import index_file
+    from binlake.position import EVENT_CUT, cut_note, index_file
     from binlake.series import BinlogSeries
     from binlake.stats import _ts
 
@@ -46,7 +46,7 @@ def cmd_index(o: SeriesOptions) -> int:
     for i, f in enumerate(series.files):
         ix = index_file(f, live=i == len(series.files) - 1)  # the last may be being written
         if ix.cut is not None:
-            cut = f"{f} ends in an event cut short at offset {ix.cut} (a file still being written?)"
+            cut = cut_note(f, EVENT_CUT, ix.cut)
         prev = ix.previous_gtids if ix.previous_gtids is not None else ix.maria_gtid_list
         table.add_row(
             plain(f.name),
