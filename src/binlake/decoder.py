@@ -83,7 +83,7 @@ def _choose(module: ModuleType | None) -> None:
 
 
 # the envelope in C (optional: without a compiler at install time, this module is the path)
-ENVELOPE = native.OptionalModule("binlake.events._fastenv", 8, _choose)
+ENVELOPE = native.OptionalModule("binlake.events._fastenv", 9, _choose)
 
 
 class EventDecoder:

@@ -8,6 +8,7 @@ one pass does not take."""
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -208,6 +209,41 @@ def test_generated_series_alike(tmp_path: Path, flavor: str) -> None:
         rows += same_batches(transactions, raw=raw)
         same_batches(transactions, size=5, raw=raw)
     assert rows > 1000
+
+
+def test_the_grouper_reads_slots() -> None:
+    """The compiled grouper reads events, headers, bodies and transactions from their slots: the
+    classes have the shape it reads (else every event goes the pure grouper's way, slowly)."""
+    from binlake.arrowlog import _fastvariant
+
+    assert _fastvariant.SLOTS_READ
+
+
+def test_leaving_fed_early_leaves_the_grouper_as_the_reference(tmp_path: Path) -> None:
+    """The compiled grouper writes where the open transaction ends into the pure grouper lazily: a
+    consumer that leaves ``fed`` after some transactions, or whose events end inside one, finds the
+    grouper as the reference leaves it after the same events (``finish`` included)."""
+    result = generate(tmp_path / "bin", flavor="mysql80", seed=3, target_bytes=60_000)
+    events = events_of(Path(result.files[0]))
+    ends = [i for i, ev in enumerate(events) if type(ev.body) is Xid]
+    for cut in (ends[5] + 1, ends[5] + 4):  # just past an XID; inside the transaction after it
+        stream = events[:cut]
+        g, ref = TransactionGrouper(), TransactionGrouper()
+        it = fed(iter(stream), 7, g, compiled=True)
+        # as many as end with the sixth XID: the last one taken was grouped in C
+        taken = len(finished(events[: ends[5] + 1]))
+        got = list(itertools.islice(it, taken))
+        it.close()
+        used = events.index(got[-1].events[-1]) + 1  # the events the compiled grouper took
+        assert used == ends[5] + 1
+        want = [t for ev in stream[:used] for t in ref.feed(7, ev)]
+        assert got == want
+        for name in ("current", "pending", "_last_end", "_last_source"):
+            assert getattr(g, name) == getattr(ref, name), name
+        g, ref = TransactionGrouper(), TransactionGrouper()
+        assert list(fed(stream, 7, g, compiled=True)) == [t for ev in stream for t in ref.feed(7, ev)]
+        assert (g._last_end, g._last_source) == (ref._last_end, ref._last_source)
+        assert g.finish() == ref.finish()
 
 
 def test_file_batches_are_the_data_sources_batches(tmp_path: Path) -> None:

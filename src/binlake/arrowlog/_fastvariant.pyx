@@ -30,13 +30,14 @@ from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.math cimport fabs, isfinite
 from libc.stdio cimport snprintf
-from libc.string cimport memcmp, memcpy, memset, strlen, strstr
+from libc.string cimport memchr, memcmp, memcpy, memset, strlen, strstr
 from cpython.dict cimport PyDict_CheckExact
 from cpython.list cimport PyList_CheckExact, PyList_GET_ITEM, PyList_GET_SIZE
 from libc.stdint cimport int8_t, int16_t, uint32_t
 
 from binlake.values._bytes cimport be, le
-from binlake.events._fastenv cimport Maker
+from binlake.events._fastenv cimport Maker, slot
+from cpython.ref cimport Py_INCREF, Py_XDECREF
 from binlake.values._fastrows cimport (
     BIT, CALL, DATE, DATETIME2, DECIMAL, DOUBLE, FLOAT, INT8, INT16, INT24, INT32, INT64, JSON, STR, TIME2,
     TIMESTAMP2, UINT8, UINT16, UINT24, UINT32, UINT64, YEAR, Fields, Image, Op, RowsDecoder,
@@ -73,7 +74,7 @@ cdef extern from *:
 import_datetime()
 
 # the module's interface this source expects (``binlake.arrowlog.images``): a stale build is not used
-INTERFACE = 5
+INTERFACE = 6
 
 # field kinds (``binlake.arrowlog.images.column_encoding`` names them)
 cdef enum:
@@ -1626,6 +1627,325 @@ cdef int order_key(_Strings out, object k) except -1:
     return out.add_raw(b, 35, 1)
 
 
+# ---- a batch's ``columns`` field (``binlake.arrowlog.changelog._columns`` is the reference) ----
+
+cdef enum:
+    # the buffers of a layout's columns (``_LayoutColumns``) and of a batch's (``columns_array``),
+    # by the COLUMN struct's fields: int32 values and their validity, bools and theirs, the names'
+    # text and lengths, and the ENUM/SET values (a count per column, -1 for none; texts, lengths)
+    C_TYPE, C_META, C_COLLATION, C_TYPE_OK, C_META_OK, C_COLLATION_OK, C_UNSIGNED, C_UNSIGNED_OK, C_PK,
+    C_PK_OK, C_NAMES, C_NAME_LENS, C_VALUE_COUNTS, C_VALUES, C_VALUE_LENS, C_BUFS
+
+
+cdef class _LayoutColumns:
+    """One layout's ``columns`` value encoded once: what a row of it appends, buffer by buffer."""
+
+    cdef Buf b[C_BUFS]
+    cdef Py_ssize_t n, nvalues
+
+    def __cinit__(self):
+        memset(self.b, 0, sizeof(self.b))
+
+    def __dealloc__(self):
+        cdef int i
+        for i in range(C_BUFS):
+            free(self.b[i].data)
+
+    def __init__(self, list columns):
+        """``columns``: a ``changelog.columns_value``."""
+        cdef int32_t count
+        for c in columns:
+            self._int(C_TYPE, c["type"])
+            self._int(C_META, c["meta"])
+            self._int(C_COLLATION, c["collation"])
+            self._bool(C_UNSIGNED, c["unsigned"])
+            self._bool(C_PK, c["pk"])
+            self._text(C_NAMES, C_NAME_LENS, c["name"])
+            values = c["values"]
+            count = -1 if values is None else len(values)
+            buf_put(&self.b[C_VALUE_COUNTS], <char *>&count, 4)
+            for v in values or ():
+                self._text(C_VALUES, C_VALUE_LENS, v)
+                self.nvalues += 1
+            self.n += 1
+
+    cdef int _int(self, int field, object v) except -1:
+        cdef int32_t x = 0 if v is None else v
+        cdef char ok = v is not None
+        buf_put(&self.b[field], <char *>&x, 4)
+        buf_put(&self.b[field + 3], &ok, 1)  # (each int field's validity is 3 after it)
+        return 0
+
+    cdef int _bool(self, int field, object v) except -1:
+        cdef char x = v is True
+        cdef char ok = v is not None
+        if ok and type(v) is not bool:
+            raise TypeError(f"a column's flag is {v!r}, not a bool")
+        buf_put(&self.b[field], &x, 1)
+        buf_put(&self.b[field + 1], &ok, 1)
+        return 0
+
+    cdef int _text(self, int data, int lens, object v) except -1:
+        cdef Py_ssize_t n
+        cdef const char *p = PyUnicode_AsUTF8AndSize(v, &n)
+        cdef int32_t n32
+        if n > 2147483647:
+            raise OverflowError("a column name or value over 2 GB")
+        n32 = <int32_t>n
+        buf_put(&self.b[data], p, n)
+        buf_put(&self.b[lens], <char *>&n32, 4)
+        return 0
+
+
+cdef int _put_ends(Buf *out, const Buf *lens, Py_ssize_t n, int32_t *end) except -1:
+    """The end offsets of ``n`` texts of the int32 lengths ``lens``, going on from ``end``."""
+    cdef const int32_t *l = <const int32_t *>lens.data
+    cdef Py_ssize_t i
+    buf_reserve(out, 4 * n)
+    for i in range(n):
+        if end[0] > 2147483647 - l[i]:
+            raise OverflowError("a batch's columns hold over 2 GB of text")
+        end[0] += l[i]
+        (<int32_t *>(out.data + out.size))[i] = end[0]
+    out.size += 4 * n
+    return 0
+
+
+cdef object _validity(Buf *ok, Py_ssize_t n):
+    """``ok``'s bitmap, or None where every one of its ``n`` bytes is 1."""
+    return _bitmap(ok, n) if memchr(ok.data, 0, n) != NULL else None
+
+
+cdef class _ColumnsBufs:
+    """The buffers ``columns_array`` fills (freed with it)."""
+
+    cdef Buf b[C_BUFS]
+    cdef Buf list_ends, list_ok, value_ends, value_ok
+
+    def __cinit__(self):
+        cdef int32_t zero = 0
+        memset(self.b, 0, sizeof(self.b))
+        memset(&self.list_ends, 0, sizeof(Buf))
+        memset(&self.list_ok, 0, sizeof(Buf))
+        memset(&self.value_ends, 0, sizeof(Buf))
+        memset(&self.value_ok, 0, sizeof(Buf))
+        buf_put(&self.list_ends, <char *>&zero, 4)  # each offsets buffer starts at 0
+        buf_put(&self.value_ends, <char *>&zero, 4)
+        buf_put(&self.b[C_NAME_LENS], <char *>&zero, 4)
+        buf_put(&self.b[C_VALUE_LENS], <char *>&zero, 4)
+
+    def __dealloc__(self):
+        cdef int i
+        for i in range(C_BUFS):
+            free(self.b[i].data)
+        free(self.list_ends.data)
+        free(self.list_ok.data)
+        free(self.value_ends.data)
+        free(self.value_ok.data)
+
+
+cdef int _COPIED[12]  # the buffers a row takes as its layout has them
+_COPIED[:] = [C_TYPE, C_META, C_COLLATION, C_TYPE_OK, C_META_OK, C_COLLATION_OK, C_UNSIGNED, C_UNSIGNED_OK,
+              C_PK, C_PK_OK, C_NAMES, C_VALUES]
+
+
+def columns_array(list layouts, list which, object list_type):
+    """The ``columns`` field of a batch whose rows are of the layouts ``layouts[i]`` (each a
+    ``changelog.columns_value``) for ``i`` in ``which`` (None: NULL), of type ``list_type``: each
+    layout encoded once and its buffers copied per row, not gathered value by value."""
+    cdef list encoded = [_LayoutColumns(cols) for cols in layouts]
+    cdef _LayoutColumns lc
+    cdef _ColumnsBufs o = _ColumnsBufs()
+    cdef Py_ssize_t rows = len(which), m = 0, k, i, nlayouts = len(encoded)
+    cdef int32_t name_end = 0, value_end = 0, listed = 0, cnt, end
+    cdef char ok
+    cdef const int32_t *counts
+    for w in which:
+        ok = w is not None
+        if ok:
+            k = w
+            if not 0 <= k < nlayouts:
+                raise IndexError(f"layout {k} of {nlayouts}")
+            lc = <_LayoutColumns>encoded[k]
+            for i in range(12):
+                buf_put(&o.b[_COPIED[i]], lc.b[_COPIED[i]].data, lc.b[_COPIED[i]].size)
+            _put_ends(&o.b[C_NAME_LENS], &lc.b[C_NAME_LENS], lc.n, &name_end)
+            _put_ends(&o.b[C_VALUE_LENS], &lc.b[C_VALUE_LENS], lc.nvalues, &value_end)
+            counts = <const int32_t *>lc.b[C_VALUE_COUNTS].data
+            buf_reserve(&o.value_ends, 4 * lc.n)
+            buf_reserve(&o.value_ok, lc.n)
+            for k in range(lc.n):
+                cnt = counts[k]
+                o.value_ok.data[o.value_ok.size + k] = cnt >= 0
+                if cnt > 0:
+                    listed += cnt  # (_put_ends above kept the texts under 2 GB: their count too)
+                (<int32_t *>(o.value_ends.data + o.value_ends.size))[k] = listed
+            o.value_ends.size += 4 * lc.n
+            o.value_ok.size += lc.n
+            m += lc.n
+            if m > 2147483647:
+                raise OverflowError("a batch's columns hold over 2**31 columns")
+        end = <int32_t>m
+        buf_put(&o.list_ends, <char *>&end, 4)
+        buf_put(&o.list_ok, &ok, 1)
+    column = list_type.value_type
+    ints = {}
+    for i, name in ((C_TYPE, "type"), (C_META, "meta"), (C_COLLATION, "collation")):
+        ints[name] = pa.Array.from_buffers(pa.int32(), m, [_validity(&o.b[i + 3], m), _buffer(&o.b[i])])
+    bools = {}
+    for i, name in ((C_UNSIGNED, "unsigned"), (C_PK, "pk")):
+        bools[name] = pa.Array.from_buffers(
+            pa.bool_(), m, [_validity(&o.b[i + 1], m), _bitmap(&o.b[i], m)]
+        )
+    names = pa.Array.from_buffers(pa.string(), m, [None, _buffer(&o.b[C_NAME_LENS]), _buffer(&o.b[C_NAMES])])
+    texts = pa.Array.from_buffers(
+        pa.string(), listed, [None, _buffer(&o.b[C_VALUE_LENS]), _buffer(&o.b[C_VALUES])]
+    )
+    values = pa.Array.from_buffers(
+        pa.list_(pa.string()), m, [_validity(&o.value_ok, m), _buffer(&o.value_ends)], children=[texts]
+    )
+    built = {"name": names, "values": values, **ints, **bools}
+    struct = pa.StructArray.from_arrays([built[fld.name] for fld in column], fields=list(column))
+    return pa.Array.from_buffers(
+        list_type, rows, [_validity(&o.list_ok, rows), _buffer(&o.list_ends)], children=[struct]
+    )
+
+
+# ---- the classes the one pass reads (``binlake.txn.TransactionGrouper`` is the grouping's reference) ----
+
+from binlake.events.table_map import TableMap as _TABLE_MAP_CLS
+from binlake.events.query import Query as _QUERY_CLS
+from binlake.events.control import Xid as _XID_CLS
+from binlake import txn as _txn
+
+cdef object _TABLE_MAP = _TABLE_MAP_CLS
+cdef object _QUERY = _QUERY_CLS
+cdef object _XID = _XID_CLS
+cdef frozenset _OWN_RULES = frozenset(int(c) for c in _txn._OWN_RULES)
+cdef frozenset _GTID_EVENTS = frozenset(int(c) for c in _txn.GTID_EVENTS)
+cdef object _COMMIT = _txn.COMMIT
+
+from binlake.events.gtid import Gtid as _GTID_CLS, MariaGtid as _MARIA_GTID_CLS
+import dataclasses as _dataclasses
+
+cdef object _GTID = _GTID_CLS
+cdef object _MARIA_GTID = _MARIA_GTID_CLS
+cdef Maker _TRANSACTION = Maker(_txn.Transaction)
+cdef object _TXN = _txn.Transaction
+# a new ``Transaction``'s fields: each one's default, by position (those made per transaction by a
+# factory: None here), and the positions ``_start`` sets
+cdef tuple _TXN_FIELDS = _dataclasses.fields(_txn.Transaction)
+cdef list _TXN_NAMES = [f.name for f in _TXN_FIELDS]
+cdef tuple _TXN_DEFAULTS = tuple(None if f.default is _dataclasses.MISSING else f.default for f in _TXN_FIELDS)
+cdef Py_ssize_t T_FILE_SEQ = _TXN_NAMES.index("file_seq")
+cdef Py_ssize_t T_SOURCE = _TXN_NAMES.index("source")
+cdef Py_ssize_t T_START = _TXN_NAMES.index("start")
+cdef Py_ssize_t T_SERVER_ID = _TXN_NAMES.index("server_id")
+cdef Py_ssize_t T_FIRST_TS = _TXN_NAMES.index("first_header_ts")
+cdef Py_ssize_t T_GTID = _TXN_NAMES.index("gtid")
+cdef Py_ssize_t T_ANONYMOUS = _TXN_NAMES.index("anonymous")
+cdef Py_ssize_t T_LAST_COMMITTED = _TXN_NAMES.index("last_committed")
+cdef Py_ssize_t T_SEQUENCE = _TXN_NAMES.index("sequence_number")
+cdef Py_ssize_t T_COMMIT_TS = _TXN_NAMES.index("commit_ts_us")
+cdef Py_ssize_t T_ORIGINAL_TS = _TXN_NAMES.index("original_commit_ts_us")
+cdef Py_ssize_t T_TABLES = _TXN_NAMES.index("tables")
+cdef Py_ssize_t T_EVENTS = _TXN_NAMES.index("events")
+cdef Py_ssize_t T_BEGAN = _TXN_NAMES.index("began")
+cdef Py_ssize_t T_STANDALONE = _TXN_NAMES.index("standalone")
+if sorted(
+    f.name for f in _TXN_FIELDS if f.default is _dataclasses.MISSING and f.default_factory is _dataclasses.MISSING
+) != ["file_seq", "source", "start"] or sorted(
+    f.name for f in _TXN_FIELDS if f.default_factory is not _dataclasses.MISSING
+) != ["events", "tables"]:
+    # (a TypeError, as a stale cimport is: the loader warns and reads pure; the tests' import fails)
+    raise TypeError("binlake.txn.Transaction's fields are not the ones Grouper._start makes them from")
+
+
+cdef inline void set_slot(object o, Py_ssize_t off, object v):
+    """Set the slot at ``off`` (``Maker.offset_of``) of ``o``, whose exact class the caller checked."""
+    cdef PyObject **p = <PyObject **>(<char *><PyObject *>o + off)
+    cdef PyObject *old = p[0]
+    Py_INCREF(v)
+    p[0] = <PyObject *>v
+    Py_XDECREF(old)
+
+
+from binlake.events.base import Event as _EVENT_CLS, EventHeader as _HEADER_CLS
+
+cdef object _EVENT = _EVENT_CLS
+cdef object _HEADER = _HEADER_CLS
+cdef Maker _EV_SLOTS = Maker(_EVENT_CLS, True)
+cdef Maker _HEADER_SLOTS = Maker(_HEADER_CLS)
+cdef Maker _ROWS_SLOTS = Maker(_ROWS_CLS)
+cdef Maker _QUERY_SLOTS = Maker(_QUERY_CLS)
+cdef Maker _XID_SLOTS = Maker(_XID_CLS)
+cdef Maker _GTID_SLOTS = Maker(_GTID_CLS)
+# where the fields ``Grouper`` and ``BatchBuilder.add_transaction`` read and write are in their
+# instances: -1 for each when one of the classes is not of the shape ``Maker`` writes directly
+# (``_SLOTS`` off: ``Grouper`` hands every event to the pure grouper, ``add_transaction`` every
+# transaction to the change-by-change way)
+cdef Py_ssize_t EV_HEADER = _EV_SLOTS.offset_of("header")
+cdef Py_ssize_t EV_BODY = _EV_SLOTS.offset_of("body")
+cdef Py_ssize_t EV_SOURCE = _EV_SLOTS.offset_of("source")
+cdef Py_ssize_t EV_OFFSET = _EV_SLOTS.offset_of("offset")
+cdef Py_ssize_t EV_INNER = _EV_SLOTS.offset_of("inner_index")
+cdef Py_ssize_t EV_KIND = _EV_SLOTS.offset_of("kind")
+cdef Py_ssize_t H_SIZE = _HEADER_SLOTS.offset_of("event_size")
+cdef Py_ssize_t H_SERVER_ID = _HEADER_SLOTS.offset_of("server_id")
+cdef Py_ssize_t H_TIMESTAMP = _HEADER_SLOTS.offset_of("timestamp")
+cdef Py_ssize_t R_ROWS = _ROWS_SLOTS.offset_of("rows")
+cdef Py_ssize_t R_COUNTED = _ROWS_SLOTS.offset_of("counted")
+cdef Py_ssize_t R_TABLE = _ROWS_SLOTS.offset_of("table")
+cdef Py_ssize_t R_UNDECODED = _ROWS_SLOTS.offset_of("undecoded_reason")
+cdef Py_ssize_t R_OPERATION = _ROWS_SLOTS.offset_of("operation")
+cdef Py_ssize_t R_RAW = _ROWS_SLOTS.offset_of("raw_rows")
+cdef Py_ssize_t R_PARTIAL = _ROWS_SLOTS.offset_of("partial")
+cdef Py_ssize_t R_BEFORE = _ROWS_SLOTS.offset_of("columns_before")
+cdef Py_ssize_t R_AFTER = _ROWS_SLOTS.offset_of("columns_after")
+cdef Py_ssize_t R_COUNT = _ROWS_SLOTS.offset_of("column_count")
+cdef Py_ssize_t Q_QUERY = _QUERY_SLOTS.offset_of("query")
+cdef Py_ssize_t X_XID = _XID_SLOTS.offset_of("xid")
+cdef Py_ssize_t TS_EVENTS = _TRANSACTION.offset_of("events")
+cdef Py_ssize_t TS_ROWS = _TRANSACTION.offset_of("rows")
+cdef Py_ssize_t TS_TABLES = _TRANSACTION.offset_of("tables")
+cdef Py_ssize_t TS_BEGAN = _TRANSACTION.offset_of("began")
+cdef Py_ssize_t TS_XID = _TRANSACTION.offset_of("xid")
+cdef Py_ssize_t TS_KIND = _TRANSACTION.offset_of("kind")
+cdef Py_ssize_t TS_END = _TRANSACTION.offset_of("end")
+cdef Py_ssize_t TS_END_SOURCE = _TRANSACTION.offset_of("end_source")
+cdef Py_ssize_t TS_COMMIT_HEADER_TS = _TRANSACTION.offset_of("commit_header_ts")
+cdef bint _SLOTS = min(
+    EV_HEADER, EV_BODY, EV_SOURCE, EV_OFFSET, EV_INNER, EV_KIND, H_SIZE, H_SERVER_ID, H_TIMESTAMP, R_ROWS,
+    R_COUNTED, R_TABLE, R_UNDECODED, R_OPERATION, R_RAW, R_PARTIAL, R_BEFORE, R_AFTER, R_COUNT, Q_QUERY, X_XID, TS_EVENTS, TS_ROWS, TS_TABLES, TS_BEGAN, TS_XID, TS_KIND, TS_END, TS_END_SOURCE,
+    TS_COMMIT_HEADER_TS,
+) >= 0
+SLOTS_READ = _SLOTS  # (for the tests: whether the one pass reads the classes' slots, as it should)
+# the event kinds the pure grouper has its own rules for, and the GTID events, by type code
+cdef bint _OWN[256]
+cdef bint _GTID_KIND[256]
+for _code in range(256):
+    _OWN[_code] = _code in _OWN_RULES
+    _GTID_KIND[_code] = _code in _GTID_EVENTS
+
+
+from binlake.events.types import EventType as _EVENT_TYPE
+
+cdef object _DDL = _txn.DDL
+cdef long _PARTIAL = int(_EVENT_TYPE.PARTIAL_UPDATE_ROWS)
+
+
+cdef bint _any_kind(object events, long kind) except -1:
+    """Whether an event of ``events`` (a list) is of ``kind``; an event not exactly an ``Event``
+    counts as one (it is not read from its slots)."""
+    cdef object ev
+    if type(events) is not list:
+        return 1
+    for ev in <list>events:
+        if type(ev) is not _EVENT or slot(ev, EV_KIND) == kind:
+            return 1
+    return 0
+
+
 cdef class _TableUse:
     """What the one pass needs of a table map: its layout and encoders, its key's columns (in
     C, ``changes._column_order``) and its names; kept with the map (its id stays its)."""
@@ -1640,9 +1960,11 @@ cdef class _TableUse:
 
     cdef Transcoder transcoder(self, object b, object tm):
         """``_transcoder(b, tm)``, kept for the next event of the same shape."""
-        cdef object op = b.operation, before = b.columns_before, after = b.columns_after, count = b.column_count
+        # (``b`` is exactly a ``Rows``: ``add_transaction`` checked)
+        cdef object op = slot(b, R_OPERATION), before = slot(b, R_BEFORE), after = slot(b, R_AFTER)
+        cdef object count = slot(b, R_COUNT)
         if (self.tc is not None and op is self.tc_op and before == self.tc_before and after == self.tc_after
-                and count == self.tc_count and not b.partial):
+                and count == self.tc_count and not slot(b, R_PARTIAL)):
             return self.tc
         self.tc = _transcoder(b, tm)
         self.tc_op, self.tc_before, self.tc_after, self.tc_count = op, before, after, count
@@ -1769,6 +2091,23 @@ cdef class BatchBuilder:
         self.server_id.restore()
         self.before.restore(); self.after.restore(); self.pk.restore(); self.pk_before.restore()
 
+    def add_transactions(self, it, source, Cursor at, Py_ssize_t size, layouts, file_number, file_name):
+        """``add_transaction`` of each finished transaction of the iterator ``it`` in turn, in one
+        call (no Python step per transaction), until one is not taken whole: (that transaction, its
+        status as ``add_transaction`` returns it, ``at`` where it stopped), or with status 3, nothing
+        of it taken, where it is not for this way: a DDL statement, or with PARTIAL_UPDATE_ROWS
+        events (``changes.settle_partial_json`` first); (None, 0) when ``it`` is exhausted."""
+        cdef int status
+        cdef object t
+        for t in it:
+            at.event = at.row = at.byte = at.taken = 0  # each transaction from its start
+            if not _SLOTS or type(t) is not _TXN or slot(t, TS_KIND) == _DDL or _any_kind(slot(t, TS_EVENTS), _PARTIAL):
+                return t, 3
+            status = self._add_transaction(t, source, at, size, layouts, file_number, file_name)
+            if status:
+                return t, status
+        return None, 0
+
     def add_transaction(self, t, source, Cursor at, Py_ssize_t size, layouts, file_number, file_name):
         """The row changes of the finished, non-DDL transaction ``t`` (``changes.row_changes(t,
         None, source)`` is the reference) from where ``at`` is on (a new ``Cursor``: its first
@@ -1778,8 +2117,12 @@ cdef class BatchBuilder:
         batch goes on: no event before it is read again), 2 the change numbered ``at.taken`` is not
         taken (a misfit, or an error the reference may raise; nothing of it is kept): the caller
         adds it and the rest of ``t`` change by change."""
+        return self._add_transaction(t, source, at, size, layouts, file_number, file_name)
+
+    cdef int _add_transaction(self, object t, object source, Cursor at, Py_ssize_t size, object layouts,
+                              object file_number, object file_name) except -1:
         cdef list events = t.events
-        cdef object ev, b, tm, rows, pair, op, offset, sid, gtid, lc, seq, ts, tsrc
+        cdef object ev, b, tm, rows, pair, op, offset, sid, gtid, lc, seq, ts, tsrc, src, reason
         cdef object fno, tstart
         cdef Py_ssize_t ei, ri, nrows, p
         cdef bint raw
@@ -1807,35 +2150,43 @@ cdef class BatchBuilder:
         put_be(okey + 8, minor, 8)
         memset(okey + 16, 0, 10)
         okey[34] = 1
+        if not _SLOTS:
+            return 2
         for ei in range(at.event, len(events)):
             # the row (and byte of the rows' bytes) of this event to go on from: past the first
             # event, its first
             ri = at.row if ei == at.event else 0
             p = at.byte if ei == at.event else 0
             ev = events[ei]
-            b = ev.body
-            if not isinstance(b, _ROWS):
+            if type(ev) is not _EVENT or type(slot(ev, EV_HEADER)) is not _HEADER:
+                return 2
+            b = slot(ev, EV_BODY)
+            if type(b) is not _ROWS:
+                if isinstance(b, _ROWS):
+                    return 2
                 continue
-            tm = b.table
+            tm = slot(b, R_TABLE)
             if tm is None:
                 continue
-            raw = b.undecoded_reason is not None
-            if raw and b.undecoded_reason != _NOT_ASKED:  # rows kept undecoded: no change, as ``row_changes``
+            reason = slot(b, R_UNDECODED)
+            raw = reason is not None
+            if raw and reason != _NOT_ASKED:  # rows kept undecoded: no change, as ``row_changes``
                 continue
             if tm is not self.last_tm or tm.primary_key is not self.last_pk_list:
                 try:
                     self._use_table(tm, layouts)
                 except Exception:  # the reference's error, raised where it raises it
                     return 2
-            op = b.operation
+            op = slot(b, R_OPERATION)
             if op not in _ROW_OPS or ei > 0xFFFFFFFF:
                 return 2
             update = op == "update"
-            if ev.source is not self.last_src:
-                self.last_fname = file_name(ev.source)
-                self.last_src = ev.source
-            offset = ev.offset
-            sid = ev.header.server_id
+            src = slot(ev, EV_SOURCE)
+            if src is not self.last_src:
+                self.last_fname = file_name(src)
+                self.last_src = src
+            offset = slot(ev, EV_OFFSET)
+            sid = slot(slot(ev, EV_HEADER), H_SERVER_ID)
             try:
                 self._use_layout(self.tm_layout)
             except Exception:
@@ -1934,7 +2285,7 @@ cdef class BatchBuilder:
         decoder for it, rows of no columns, PARTIAL_UPDATE_ROWS, damage): the caller decodes it."""
         cdef Transcoder tc = self.use.transcoder(b, tm)
         cdef RawImage rb, ra
-        cdef object buf = b.raw_rows
+        cdef object buf = slot(b, R_RAW)
         cdef const unsigned char *s
         cdef Py_ssize_t p = pp[0], end, ri = pri[0], last = 0, n = pn[0]
         cdef bint update = op == "update"
@@ -2074,78 +2425,34 @@ cdef class BatchBuilder:
         return arrays
 
 
-# ---- transactions for the one pass (``binlake.txn.TransactionGrouper`` is the reference) ----
-
-from binlake.events.table_map import TableMap as _TABLE_MAP_CLS
-from binlake.events.query import Query as _QUERY_CLS
-from binlake.events.control import Xid as _XID_CLS
-from binlake import txn as _txn
-
-cdef object _TABLE_MAP = _TABLE_MAP_CLS
-cdef object _QUERY = _QUERY_CLS
-cdef object _XID = _XID_CLS
-cdef frozenset _OWN_RULES = frozenset(int(c) for c in _txn._OWN_RULES)
-cdef frozenset _GTID_EVENTS = frozenset(int(c) for c in _txn.GTID_EVENTS)
-cdef long _TRANSACTION_PAYLOAD = 40
-cdef object _COMMIT = _txn.COMMIT
-
-from binlake.events.gtid import Gtid as _GTID_CLS, MariaGtid as _MARIA_GTID_CLS
-import dataclasses as _dataclasses
-
-cdef object _GTID = _GTID_CLS
-cdef object _MARIA_GTID = _MARIA_GTID_CLS
-cdef Maker _TRANSACTION = Maker(_txn.Transaction)
-# a new ``Transaction``'s fields: each one's default, by position (those made per transaction by a
-# factory: None here), and the positions ``_start`` sets
-cdef tuple _TXN_FIELDS = _dataclasses.fields(_txn.Transaction)
-cdef list _TXN_NAMES = [f.name for f in _TXN_FIELDS]
-cdef tuple _TXN_DEFAULTS = tuple(None if f.default is _dataclasses.MISSING else f.default for f in _TXN_FIELDS)
-cdef Py_ssize_t T_FILE_SEQ = _TXN_NAMES.index("file_seq")
-cdef Py_ssize_t T_SOURCE = _TXN_NAMES.index("source")
-cdef Py_ssize_t T_START = _TXN_NAMES.index("start")
-cdef Py_ssize_t T_SERVER_ID = _TXN_NAMES.index("server_id")
-cdef Py_ssize_t T_FIRST_TS = _TXN_NAMES.index("first_header_ts")
-cdef Py_ssize_t T_GTID = _TXN_NAMES.index("gtid")
-cdef Py_ssize_t T_ANONYMOUS = _TXN_NAMES.index("anonymous")
-cdef Py_ssize_t T_LAST_COMMITTED = _TXN_NAMES.index("last_committed")
-cdef Py_ssize_t T_SEQUENCE = _TXN_NAMES.index("sequence_number")
-cdef Py_ssize_t T_COMMIT_TS = _TXN_NAMES.index("commit_ts_us")
-cdef Py_ssize_t T_ORIGINAL_TS = _TXN_NAMES.index("original_commit_ts_us")
-cdef Py_ssize_t T_TABLES = _TXN_NAMES.index("tables")
-cdef Py_ssize_t T_EVENTS = _TXN_NAMES.index("events")
-cdef Py_ssize_t T_BEGAN = _TXN_NAMES.index("began")
-cdef Py_ssize_t T_STANDALONE = _TXN_NAMES.index("standalone")
-if sorted(
-    f.name for f in _TXN_FIELDS if f.default is _dataclasses.MISSING and f.default_factory is _dataclasses.MISSING
-) != ["file_seq", "source", "start"] or sorted(
-    f.name for f in _TXN_FIELDS if f.default_factory is not _dataclasses.MISSING
-) != ["events", "tables"]:
-    # (a TypeError, as a stale cimport is: the loader warns and reads pure; the tests' import fails)
-    raise TypeError("binlake.txn.Transaction's fields are not the ones Grouper._start makes them from")
-
-
 cdef class Grouper:
     """``TransactionGrouper.feed`` with the events of a plain transaction in C: its GTID (none
-    open, nothing pending), BEGIN, table maps, rows events and XID. Every other event goes to the
-    pure grouper ``g``, whose state this shares (``g.current`` …, read and written in its
-    ``__dict__``), so its rules stay the one reference."""
+    open, nothing pending), BEGIN, table maps, rows events and XID, their fields read from their
+    slots. Every other event goes to the pure grouper ``g``, whose state this shares (``g.current``
+    …, read and written in its ``__dict__``), so its rules stay the one reference. Where the open
+    transaction's last event ends (``g._last_end``, ``_last_source``: what the pure grouper gives an
+    abandoned transaction) is written when ``g`` is next used, the input ends or ``sync`` is
+    called."""
 
     cdef object g
     cdef dict d
     cdef bint keep
-    cdef list _empty
+    cdef object last_ev  # the last event added here since ``_sync``: where the open one ends
 
     def __init__(self, g):
         self.g = g
         self.d = g.__dict__
         self.keep = g.keep_events
+        self.last_ev = None
         for name in ("current", "pending", "_payload_size", "_last_end", "_last_source"):
             if name not in self.d:
                 raise ValueError("not a TransactionGrouper")
 
     def feed(self, file_seq, ev):
         """``TransactionGrouper.feed``: the transactions ``ev`` finishes."""
-        return self._feed(file_seq, ev)
+        out = self._feed(file_seq, ev)
+        self._sync()
+        return out
 
     def pull(self, it, file_seq):
         """Events from the iterator ``it`` until one finishes a transaction: the transactions it
@@ -2155,38 +2462,63 @@ cdef class Grouper:
             out = self._feed(file_seq, ev)
             if out:
                 return out
+        self._sync()
         return None
 
+    def sync(self):
+        """Write ``g``'s end of the open transaction (``fed`` does when it is left)."""
+        self._sync()
+
+    cdef int _sync(self) except -1:
+        """``g``'s end of the open transaction, from the last event added here."""
+        cdef object ev = self.last_ev
+        if ev is not None:
+            self.last_ev = None
+            self.d["_last_end"] = slot(ev, EV_OFFSET) + (
+                self.d["_payload_size"] if slot(ev, EV_INNER) is not None
+                else slot(slot(ev, EV_HEADER), H_SIZE)
+            )
+            self.d["_last_source"] = slot(ev, EV_SOURCE)
+        return 0
+
     cdef list _feed(self, object file_seq, object ev):
-        cdef object body = ev.body
-        cdef object cls = type(body)
-        cdef object t = self.d["current"]
-        cdef object code = ev.kind
-        if t is not None:
-            if (cls is _ROWS or cls is _TABLE_MAP) and code not in _OWN_RULES:
+        cdef object body, cls, t
+        cdef long code
+        if _SLOTS and type(ev) is _EVENT and type(slot(ev, EV_HEADER)) is _HEADER:
+            body = slot(ev, EV_BODY)
+            cls = type(body)
+            t = self.d["current"]
+            code = slot(ev, EV_KIND)
+            if not 0 <= code < 256:
+                pass
+            elif t is not None:
+                if _OWN[code] or type(t) is not _TXN:
+                    pass
+                elif cls is _ROWS or cls is _TABLE_MAP:
+                    self._add(t, ev, body, cls)
+                    return []
+                elif cls is _QUERY and slot(body, Q_QUERY) == "BEGIN":
+                    self._add(t, ev, body, cls)
+                    set_slot(t, TS_BEGAN, True)  # ``statement_ends``: BEGIN opens, and ends nothing
+                    return []
+                elif cls is _XID:
+                    self._add(t, ev, body, cls)
+                    set_slot(t, TS_XID, slot(body, X_XID))
+                    return [self._finish(t, ev)]
+            elif _GTID_KIND[code] and not self.d["pending"]:  # (the pure grouper's own rule for it)
+                t = self._start(file_seq, ev, body, cls)
                 self._add(t, ev, body, cls)
                 return []
-            if cls is _QUERY and code not in _OWN_RULES and body.query == "BEGIN":
-                self._add(t, ev, body, cls)
-                t.began = True  # ``statement_ends``: BEGIN opens, and ends nothing
-                return []
-            if cls is _XID and code not in _OWN_RULES:
-                self._add(t, ev, body, cls)
-                t.xid = body.xid
-                return [self._finish(t, ev)]
-        elif code in _GTID_EVENTS and not self.d["pending"]:
-            t = self._start(file_seq, ev, body, cls)
-            self._add(t, ev, body, cls)
-            return []
+        self._sync()
         return self.g.feed(file_seq, ev)
 
     cdef object _start(self, object file_seq, object ev, object b, object cls):
         """``TransactionGrouper._start`` then ``_take_gtid`` of a GTID event, nothing pending: the
         new transaction, made current."""
         cdef list v = list(_TXN_DEFAULTS)
-        h = ev.header
-        v[T_FILE_SEQ], v[T_SOURCE], v[T_START] = file_seq, ev.source, ev.offset
-        v[T_SERVER_ID], v[T_FIRST_TS] = h.server_id, h.timestamp
+        h = slot(ev, EV_HEADER)
+        v[T_FILE_SEQ], v[T_SOURCE], v[T_START] = file_seq, slot(ev, EV_SOURCE), slot(ev, EV_OFFSET)
+        v[T_SERVER_ID], v[T_FIRST_TS] = slot(h, H_SERVER_ID), slot(h, H_TIMESTAMP)
         v[T_TABLES], v[T_EVENTS] = [], []
         if isinstance(b, _GTID):  # (as ``_take_gtid`` asks)
             v[T_ANONYMOUS] = b.anonymous
@@ -2205,32 +2537,30 @@ cdef class Grouper:
         return t
 
     cdef int _add(self, object t, object ev, object b, object cls) except -1:
-        cdef object size, key
-        cdef dict d = self.d
+        cdef object key, counted
+        cdef list tables
         if self.keep:
-            t.events.append(ev)
-        if ev.inner_index is None:
-            size = ev.header.event_size
-            if ev.kind == _TRANSACTION_PAYLOAD:
-                d["_payload_size"] = size
-        else:
-            size = d["_payload_size"]
-        d["_last_end"] = ev.offset + size
-        d["_last_source"] = ev.source
+            (<list>slot(t, TS_EVENTS)).append(ev)
+        # (none of the events added here is a TRANSACTION_PAYLOAD, whose size the pure grouper keeps)
+        self.last_ev = ev
         if cls is _TABLE_MAP:
             key = (b.database, b.table)
-            if key not in t.tables:
-                t.tables.append(key)
+            tables = slot(t, TS_TABLES)
+            if key not in tables:
+                tables.append(key)
         elif cls is _ROWS:
-            t.rows += len(b.rows) if b.counted is None else b.counted
+            counted = slot(b, R_COUNTED)
+            set_slot(t, TS_ROWS, slot(t, TS_ROWS) + (len(slot(b, R_ROWS)) if counted is None else counted))
         return 0
 
     cdef object _finish(self, object t, object ev):
         """``TransactionGrouper._finish(ev, COMMIT)`` of an XID event."""
-        t.kind = _COMMIT
-        t.end = ev.offset + (self.d["_payload_size"] if ev.inner_index is not None else ev.header.event_size)
-        t.end_source = ev.source
-        t.commit_header_ts = ev.header.timestamp
+        set_slot(t, TS_KIND, _COMMIT)
+        set_slot(t, TS_END, slot(ev, EV_OFFSET) + (
+            self.d["_payload_size"] if slot(ev, EV_INNER) is not None else slot(slot(ev, EV_HEADER), H_SIZE)
+        ))
+        set_slot(t, TS_END_SOURCE, slot(ev, EV_SOURCE))
+        set_slot(t, TS_COMMIT_HEADER_TS, slot(slot(ev, EV_HEADER), H_TIMESTAMP))
         self.d["current"] = None
         return t
 

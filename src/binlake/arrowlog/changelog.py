@@ -130,9 +130,12 @@ class ColumnsOnce:
             got = self._ids[layout] = layout_id(layout)
         return got
 
-    def arrays(self, distinct: list[Layout], which: list[int | None], ops: pa.Array) -> list[pa.Array]:
+    def arrays(
+        self, distinct: list[Layout], which: list[int | None], ops: pa.Array, compiled: bool = False
+    ) -> list[pa.Array]:
         """The ``columns`` and ``layout`` fields of a batch whose rows are of layouts ``distinct[i]``
-        for ``i`` in ``which`` (None: a rename or drop) and of ``ops``."""
+        for ``i`` in ``which`` (None: a rename or drop) and of ``ops`` (``compiled``: as in
+        ``_columns``)."""
         numbers = [self.number(lay) for lay in distinct]
         kept = list(which)
         for row, (i, is_row) in enumerate(
@@ -145,7 +148,7 @@ class ColumnsOnce:
             else:
                 self._sent.add(numbers[i])
         index = pa.array(which, pa.int32())
-        return [_columns(distinct, kept, len(which)), pa.array(numbers, pa.int64()).take(index)]
+        return [_columns(distinct, kept, len(which), compiled), pa.array(numbers, pa.int64()).take(index)]
 
 
 @dataclass
@@ -253,9 +256,10 @@ def transaction_batches(
     (the reference, taken when not ``compiled``), the compiled way in one pass: a transaction's rows
     go from the rows events straight into the batch's buffers, without a ``RowChange`` per row —
     from their bytes, without a Python value per column, where they were read with row decoding
-    off (``BatchBuilder.add_transaction``; the rest are decoded first). A DDL transaction (its renames and drops), and the rest of one whose change the one pass
-    does not take, go change by change: the same rows in the same order. ``trim``: as in
-    ``changelog_batches``."""
+    off (``BatchBuilder.add_transaction``; the rest are decoded first), the plain ones one after
+    the other in one compiled call (``add_transactions``). A DDL transaction (its renames and
+    drops), and the rest of one whose change the one pass does not take, go change by change: the
+    same rows in the same order. ``trim``: as in ``changelog_batches``."""
     on = use_compiled_images(compiled)
     if not on:
         yield from changelog_batches(
@@ -266,18 +270,26 @@ def transaction_batches(
         )
         return
     fill = _Filler(size, image_cache(True), trim)
-    for t in transactions:
+    it = iter(transactions)
+    while True:
         at = _fastvariant.Cursor()  # type: ignore[union-attr]
         held: list[pa.RecordBatch] = []  # batches of ``t``'s first changes, given once ``t`` reads whole
-        if fill.pure is None and t.kind != DDL:
-            settle_partial_json(t)
-            while (
-                status := fill.builder.add_transaction(t, source, at, size, _layouts, file_number, _file_name)
-            ) == _FULL:
+        if fill.pure is None:
+            # the plain transactions in one call, up to one that is not taken whole
+            t, status = fill.builder.add_transactions(it, source, at, size, *_MODEL)
+            if t is None:
+                break
+            if status == _OTHER and t.kind != DDL:
+                settle_partial_json(t)
+                status = fill.builder.add_transaction(t, source, at, size, *_MODEL)
+            while status == _FULL:
                 held.extend(fill.flush())
+                status = fill.builder.add_transaction(t, source, at, size, *_MODEL)
             if status == _ALL:
                 yield from held
                 continue
+        elif (t := next(it, None)) is None:
+            break
         # decoded before a batch holding any of ``t`` is given: damage the one pass met in a rows event
         # (its bytes, a value that does not decode) raises here, as reading with decoding on raises
         # before ``t`` is whole
@@ -307,11 +319,17 @@ def fed(
         return
     assert _fastvariant is not None
     fast, it = _fastvariant.Grouper(grouper), iter(events)
-    while (done := fast.pull(it, file_seq)) is not None:
-        yield from done
+    try:
+        while (done := fast.pull(it, file_seq)) is not None:
+            yield from done
+    finally:  # left before the end: ``grouper`` says where its open transaction ends
+        fast.sync()
 
 
-_ALL, _FULL = 0, 1  # ``BatchBuilder.add_transaction``'s status (2: a change it does not take)
+# ``BatchBuilder.add_transaction``'s status (2: a change it does not take); ``_OTHER``:
+# ``add_transactions`` left a transaction to the caller (DDL, or partial JSON to settle first)
+_ALL, _FULL, _OTHER = 0, 1, 3
+_MODEL = (_layouts, file_number, _file_name)  # what the builder takes of the change model
 
 
 class _Filler:
@@ -376,22 +394,27 @@ def _fast_batches(
 
 def _built(builder: Any, trim: Trim | None = None) -> pa.RecordBatch:
     arrays = builder.arrays(CHANGELOG_FIELDS)
-    return _record(arrays, builder.distinct, builder.which, trim)
+    return _record(arrays, builder.distinct, builder.which, trim, compiled=True)
 
 
 _OP = [name for name, _ in CHANGELOG_FIELDS].index("op")
 
 
 def _record(
-    arrays: list[pa.Array], distinct: list[Layout], which: list[int | None], trim: Trim | None
+    arrays: list[pa.Array],
+    distinct: list[Layout],
+    which: list[int | None],
+    trim: Trim | None,
+    compiled: bool = False,
 ) -> pa.RecordBatch:
-    """A change-log batch from its fields before ``columns`` and its rows' layouts."""
+    """A change-log batch from its fields before ``columns`` and its rows' layouts (``compiled``:
+    ``columns`` as ``_columns`` builds it)."""
     once = None if trim is None else trim.once
     if once is None:
-        cols = _columns(distinct, which, len(which))
+        cols = _columns(distinct, which, len(which), compiled)
         return pa.RecordBatch.from_arrays([*arrays, cols], schema=CHANGELOG_SCHEMA)
     return pa.RecordBatch.from_arrays(
-        [*arrays, *once.arrays(distinct, which, arrays[_OP])], schema=ONCE_SCHEMA
+        [*arrays, *once.arrays(distinct, which, arrays[_OP], compiled)], schema=ONCE_SCHEMA
     )
 
 
@@ -404,13 +427,15 @@ def _name_images(c: RowChange) -> tuple[tuple[bytes, bytes] | None, tuple[bytes,
     )
 
 
-def _columns(distinct: list[Layout], which: list[int | None], n: int) -> pa.Array:
-    """The ``columns`` field: each distinct layout once, taken per change."""
+def _columns(distinct: list[Layout], which: list[int | None], n: int, compiled: bool = False) -> pa.Array:
+    """The ``columns`` field: each distinct layout once, taken per change (the reference), or
+    ``compiled``: each layout's buffers copied per change (``_fastvariant.columns_array``)."""
     if not distinct:
         return pa.nulls(n, pa.list_(COLUMN))
-    return pa.array([columns_value(lay) for lay in distinct], pa.list_(COLUMN)).take(
-        pa.array(which, pa.int32())
-    )
+    values = [columns_value(lay) for lay in distinct]
+    if compiled:
+        return _fastvariant.columns_array(values, which, pa.list_(COLUMN))  # type: ignore[union-attr]
+    return pa.array(values, pa.list_(COLUMN)).take(pa.array(which, pa.int32()))
 
 
 def _batch(
@@ -468,7 +493,7 @@ def _batch(
         pk.array(VARIANT),
         pk_before.array(VARIANT),
     ]
-    return _record(arrays, distinct, which, trim)
+    return _record(arrays, distinct, which, trim, compiled=column is not _Variants)
 
 
 def rows_of(batch: pa.RecordBatch | pa.Table) -> list[dict[str, Any]]:

@@ -203,7 +203,7 @@ def use_compiled_images(compiled: bool | None = None) -> bool:
 
 
 # the compiled encoder (optional; the pure encoders above are the reference)
-ENCODER = native.OptionalModule("binlake.arrowlog._fastvariant", 5)
+ENCODER = native.OptionalModule("binlake.arrowlog._fastvariant", 6)
 _fastvariant = ENCODER.built  # the built module, whether chosen or not (None: not built, or stale)
 if _fastvariant is not None:
     _fastvariant.set_json_type(Json)

@@ -1,6 +1,6 @@
 # What other compiled modules take from the envelope: making slots dataclass instances from C, and
 # the event decoder (called from C without the Python call).
-from cpython.object cimport PyTypeObject
+from cpython.object cimport PyObject, PyTypeObject
 from libc.stdint cimport uint32_t
 
 
@@ -19,8 +19,20 @@ cdef class Maker:
     cdef Py_ssize_t offsets[24]
     cdef Py_ssize_t n
     cdef bint direct
+    cdef tuple names
 
     cdef object make(self, tuple values)
+    cdef Py_ssize_t offset_of(self, str name) except -2
+
+
+cdef inline object slot(object o, Py_ssize_t off):
+    """The value of the slot at ``off`` (``Maker.offset_of``) of ``o``, whose exact class the caller
+    checked: a read without the attribute lookup. A slot never set raises AttributeError, as the
+    attribute does."""
+    cdef PyObject *v = (<PyObject **>(<char *><PyObject *>o + off))[0]
+    if v == NULL:
+        raise AttributeError("a slot that was never set")
+    return <object>v
 
 
 cpdef object decode_event(object decoder, bytes raw, Py_ssize_t offset)

@@ -57,7 +57,7 @@ cdef extern from "string.h":
     int memcmp(const void *a, const void *b, size_t n) nogil
 
 # what binlake.decoder expects of this module (a build older than the source is not used)
-INTERFACE = 8
+INTERFACE = 9
 
 # CRC32 (ISO-HDLC, zlib's and MySQL's) eight bytes a step ("slicing by 8"): binlog events are small
 # (76 bytes on average in the merge benchmark's nodes), where zlib's ``crc32`` spends ~75 ns an event
@@ -149,6 +149,7 @@ cdef class Maker:
         self.cls = cls
         self.tp = <PyTypeObject *>cls
         names = [f.name for f in dataclasses.fields(cls)]
+        self.names = tuple(names)
         self.n = len(names)
         self.direct = (
             self.n <= 24 and (post_init_is_noop or "__post_init__" not in vars(cls)) and type(cls) is type and cls.__bases__ == (object,)
@@ -188,6 +189,13 @@ cdef class Maker:
             # Nothing stores a container in a header or such a body afterwards.
             PyObject_GC_UnTrack(<void *>o)
         return obj
+
+    cdef Py_ssize_t offset_of(self, str name) except -2:
+        """Where the field ``name`` is in an instance of exactly the class, for ``slot``; -1 when
+        the class is not of the shape ``make`` writes directly (read it by name)."""
+        if not self.direct:
+            return -1
+        return self.offsets[self.names.index(name)]
 
 
 cdef inline bint is_atomic(PyObject *v) noexcept:

@@ -34,7 +34,7 @@ cdef extern from "Python.h":
     void PyObject_GC_UnTrack(void *o)
 
 # what globalbinlog.nodes expects of this module (a build older than the source is not used)
-INTERFACE = 3
+INTERFACE = 4
 
 cdef enum:
     HLEN = 19

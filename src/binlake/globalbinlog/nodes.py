@@ -55,7 +55,7 @@ from binlake.txn import (
 )
 
 # the loop below in C for the events every node transaction repeats (optional: the reference is here)
-NODE_LOOP = native.OptionalModule("binlake.globalbinlog._fastnodes", 3)
+NODE_LOOP = native.OptionalModule("binlake.globalbinlog._fastnodes", 4)
 
 
 def _keep_in(*objects: object) -> None:
