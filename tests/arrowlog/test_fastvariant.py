@@ -287,6 +287,20 @@ def test_the_build_is_current() -> None:
     assert isinstance(_fastvariant.VariantColumn().array(VARIANT), pa.StructArray)
 
 
+def test_a_columns_buffers_go_with_its_array() -> None:
+    """A column's array holds the memory it was built in (no copy), so it is made once: a second
+    time is refused, never an array over memory that went with the first."""
+    col = _fastvariant.VariantColumn()
+    col.add_bytes(b"\x0c\x01", b"\x01\x00\x00")  # a variant 1 (int8), and empty metadata
+    col.add_null()
+    first = col.array(VARIANT)
+    assert first.field("value").to_pylist() == [b"\x0c\x01", b""] and first.null_count == 1
+    with pytest.raises(RuntimeError, match="already made"):
+        col.array(VARIANT)
+    del col  # the array outlives its builder
+    assert first.field("value").to_pylist() == [b"\x0c\x01", b""]
+
+
 def test_name_changes_and_odd_fields_build_alike(tmp_path: Path) -> None:
     """Renames, drops and added columns among row changes; a field the compiled builder does not
     take (a position past int64, a gtid that is not text, a malformed order key) is built the

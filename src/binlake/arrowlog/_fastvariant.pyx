@@ -14,6 +14,7 @@ reference), without a Python object per row, and gives up on a change it does no
 (``Misfit``), which the caller then builds the pure way.
 """
 
+from cpython.buffer cimport PyBuffer_FillInfo
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_CheckExact, PyByteArray_GET_SIZE
 from cpython.datetime cimport (
@@ -1339,6 +1340,7 @@ cdef class VariantColumn:
     cdef Py_ssize_t rows
     cdef Py_ssize_t nulls
     cdef Py_ssize_t saved[7]
+    cdef bint given  # ``array`` was made
 
     cdef void save(self) noexcept:
         """Remember the column's end (``restore`` takes a half-added change back)."""
@@ -1411,10 +1413,12 @@ cdef class VariantColumn:
         self._end(False)
 
     def array(self, type):
-        """The column as an Arrow struct array of ``type`` (``changelog.VARIANT``)."""
+        """The column as an Arrow struct array of ``type`` (``changelog.VARIANT``); once: its
+        buffers go with it."""
         cdef Py_ssize_t i
         cdef bytes bitmap
         cdef char *bm
+        _give_once(&self.given)
         values = pa.Array.from_buffers(
             pa.binary(), self.rows, [None, _buffer(&self.voffsets), _buffer(&self.values)]
         )
@@ -1433,8 +1437,44 @@ cdef class VariantColumn:
         return pa.Array.from_buffers(type, self.rows, [validity], null_count=self.nulls, children=[values, metas])
 
 
+cdef class _Owned:
+    """The memory a ``Buf`` held, handed to Arrow as it is (freed with the last buffer on it)."""
+
+    cdef char *data
+    cdef Py_ssize_t size
+
+    def __dealloc__(self):
+        free(self.data)
+
+    def __getbuffer__(self, Py_buffer *view, int flags):
+        PyBuffer_FillInfo(view, self, self.data, self.size, 1, flags)
+
+    def __releasebuffer__(self, Py_buffer *view):
+        pass
+
+
+cdef int _give_once(bint *given) except -1:
+    """A column's arrays are made once: ``_buffer`` hands its memory over."""
+    if given[0]:
+        raise RuntimeError("a column's array was already made: its buffers went with it")
+    given[0] = 1
+    return 0
+
+
 cdef object _buffer(Buf *b):
-    return pa.py_buffer(PyBytes_FromStringAndSize(b.data, b.size))
+    """``b``'s bytes as an Arrow buffer, without a copy: its memory goes with the buffer, ``b`` is
+    left empty (a batch's columns are given once, and their builder is not used again)."""
+    cdef _Owned owned
+    cdef char *p
+    if b.size == 0:
+        return pa.py_buffer(b"")
+    p = <char *>realloc(b.data, b.size)  # (no more than it holds: growing left room)
+    if p != NULL:
+        b.data = p
+    owned = _Owned.__new__(_Owned)
+    owned.data, owned.size = b.data, b.size
+    b.data, b.size, b.cap = NULL, 0, 0
+    return pa.py_buffer(owned)
 
 
 # ---- a whole change-log batch (``binlake.arrowlog.changelog._batch`` is the reference) ----
@@ -1458,6 +1498,7 @@ cdef object _bitmap(Buf *valid, Py_ssize_t rows):
 cdef class _Int64s:
     cdef Buf data
     cdef Buf valid
+    cdef bint given
     cdef Py_ssize_t rows, nulls
     cdef Py_ssize_t saved[4]
 
@@ -1490,6 +1531,7 @@ cdef class _Int64s:
         return 0
 
     cdef object array(self, object type):
+        _give_once(&self.given)
         return pa.Array.from_buffers(
             type, self.rows, [_bitmap(&self.valid, self.rows) if self.nulls else None, _buffer(&self.data)],
             null_count=self.nulls,
@@ -1500,6 +1542,7 @@ cdef class _Strings:
     cdef Buf data
     cdef Buf offsets
     cdef Buf valid
+    cdef bint given
     cdef Py_ssize_t rows, nulls
     cdef Py_ssize_t saved[5]
 
@@ -1550,6 +1593,7 @@ cdef class _Strings:
         return self.add_raw(p, n, 1)
 
     cdef object array(self, object type):
+        _give_once(&self.given)
         return pa.Array.from_buffers(
             type, self.rows,
             [_bitmap(&self.valid, self.rows) if self.nulls else None, _buffer(&self.offsets), _buffer(&self.data)],
