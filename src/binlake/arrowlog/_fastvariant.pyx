@@ -2481,7 +2481,8 @@ cdef class Grouper:
     cdef object g
     cdef dict d
     cdef bint keep
-    cdef object last_ev  # the last event added here since ``_sync``: where the open one ends
+    cdef object last_ev  # the last event added here since ``_sync`` (None: none): where the open one ends
+    cdef object last_offset, last_size, last_source  # its fields, read when it was added (size None: inner)
 
     def __init__(self, g):
         self.g = g
@@ -2515,14 +2516,12 @@ cdef class Grouper:
 
     cdef int _sync(self) except -1:
         """``g``'s end of the open transaction, from the last event added here."""
-        cdef object ev = self.last_ev
-        if ev is not None:
+        if self.last_ev is not None:
             self.last_ev = None
-            self.d["_last_end"] = slot(ev, EV_OFFSET) + (
-                self.d["_payload_size"] if slot(ev, EV_INNER) is not None
-                else slot(slot(ev, EV_HEADER), H_SIZE)
+            self.d["_last_end"] = self.last_offset + (
+                self.d["_payload_size"] if self.last_size is None else self.last_size
             )
-            self.d["_last_source"] = slot(ev, EV_SOURCE)
+            self.d["_last_source"] = self.last_source
         return 0
 
     cdef list _feed(self, object file_seq, object ev):
@@ -2586,7 +2585,10 @@ cdef class Grouper:
         if self.keep:
             (<list>slot(t, TS_EVENTS)).append(ev)
         # (none of the events added here is a TRANSACTION_PAYLOAD, whose size the pure grouper keeps)
+        # (its fields now: the event is the consumer's once its transaction is given)
         self.last_ev = ev
+        self.last_offset, self.last_source = slot(ev, EV_OFFSET), slot(ev, EV_SOURCE)
+        self.last_size = None if slot(ev, EV_INNER) is not None else slot(slot(ev, EV_HEADER), H_SIZE)
         if cls is _TABLE_MAP:
             key = (b.database, b.table)
             tables = slot(t, TS_TABLES)
