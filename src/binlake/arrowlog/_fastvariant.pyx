@@ -1822,7 +1822,9 @@ def columns_array(list layouts, list which, object list_type):
                 cnt = counts[k]
                 o.value_ok.data[o.value_ok.size + k] = cnt >= 0
                 if cnt > 0:
-                    listed += cnt  # (_put_ends above kept the texts under 2 GB: their count too)
+                    if listed > 2147483647 - cnt:  # (empty values take no text: counted apart)
+                        raise OverflowError("a batch's columns hold over 2**31 ENUM/SET values")
+                    listed += cnt
                 (<int32_t *>(o.value_ends.data + o.value_ends.size))[k] = listed
             o.value_ends.size += 4 * lc.n
             o.value_ok.size += lc.n
@@ -2166,7 +2168,7 @@ cdef class BatchBuilder:
     cdef int _add_transaction(self, object t, object source, Cursor at, Py_ssize_t size, object layouts,
                               object file_number, object file_name) except -1:
         cdef list events = t.events
-        cdef object ev, b, tm, rows, pair, op, offset, sid, gtid, lc, seq, ts, tsrc, src, reason
+        cdef object ev, h, b, tm, rows, pair, op, offset, sid, gtid, lc, seq, ts, tsrc, src, reason
         cdef object fno, tstart
         cdef Py_ssize_t ei, ri, nrows, p
         cdef bint raw
@@ -2202,7 +2204,10 @@ cdef class BatchBuilder:
             ri = at.row if ei == at.event else 0
             p = at.byte if ei == at.event else 0
             ev = events[ei]
-            if type(ev) is not _EVENT or type(slot(ev, EV_HEADER)) is not _HEADER:
+            if type(ev) is not _EVENT:
+                return 2
+            h = slot(ev, EV_HEADER)  # (held here: the callbacks below cannot swap it under us)
+            if type(h) is not _HEADER:
                 return 2
             b = slot(ev, EV_BODY)
             if type(b) is not _ROWS:
@@ -2226,11 +2231,11 @@ cdef class BatchBuilder:
                 return 2
             update = op == "update"
             src = slot(ev, EV_SOURCE)
+            offset = slot(ev, EV_OFFSET)
+            sid = slot(h, H_SERVER_ID)
             if src is not self.last_src:
                 self.last_fname = file_name(src)
                 self.last_src = src
-            offset = slot(ev, EV_OFFSET)
-            sid = slot(slot(ev, EV_HEADER), H_SERVER_ID)
             try:
                 self._use_layout(self.tm_layout)
             except Exception:
@@ -2583,7 +2588,11 @@ cdef class Grouper:
         cdef object key, counted
         cdef list tables
         if self.keep:
-            (<list>slot(t, TS_EVENTS)).append(ev)
+            events = slot(t, TS_EVENTS)
+            if type(events) is list:
+                (<list>events).append(ev)
+            else:  # (not a list someone put there: what the pure grouper's ``append`` does with it)
+                events.append(ev)
         # (none of the events added here is a TRANSACTION_PAYLOAD, whose size the pure grouper keeps)
         # (its fields now: the event is the consumer's once its transaction is given)
         self.last_ev = ev
