@@ -1917,54 +1917,42 @@ cdef inline void set_slot(object o, Py_ssize_t off, object v):
 
 
 from binlake.events.base import Event as _EVENT_CLS, EventHeader as _HEADER_CLS
+from binlake.events._fastenv import MAKERS as _MAKERS
 
 cdef object _EVENT = _EVENT_CLS
 cdef object _HEADER = _HEADER_CLS
-cdef Maker _EV_SLOTS = Maker(_EVENT_CLS, True)
-cdef Maker _HEADER_SLOTS = Maker(_HEADER_CLS)
-cdef Maker _ROWS_SLOTS = Maker(_ROWS_CLS)
-cdef Maker _QUERY_SLOTS = Maker(_QUERY_CLS)
-cdef Maker _XID_SLOTS = Maker(_XID_CLS)
-cdef Maker _GTID_SLOTS = Maker(_GTID_CLS)
 # where the fields ``Grouper`` and ``BatchBuilder.add_transaction`` read and write are in their
-# instances: -1 for each when one of the classes is not of the shape ``Maker`` writes directly
-# (``_SLOTS`` off: ``Grouper`` hands every event to the pure grouper, ``add_transaction`` every
-# transaction to the change-by-change way)
-cdef Py_ssize_t EV_HEADER = _EV_SLOTS.offset_of("header")
-cdef Py_ssize_t EV_BODY = _EV_SLOTS.offset_of("body")
-cdef Py_ssize_t EV_SOURCE = _EV_SLOTS.offset_of("source")
-cdef Py_ssize_t EV_OFFSET = _EV_SLOTS.offset_of("offset")
-cdef Py_ssize_t EV_INNER = _EV_SLOTS.offset_of("inner_index")
-cdef Py_ssize_t EV_KIND = _EV_SLOTS.offset_of("kind")
-cdef Py_ssize_t H_SIZE = _HEADER_SLOTS.offset_of("event_size")
-cdef Py_ssize_t H_SERVER_ID = _HEADER_SLOTS.offset_of("server_id")
-cdef Py_ssize_t H_TIMESTAMP = _HEADER_SLOTS.offset_of("timestamp")
-cdef Py_ssize_t R_ROWS = _ROWS_SLOTS.offset_of("rows")
-cdef Py_ssize_t R_COUNTED = _ROWS_SLOTS.offset_of("counted")
-cdef Py_ssize_t R_TABLE = _ROWS_SLOTS.offset_of("table")
-cdef Py_ssize_t R_UNDECODED = _ROWS_SLOTS.offset_of("undecoded_reason")
-cdef Py_ssize_t R_OPERATION = _ROWS_SLOTS.offset_of("operation")
-cdef Py_ssize_t R_RAW = _ROWS_SLOTS.offset_of("raw_rows")
-cdef Py_ssize_t R_PARTIAL = _ROWS_SLOTS.offset_of("partial")
-cdef Py_ssize_t R_BEFORE = _ROWS_SLOTS.offset_of("columns_before")
-cdef Py_ssize_t R_AFTER = _ROWS_SLOTS.offset_of("columns_after")
-cdef Py_ssize_t R_COUNT = _ROWS_SLOTS.offset_of("column_count")
-cdef Py_ssize_t Q_QUERY = _QUERY_SLOTS.offset_of("query")
-cdef Py_ssize_t X_XID = _XID_SLOTS.offset_of("xid")
-cdef Py_ssize_t TS_EVENTS = _TRANSACTION.offset_of("events")
-cdef Py_ssize_t TS_ROWS = _TRANSACTION.offset_of("rows")
-cdef Py_ssize_t TS_TABLES = _TRANSACTION.offset_of("tables")
-cdef Py_ssize_t TS_BEGAN = _TRANSACTION.offset_of("began")
-cdef Py_ssize_t TS_XID = _TRANSACTION.offset_of("xid")
-cdef Py_ssize_t TS_KIND = _TRANSACTION.offset_of("kind")
-cdef Py_ssize_t TS_END = _TRANSACTION.offset_of("end")
-cdef Py_ssize_t TS_END_SOURCE = _TRANSACTION.offset_of("end_source")
-cdef Py_ssize_t TS_COMMIT_HEADER_TS = _TRANSACTION.offset_of("commit_header_ts")
-cdef bint _SLOTS = min(
-    EV_HEADER, EV_BODY, EV_SOURCE, EV_OFFSET, EV_INNER, EV_KIND, H_SIZE, H_SERVER_ID, H_TIMESTAMP, R_ROWS,
-    R_COUNTED, R_TABLE, R_UNDECODED, R_OPERATION, R_RAW, R_PARTIAL, R_BEFORE, R_AFTER, R_COUNT, Q_QUERY, X_XID, TS_EVENTS, TS_ROWS, TS_TABLES, TS_BEGAN, TS_XID, TS_KIND, TS_END, TS_END_SOURCE,
-    TS_COMMIT_HEADER_TS,
-) >= 0
+# instances (the envelope's ``Maker`` of each class): -1 for each when one of the classes is not of
+# the shape ``Maker`` writes directly (``_SLOTS`` off: ``Grouper`` hands every event to the pure
+# grouper, ``add_transaction`` every transaction to the change-by-change way)
+cdef Py_ssize_t EV_HEADER, EV_BODY, EV_SOURCE, EV_OFFSET, EV_INNER, EV_KIND, H_SIZE, H_SERVER_ID, H_TIMESTAMP
+cdef Py_ssize_t R_ROWS, R_COUNTED, R_TABLE, R_UNDECODED, R_OPERATION, R_RAW, R_PARTIAL, R_BEFORE, R_AFTER, R_COUNT
+cdef Py_ssize_t Q_QUERY, X_XID, TS_EVENTS, TS_ROWS, TS_TABLES, TS_BEGAN, TS_XID, TS_KIND, TS_END, TS_END_SOURCE
+cdef Py_ssize_t TS_COMMIT_HEADER_TS
+cdef list _OFFSETS = []
+
+
+cdef list _offsets(Maker maker, tuple names):
+    cdef list got = [maker.offset_of(name) for name in names]
+    _OFFSETS.extend(got)
+    return got
+
+
+EV_HEADER, EV_BODY, EV_SOURCE, EV_OFFSET, EV_INNER, EV_KIND = _offsets(
+    _MAKERS[_EVENT_CLS], ("header", "body", "source", "offset", "inner_index", "kind")
+)
+H_SIZE, H_SERVER_ID, H_TIMESTAMP = _offsets(_MAKERS[_HEADER_CLS], ("event_size", "server_id", "timestamp"))
+R_ROWS, R_COUNTED, R_TABLE, R_UNDECODED, R_OPERATION, R_RAW, R_PARTIAL, R_BEFORE, R_AFTER, R_COUNT = _offsets(
+    _MAKERS[_ROWS_CLS],
+    ("rows", "counted", "table", "undecoded_reason", "operation", "raw_rows", "partial", "columns_before",
+     "columns_after", "column_count"),
+)
+Q_QUERY, = _offsets(_MAKERS[_QUERY_CLS], ("query",))
+X_XID, = _offsets(_MAKERS[_XID_CLS], ("xid",))
+TS_EVENTS, TS_ROWS, TS_TABLES, TS_BEGAN, TS_XID, TS_KIND, TS_END, TS_END_SOURCE, TS_COMMIT_HEADER_TS = _offsets(
+    _TRANSACTION, ("events", "rows", "tables", "began", "xid", "kind", "end", "end_source", "commit_header_ts")
+)
+cdef bint _SLOTS = min(_OFFSETS) >= 0
 SLOTS_READ = _SLOTS  # (for the tests: whether the one pass reads the classes' slots, as it should)
 # the event kinds the pure grouper has its own rules for, and the GTID events, by type code
 cdef bint _OWN[256]

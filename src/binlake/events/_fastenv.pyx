@@ -221,6 +221,8 @@ cdef Maker ROWS = Maker(Rows)
 cdef Maker XA_PREPARE_ = Maker(XaPrepare)
 cdef Maker POLARX_SEQUENCE = Maker(PolarxSequence)
 cdef Maker POLARX_GCN = Maker(PolarxGcn)
+# (other compiled modules read these classes' slots at the offsets their Maker found)
+MAKERS = {EventHeader: HEADER, Event: EVENT, Gtid: GTID_, Query: QUERY_, Xid: XID_, Rows: ROWS}
 cdef Maker XA_ID = Maker(XaId)
 
 
