@@ -1415,9 +1415,6 @@ cdef class VariantColumn:
     def array(self, type):
         """The column as an Arrow struct array of ``type`` (``changelog.VARIANT``); once: its
         buffers go with it."""
-        cdef Py_ssize_t i
-        cdef bytes bitmap
-        cdef char *bm
         _give_once(&self.given)
         values = pa.Array.from_buffers(
             pa.binary(), self.rows, [None, _buffer(&self.voffsets), _buffer(&self.values)]
@@ -1425,15 +1422,7 @@ cdef class VariantColumn:
         metas = pa.Array.from_buffers(
             pa.binary(), self.rows, [None, _buffer(&self.moffsets), _buffer(&self.metas)]
         )
-        validity = None
-        if self.nulls:
-            bitmap = PyBytes_FromStringAndSize(NULL, (self.rows + 7) // 8)
-            bm = PyBytes_AS_STRING(bitmap)
-            memset(bm, 0, (self.rows + 7) // 8)
-            for i in range(self.rows):
-                if self.valid.data[i]:
-                    bm[i >> 3] |= <char>(1 << (i & 7))
-            validity = pa.py_buffer(bitmap)
+        validity = _bitmap(&self.valid, self.rows) if self.nulls else None
         return pa.Array.from_buffers(type, self.rows, [validity], null_count=self.nulls, children=[values, metas])
 
 
@@ -2474,14 +2463,14 @@ cdef class Grouper:
     cdef object g
     cdef dict d
     cdef bint keep
-    cdef object last_ev  # the last event added here since ``_sync`` (None: none): where the open one ends
-    cdef object last_offset, last_size, last_source  # its fields, read when it was added (size None: inner)
+    cdef bint unsynced  # an event was added here since ``_sync``: where the open one ends is its end
+    cdef object last_offset, last_size, last_source  # that event's fields, read when it was added (size None: inner)
 
     def __init__(self, g):
         self.g = g
         self.d = g.__dict__
         self.keep = g.keep_events
-        self.last_ev = None
+        self.unsynced = False
         for name in ("current", "pending", "_payload_size", "_last_end", "_last_source"):
             if name not in self.d:
                 raise ValueError("not a TransactionGrouper")
@@ -2509,8 +2498,8 @@ cdef class Grouper:
 
     cdef int _sync(self) except -1:
         """``g``'s end of the open transaction, from the last event added here."""
-        if self.last_ev is not None:
-            self.last_ev = None
+        if self.unsynced:
+            self.unsynced = False
             self.d["_last_end"] = self.last_offset + (
                 self.d["_payload_size"] if self.last_size is None else self.last_size
             )
@@ -2583,7 +2572,7 @@ cdef class Grouper:
                 events.append(ev)
         # (none of the events added here is a TRANSACTION_PAYLOAD, whose size the pure grouper keeps)
         # (its fields now: the event is the consumer's once its transaction is given)
-        self.last_ev = ev
+        self.unsynced = True
         self.last_offset, self.last_source = slot(ev, EV_OFFSET), slot(ev, EV_SOURCE)
         self.last_size = None if slot(ev, EV_INNER) is not None else slot(slot(ev, EV_HEADER), H_SIZE)
         if cls is _TABLE_MAP:
