@@ -83,7 +83,7 @@ def _choose(module: ModuleType | None) -> None:
 
 
 # the envelope in C (optional: without a compiler at install time, this module is the path)
-ENVELOPE = native.OptionalModule("binlake.events._fastenv", 9, _choose)
+ENVELOPE = native.OptionalModule("binlake.events._fastenv", 10, _choose)
 
 
 class EventDecoder:
@@ -226,7 +226,7 @@ class EventDecoder:
         elif code in ENCRYPTION_STARTS:
             self.encrypted_from = offset + header.event_size
         event = Event(header, body, self.source, offset, checksum, inner, code)
-        for observe in self.state.observers:
+        for observe in self.state.observers_of(code):
             observe(event)
         if code == EventType.TABLE_MAP and isinstance(event.body, TableMap):
             # an observer (the schema tracker) may have put a named view of the map in its place

@@ -1,4 +1,4 @@
-"""Review of the PARTIAL_UPDATE_ROWS observer (``spark.changelog.partial_updates``): every read shape
+"""Review of the PARTIAL_UPDATE_ROWS observer (``spark.changelog.PartialUpdates``): every read shape
 that hands the compaction ``suspects`` (a range starting mid-file, a selection, both) flags the
 same partial JSON updates as a compaction that searches every row (``suspects=None``)."""
 

@@ -21,11 +21,9 @@ from binlake.cli.common import (
 )
 from binlake.console import ByteProgress
 from binlake.errors import BinlogError
+from binlake.events import SCHEMA_KINDS
 from binlake.events.base import Event
-from binlake.events.control import Xid
-from binlake.events.gtid import Gtid
 from binlake.events.query import Query
-from binlake.events.rows import Rows
 from binlake.events.table_map import TableMap
 from binlake.filters import Selection
 from binlake.reader import BinlogReader
@@ -118,15 +116,14 @@ class DeferredDdl:
     without parsing its DDL, and prints the same. The statements are applied in binlog order all
     the same, each before the first map that needs it."""
 
+    event_kinds = SCHEMA_KINDS  # what a decoder gives it, as it gives a tracker
+
     def __init__(self, tracker: SchemaTracker) -> None:
         self.tracker = tracker
         self.pending: list[Event] = []
 
     def __call__(self, ev: Event) -> None:
         body = ev.body
-        cls = body.__class__
-        if cls is Rows or cls is Xid or cls is Gtid:  # most events: nothing to do (the test below)
-            return
         if isinstance(body, TableMap):
             if any(c.name is not None for c in body.columns):
                 return

@@ -59,6 +59,11 @@ BODY_DECODERS: dict[int, BodyDecoder] = {
 BODY_DECODERS.update({code: rows.decode_rows for code in ROWS_EVENT_KINDS})
 
 ENCRYPTION_STARTS = frozenset({EventType.MARIA_START_ENCRYPTION, EventType.PERCONA_START_ENCRYPTION})
+# the event types whose body is a Query (a statement), found in the table above: what a schema
+# tracker hears besides TABLE_MAPs (``DecodeState.observers_of``)
+QUERY_KINDS = frozenset(code for code, decode in BODY_DECODERS.items() if decode is query.decode_query)
+# what a schema tracker hears: the statements (its DDL) and the table maps (it names their columns)
+SCHEMA_KINDS = QUERY_KINDS | {EventType.TABLE_MAP}
 
 __all__ = [
     "BODY_DECODERS",
@@ -67,6 +72,8 @@ __all__ = [
     "EventHeader",
     "EventType",
     "FormatDescription",
+    "QUERY_KINDS",
+    "SCHEMA_KINDS",
     "UnknownEvent",
     "type_name",
 ]

@@ -57,7 +57,7 @@ cdef extern from "string.h":
     int memcmp(const void *a, const void *b, size_t n) nogil
 
 # what binlake.decoder expects of this module (a build older than the source is not used)
-INTERFACE = 9
+INTERFACE = 10
 
 # CRC32 (ISO-HDLC, zlib's and MySQL's) eight bytes a step ("slicing by 8"): binlog events are small
 # (76 bytes on average in the merge benchmark's nodes), where zlib's ``crc32`` spends ~75 ns an event
@@ -425,6 +425,22 @@ cdef int envelope_checksum_size(object decoder, object fde) except -2:
     return 4 if fde.checksum_alg == 1 else 0
 
 
+cdef tuple observers_of(object state, int code):
+    """``state.observers_of(code)`` (``DecodeState``), without the call while its routes are current:
+    ``observers`` holds the very objects they were made from."""
+    cdef list observers = state.observers
+    cdef tuple routed = state.routed
+    cdef Py_ssize_t i, n = len(observers)
+    if n == 0:
+        return ()
+    if n == len(routed):
+        for i in range(n):
+            if <PyObject *>observers[i] is not <PyObject *>routed[i]:
+                return state.observers_of(code)
+        return state.routes[code]
+    return state.observers_of(code)
+
+
 cdef object event_at(
     object decoder, object state, object fde, int csize, bint verify, const unsigned char *s,
     Py_ssize_t n, Py_ssize_t offset,
@@ -488,7 +504,7 @@ cdef object event_at(
     except Exception:  # damage, or a shape this path leaves to the reference: it says what
         return decoder._decode_one(PyBytes_FromStringAndSize(<const char *>s, n), header, offset)
     event = EVENT.make((header, body, decoder.source, offset, checksum, None, code))
-    for observe in state.observers:
+    for observe in observers_of(state, code):
         observe(event)
     if code == TABLE_MAP and isinstance(event.body, TableMap):
         # an observer (the schema tracker) may have put a named view of the map in its place

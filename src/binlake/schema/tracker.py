@@ -10,8 +10,10 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from binlake.errors import BinlogError
+from binlake.events import SCHEMA_KINDS
 from binlake.events.base import Event
 from binlake.events.query import Query
 from binlake.events.rows import Rows
@@ -58,6 +60,8 @@ class SchemaTracker:
     # and there — (database, table) -> the position of the last of it. A map of one without names
     # before that position keeps its @N names (and a Mismatch says so) rather than today's names.
     unknown_before: dict[tuple[str, str], Position] = field(default_factory=dict)
+    # the events it is given by a decoder (``DecodeState.observers_of``): statements and table maps
+    event_kinds: ClassVar[frozenset[int]] = SCHEMA_KINDS
 
     @property
     def generation(self) -> int:

@@ -10,7 +10,7 @@ field where only the server knew it), which sinks give the rows they hold.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -117,12 +117,12 @@ def file_batches(
     without a ``RowChange`` per row where the compiled builder is chosen and nothing is selected
     (``arrowlog.changelog.transaction_batches``). ``trim``: what the batches leave out (``Trim``).
     Built with the cycle collector paced (``gcpace``): the pass's objects die young. A read of the
-    last changes per key is told where PARTIAL_UPDATE_ROWS events are (``partial_updates``): only
+    last changes per key is told where PARTIAL_UPDATE_ROWS events are (``PartialUpdates``): only
     their rows can hold a partial JSON update."""
     trim = trim or Trim()
     suspects: set[int] | None = set() if trim.last else None
     if suspects is not None:
-        observers = [*(observers or []), partial_updates(suspects)]
+        observers = [*(observers or []), PartialUpdates(suspects)]
     if selection is not None:
         built = to_batches(file_changes(path, source, observers, start, stop, selection), trim=trim)
     else:
@@ -133,17 +133,18 @@ def file_batches(
     return paced(iter(trim.batches(built, suspects)))
 
 
-def partial_updates(offsets: set[int]) -> Callable[[Event], None]:
+class PartialUpdates:
     """A reader's observer adding to ``offsets`` the position of each PARTIAL_UPDATE_ROWS event it
     reads (a compressed transaction's inner events: the payload's, as their rows' ``position`` is).
-    Called for every event: a closure over plain ints (a method looking up the enum cost ~1 µs)."""
-    code, add = int(EventType.PARTIAL_UPDATE_ROWS), offsets.add
+    A decoder gives it those events alone (``event_kinds``)."""
 
-    def observe(event: Event) -> None:
-        if event.kind == code:
-            add(event.offset)
+    event_kinds = frozenset({int(EventType.PARTIAL_UPDATE_ROWS)})
 
-    return observe
+    def __init__(self, offsets: set[int]) -> None:
+        self.offsets = offsets
+
+    def __call__(self, event: Event) -> None:
+        self.offsets.add(event.offset)
 
 
 # the options that trim a read (``arrowlog.changelog.Trim``): their values, the default first
