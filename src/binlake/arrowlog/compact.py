@@ -144,7 +144,7 @@ def compacted(
         pc.and_(keyed, pc.equal(op, Op.UPDATE.value)),
         pc.and_(pc.is_valid(before_key), pc.invert(_same_key(pk, before_key))),
     ).fill_null(False)
-    index = pa.array(range(n), pa.int64())
+    index = pc.subtract(pc.cumulative_sum(pa.repeat(pa.scalar(1, pa.int64()), n)), 1)  # 0 … n-1
     # a row's rank: its place in order key order, a tombstone just before its update
     rows = t.append_column(COUNT_FIELD, counts)
     rows = rows.append_column(PARTIAL_FIELD, partial)
@@ -209,19 +209,30 @@ def _tables_of(tables: pa.Array, rows: pa.Array, marked: pa.Array) -> pa.Array:
 def partial_images(t: pa.Table, rows: pa.Array, widths: dict[int, int] | None = None) -> pa.Array:
     """Per row of change-log window ``t``, whether it is an insert or update of ``rows`` whose after
     image lacks columns of its layout (MINIMAL/NOBLOB: it holds fewer fields than the layout has
-    columns; ``widths`` as in ``compacted``)."""
+    columns; ``widths`` as in ``compacted``). An image is whole where it begins as an object of
+    its layout's column count does (``object_starts``): each row's head is cut once per head
+    length and looked up among the heads of every count the window's layouts have."""
     writes = pc.and_(rows, pc.is_in(t["op"], WRITE_OP_VALUES)).fill_null(False)
     if not pc.any(writes).as_py():
         return pa.repeat(pa.scalar(False), t.num_rows)
     count = _layout_widths(t, widths)
-    values = pc.struct_field(t["after"].combine_chunks(), "value")
-    full = pa.repeat(pa.scalar(False), t.num_rows)
+    after = t["after"]
+    # the images' bytes as they are (a NULL image's are never read: it is not whole, below)
+    values = pa.chunked_array([c.field("value") for c in after.chunks], after.type.field("value").type)
+    heads: dict[int, tuple[list[bytes], list[int]]] = {}  # a head's length -> heads, their counts
     for w in pc.unique(count.filter(writes)).to_pylist():
         if w is None:  # a layout whose columns this read has not shown: taken as partial
             continue
-        starts = pa.array(object_starts(w), pa.binary())
-        head = pc.binary_slice(values, 0, len(starts[0].as_py()))
-        full = pc.or_(full, pc.and_(pc.equal(count, w), pc.is_in(head, starts)).fill_null(False))
+        for start in object_starts(w):
+            found = heads.setdefault(len(start), ([], []))
+            found[0].append(start)
+            found[1].append(w)
+    full = pa.repeat(pa.scalar(False), t.num_rows)
+    for length, (starts, counts) in heads.items():
+        at = pc.index_in(pc.binary_slice(values, 0, length), pa.array(starts, pa.binary()))
+        begins_as = pc.take(pa.array(counts, pa.int32()), at)  # the count its head is of, or NULL
+        full = pc.or_(full, pc.equal(count, begins_as).fill_null(False))
+    full = pc.and_(full, pc.is_valid(after))
     return pc.and_(writes, pc.invert(full)).combine_chunks()
 
 
@@ -388,7 +399,7 @@ def _partial_marks(metadata: bytes) -> list[bytes]:
 def _servers_left(t: pa.Table, both: pa.Table, ranks: pa.Array) -> pa.Array:
     """For each server that wrote changes of window ``t`` but none of the rows of ``ranks``, the
     rank of its last change (kept too: a superseded change the plan orders again changes nothing)."""
-    kept = set(pc.unique(both.filter(pc.is_in(both["_rank"], ranks))["server_id"]).to_pylist())
+    kept = set(pc.unique(both["server_id"].filter(pc.is_in(both["_rank"], ranks))).to_pylist())
     missing = set(pc.unique(t["server_id"]).to_pylist()) - kept
     servers = t["server_id"].combine_chunks()
     out = []
