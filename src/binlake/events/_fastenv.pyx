@@ -428,14 +428,16 @@ cdef int envelope_checksum_size(object decoder, object fde) except -2:
 cdef tuple observers_of(object state, int code):
     """``state.observers_of(code)`` (``DecodeState``), without the call while its routes are current:
     ``observers`` holds the very objects they were made from."""
-    cdef list observers = state.observers
+    observers = state.observers
+    if type(observers) is not list:  # (a list is what the reader makes; anything else, the pure way)
+        return state.observers_of(code)
     cdef tuple routed = state.routed
-    cdef Py_ssize_t i, n = len(observers)
+    cdef Py_ssize_t i, n = len(<list>observers)
     if n == 0:
         return ()
     if n == len(routed):
         for i in range(n):
-            if <PyObject *>observers[i] is not <PyObject *>routed[i]:
+            if <PyObject *>(<list>observers)[i] is not <PyObject *>routed[i]:
                 return state.observers_of(code)
         return state.routes[code]
     return state.observers_of(code)
