@@ -596,6 +596,16 @@ def simple_tables(groups: list[Any], layouts: Layouts) -> tuple[TablePlan, ...] 
 ROWS_PER_SORT = 50_000
 
 
+def one_of(column: str, values: list[bytes]) -> Any:
+    """``column IN (values)`` (binary values) as one Spark expression, parsed in one call: a literal
+    per value (``F.lit``) is a call into the JVM each, and a batch adding hundreds of columns spent
+    a second making them. The values are written as ``X'…'`` literals: hex digits only."""
+    from pyspark.sql import functions as F
+
+    listed = ", ".join("X'" + v.hex() + "'" for v in values)
+    return F.expr(f"`{column}` IN ({listed})")
+
+
 def sort_partitions(df: Any, rows: int) -> int | None:
     """How many pieces a batch of ``rows`` row changes (``Contents.rows``) is sorted and grouped in:
     a small batch (fewer pieces than the session's ``spark.sql.shuffle.partitions``) in as few as
@@ -690,10 +700,10 @@ class BatchPlan:
         image = F.try_variant_get(F.col("after"), "$", "map<string,variant>")
         value = F.element_at(image, F.col("columns")[0]["name"])
         typed = [
-            F.when(key.isin([F.lit(k) for k in keys]), typed_field(value, t)).alias(slot[t])
+            F.when(one_of("order_key", keys), typed_field(value, t)).alias(slot[t])
             for t, keys in by_type.items()
         ]
-        rows = self._added_columns().where(key.isin([F.lit(f.order_key) for f in fills]))
+        rows = self._added_columns().where(one_of("order_key", [f.order_key for f in fills]))
         system = [key.alias(ORDER), F.lit(False).alias(DELETED), F.col("gtid").alias(GTID)]
         with trace.span("fill values"):
             got = rows.select(*typed, *system, F.col("commit_ts").alias(COMMIT_TS)).toArrow()
