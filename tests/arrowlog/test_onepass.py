@@ -140,6 +140,32 @@ def test_corpus_alike(corpus: Path, rec: dict) -> None:
     same_batches(transactions, size=3, source="src", raw=raw)
 
 
+# files that begin with no format description, read with ``require_fde=False`` as the reader
+# allows: a fragment of a PolarDB-X CDC stream (its GTID, sequence and GCN events among statements)
+# and a MySQL test file
+NO_FDE = [
+    "polardb-polardbx-cdc/polardbx-cdc-canal/mysql_bin.19_1",
+    "mysql-server-8.0.39/std_data/binlog_no_fd_event.000001",
+]
+
+
+@pytest.mark.parametrize("path", NO_FDE)
+def test_files_without_a_format_description_alike(corpus: Path, path: str) -> None:
+    """The compiled grouping and batches of a file read without its format description are the
+    reference's, the grouper's state included."""
+    events: list[Event] = []
+    try:
+        for ev in BinlogReader(corpus / path, require_fde=False):
+            events.append(ev)
+    except BinlogError:
+        pass
+    assert events, f"{path}: nothing read"
+    transactions = same_grouping(events)
+    assert transactions
+    same_batches(transactions)
+    same_batches(transactions, size=1, source="src")
+
+
 class _Gone:
     """An event no batch may read again: any field of it fails the test."""
 
