@@ -27,7 +27,7 @@ from binlake.values.temporal import MysqlDate, MysqlDateTime
 import_datetime()
 
 # what binlake.values.plan expects of this module (a build older than the source is not used)
-INTERFACE = 3
+INTERFACE = 4
 
 cdef object UTC = _dt.timezone.utc
 cdef object ZERO_TIMESTAMP = MysqlDateTime(0, 0, 0)
@@ -503,23 +503,31 @@ def rows_header(bytes buf not None, int post, int version, str op, object refere
         if extra_len > 2:
             extra = PyBytes_FromStringAndSize(<const char *>s + p + 2, extra_len - 2)
         p += extra_len
-    if p >= size or s[p] >= 0xFB or s[p] > 64:  # bitmaps of up to 64 columns fit one C integer
+    if p >= size or s[p] >= 0xFB:  # a count of one byte (a longer one: the reference)
         return reference(buf, post, version, op)
     ncols = s[p]
     p += 1
     nb = (ncols + 7) >> 3
-    cdef uint64_t before = 0, after = 0
+    before = after = 0
     cdef bint insert = op == "insert", update = op == "update"
     if not insert:
         if p + nb > size:
             return reference(buf, post, version, op)
-        before = le(s + p, <int>nb)
+        before = bitmap(s + p, nb)
         p += nb
     if insert or (update and version > 0):
         if p + nb > size:
             return reference(buf, post, version, op)
-        after = le(s + p, <int>nb)
+        after = bitmap(s + p, nb)
         p += nb
     elif update:
         after = before
     return table_id, flags, extra, ncols, before, after, p
+
+
+cdef object bitmap(const unsigned char *s, Py_ssize_t nb):
+    """A column bitmap of ``nb`` bytes as the reference reads it: one little-endian number (wider
+    than 64 columns, a table grown by ALTERs, a Python int of its bytes)."""
+    if nb <= 8:
+        return <uint64_t>le(s, <int>nb)
+    return int.from_bytes(PyBytes_FromStringAndSize(<const char *>s, nb), "little")

@@ -482,4 +482,4 @@ def _choose(module: ModuleType | None) -> None:
     PLANS.clear()
 
 
-ROWS = native.OptionalModule("binlake.values._fastrows", 3, _choose)
+ROWS = native.OptionalModule("binlake.values._fastrows", 4, _choose)
