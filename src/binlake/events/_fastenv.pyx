@@ -234,6 +234,23 @@ cdef inline object text(const unsigned char *s, Py_ssize_t n):
     return PyUnicode_DecodeUTF8(<const char *>s, n, "surrogateescape")
 
 
+# the last GTID's source uuid, as bytes and as text: a binlog's transactions come from one server
+# or few, and each made its 16 bytes and called ``format_uuid`` again
+cdef bytes LAST_UUID = b""
+cdef str LAST_UUID_TEXT = ""
+
+
+cdef str source_uuid(const unsigned char *s):
+    """``format_uuid`` of the 16 bytes at ``s``."""
+    global LAST_UUID, LAST_UUID_TEXT
+    if PyBytes_GET_SIZE(LAST_UUID) == 16 and memcmp(PyBytes_AS_STRING(LAST_UUID), s, 16) == 0:
+        return LAST_UUID_TEXT
+    raw = PyBytes_FromStringAndSize(<const char *>s, 16)
+    text = format_uuid(raw)
+    LAST_UUID, LAST_UUID_TEXT = raw, text
+    return text
+
+
 cdef object gtid_body(bytes buf, bint anonymous):
     """``events.gtid.decode_gtid``; ``_Short`` where it raises ``ShortRead``."""
     cdef const unsigned char *s = <const unsigned char *>PyBytes_AS_STRING(buf)
@@ -241,7 +258,7 @@ cdef object gtid_body(bytes buf, bint anonymous):
     cdef uint64_t ts, v
     if n < 25:
         raise _Short()
-    flags, sid, gno = s[0], format_uuid(buf[1:17]), PyLong_FromUnsignedLongLong(le(s + 17, 8))
+    flags, sid, gno = s[0], source_uuid(s + 1), PyLong_FromUnsignedLongLong(le(s + 17, 8))
     if n <= 25 or s[25] != 2:  # no logical clock (before MySQL 5.7.5)
         return GTID_.make((flags, sid, gno, anonymous, None, None, None, None, None, None, None, None, None, (), 0))
     if n < 42:
