@@ -169,11 +169,12 @@ def test_servers_left_as_before() -> None:
     t = pa.table({"server_id": both["server_id"]})
     for ranks in ([], [0], [2, 6], [4, 8], [0, 2, 4, 6, 8, 10, 12]):
         r = pa.array(ranks, pa.int64())
-        kept = set(pc.unique(both.filter(pc.is_in(both["_rank"], r))["server_id"]).to_pylist())
-        missing = set(pc.unique(t["server_id"]).to_pylist()) - kept
-        servers = t["server_id"].combine_chunks()
-        out = []
-        for server in sorted(missing, key=lambda s: (s is None, s)):
-            mine = pc.is_null(servers) if server is None else pc.equal(servers, server).fill_null(False)
-            out.append(pc.max(pc.indices_nonzero(mine)).as_py() * 2)
+        # the plain way: each server of ``t`` none of whose rows is ranked, at its last row's rank
+        kept = {
+            s
+            for s, k in zip(both["server_id"].to_pylist(), both["_rank"].to_pylist(), strict=True)
+            if k in ranks
+        }
+        last = {s: 2 * i for i, s in enumerate(t["server_id"].to_pylist())}
+        out = [last[s] for s in sorted(set(last) - kept, key=lambda s: (s is None, s))]
         assert compact._servers_left(t, both, r).to_pylist() == out
