@@ -70,6 +70,17 @@ class SchemaTracker:
 
     def __call__(self, ev: Event) -> None:
         body = ev.body
+        if body.__class__ is TableMap and not self.unknown_before:
+            # most calls: a map named before under the same schema (``_view``'s cache, read here)
+            cached = self._views.get(body.table_id)
+            if cached is not None and cached[0] is body and cached[1] == self._generation:
+                outcome = cached[3]
+                if outcome is None:
+                    return
+                if outcome.__class__ is TableMap:
+                    self.completed += 1
+                    ev.body = outcome
+                    return
         if isinstance(body, Query) and ev.inner_index is None and is_ddl(body.query):
             position = (os.path.basename(ev.source), ev.offset)
             # logged with 1051 (5.7's ``DROP TABLE t1, missing``) it did all it could, as the change
