@@ -355,3 +355,36 @@ def test_random_bodies_decode_alike(tmp_path: Path, flavor: str) -> None:
     finally:
         decoder_module.ENVELOPE.choose(decoder_module.ENVELOPE.built is not None)
     assert errors > 300
+
+
+def test_gtids_of_servers_taking_turns_name_each_its_own_source(tmp_path: Path) -> None:
+    """The compiled GTID reader keeps the last source uuid's text: GTIDs whose source changes from
+    one transaction to the next (a merged or failed-over binlog), read by two compiled decoders in
+    turn over two files (the kept uuid is the module's, not a decoder's), name each its own source
+    as the pure reader does."""
+    data = _series(tmp_path, "mysql80", 60_000)[0].read_bytes()
+    sources = [bytes([0x10 + k]) * 16 for k in range(3)]
+    files, wanted = [], []
+    for shift in (0, 1):
+        out, want = bytearray(data), []
+        gtids = [pos for pos, _ in _frames(data) if data[pos + 4] == EventType.GTID]
+        assert len(gtids) > 20
+        for i, pos in enumerate(gtids):
+            raw = sources[(i * 7 // 3 + shift) % 3]  # runs of one source, then another
+            size = int.from_bytes(data[pos + 9 : pos + 13], "little")
+            out[pos + 20 : pos + 36] = raw
+            out[pos : pos + size] = _with_crc(bytearray(out[pos : pos + size]))
+            h = raw.hex()
+            want.append(f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}")
+        path = tmp_path / f"turns{shift}.000001"
+        path.write_bytes(bytes(out))
+        files.append(path)
+        wanted.append(want)
+        both_ways(_reader(path))
+    readers = [iter(BinlogReader(p)) for p in files]
+    got: list[list[str]] = [[], []]
+    for pairs in zip(*readers, strict=False):
+        for k, ev in enumerate(pairs):
+            if ev.kind == EventType.GTID:
+                got[k].append(ev.body.sid)
+    assert got == wanted
