@@ -71,9 +71,9 @@ class SchemaTracker:
     def __call__(self, ev: Event) -> None:
         body = ev.body
         if body.__class__ is TableMap and not self.unknown_before:
-            # most calls: a map named before under the same schema (``_view``'s cache, read here)
-            cached = self._views.get(body.table_id)
-            if cached is not None and cached[0] is body and cached[1] == self._generation:
+            # most calls: a map named before under the same schema, without ``_complete``
+            cached = self._current(body)
+            if cached is not None:
                 outcome = cached[3]
                 if outcome is None:
                     return
@@ -121,10 +121,15 @@ class SchemaTracker:
                 offset=ev.offset,
             )
 
+    def _current(self, tm: TableMap) -> tuple[TableMap, int, TableDef | None, TableMap | str | None] | None:
+        """``_view``'s cached entry for ``tm`` while it holds: the same map, the same schema."""
+        cached = self._views.get(tm.table_id)
+        return cached if cached is not None and cached[0] is tm and cached[1] == self._generation else None
+
     def _view(self, tm: TableMap) -> tuple[TableDef | None, TableMap | str | None]:
         """The history's table and what it makes of ``tm``: a named copy, a problem, or None."""
-        cached = self._views.get(tm.table_id)
-        if cached is not None and cached[0] is tm and cached[1] == self._generation:
+        cached = self._current(tm)
+        if cached is not None:
             return cached[2], cached[3]
         t = self.history.table(tm.database, tm.table)
         outcome: TableMap | str | None = None
