@@ -12,6 +12,7 @@ import pytest
 
 from binlake.demo import compare_to_truth
 from binlake.generate import generate
+from binlake.spark import resume
 from binlake.spark.apply import sync
 from binlake.spark.sinks import delta as delta_sink
 from binlake.spark.sinks import delta_renames
@@ -91,8 +92,19 @@ def test_sync_equals_the_truth_and_replays_change_nothing(spark: Any, workload: 
     report = sync(spark, str(workload.files[0].parent), target)
     assert set(report.tables) == {"shop.customers", "shop.orders", "shop.alltypes"}
     assert synced(target) == truth_tables(workload, target)
+    # run again, it resumes at the last transaction it applied, read again and skipped
     again = sync(spark, str(workload.files[0].parent), target)
-    assert sorted(again.skipped) == sorted(report.tables) and not again.tables
+    assert again.resumed.startswith(f"resumed at {report.position},") and again.position == report.position
+    assert not again.tables and again.skipped and set(again.skipped) <= set(report.tables)
+    last = spark.read.format("binlog").load(str(workload.files[0].parent))
+    last = last.where((last.file == report.file) & (last.txn_position == report.txn_position))
+    assert again.changes == last.where(last.op.isin("insert", "update", "delete")).count() > 0
+    assert synced(target) == truth_tables(workload, target)
+    # without the record, the whole series again: every table is at that position already
+    assert resume.forget(target) == 1
+    replay = sync(spark, str(workload.files[0].parent), target)
+    assert not replay.resumed and replay.changes == report.changes
+    assert sorted(replay.skipped) == sorted(report.tables) and not replay.tables
     assert synced(target) == truth_tables(workload, target)
 
 

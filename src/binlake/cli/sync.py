@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -113,6 +114,19 @@ def batch_apply(sink: Sink, source: str, positioned: bool = True) -> Any:
     return apply
 
 
+def bytes_to_read(args: SyncOptions, point: Any) -> int:
+    """The bytes a batch sync reads (for its progress): its files' from where it resumes, if it does
+    (``point``: a ``resume.ResumePoint``)."""
+    from binlake.spark.source import resolve_files
+
+    files = [f for s in sources(args) for f in resolve_files(s)]
+    names = [os.path.basename(f) for f in files]
+    if point is not None and point.file in names:
+        files = files[names.index(point.file) :]
+        return sum(Path(f).stat().st_size for f in files) - point.offset
+    return sum(Path(f).stat().st_size for f in files)
+
+
 def cmd_sync(args: SyncOptions) -> int:
     from rich.table import Table
 
@@ -180,18 +194,24 @@ def cmd_sync(args: SyncOptions) -> int:
         merged = sum(n for r in query.reports for n in r.tables.values())
         console.print(f"{len(query.reports)} micro-batches, {merged:,} rows merged")
         return 0
+    from binlake.spark import resume
     from binlake.spark.apply import change_log, sync_options
     from binlake.spark.progress import SyncProgress
-    from binlake.spark.source import resolve_files
 
     with console.status(f"starting Spark ({args.master})"):
         spark = spark_session(args.master, log_level=CLI_LOG_LEVEL)
-    total = sum(Path(f).stat().st_size for s in sources(args) for f in resolve_files(s))
-    with SyncProgress(spark, total, console) as progress:
-        report = apply(
-            change_log(spark, args.source, sync_options(options, spark, args.source)), progress.phase
-        )
-    last = f"last transaction applied starts at {report.position}" if report.position else "nothing new"
+    read = resume.resumed(state, args.source, sync_options(options, spark, args.source))
+    if read.note:
+        console.print(plain(read.note))
+    with SyncProgress(spark, bytes_to_read(args, read.point), console) as progress:
+        report = apply(change_log(spark, args.source, read.options), progress.phase)
+    resume.record(state, args.source, read.options, report)
+    nothing_new = read.point is not None and report.version == read.point.version
+    last = (
+        "nothing new"
+        if not report.position or nothing_new
+        else f"last transaction applied starts at {report.position}"
+    )
     table = Table(title=f"binlake sync -> {sink.shown} ({last})")
     for c in ("table", "rows merged", "state"):
         table.add_column(c)
@@ -348,7 +368,8 @@ def add_sync(sub: Any) -> None:
         description="Apply a binlog series to Delta, Parquet or JDBC tables exactly once, optionally "
         "only a selection of it (the options of dump). The target records how far it got: a batch at "
         "or below that position is skipped, so to widen the selection of an existing target, or to "
-        "apply again from the start, run `binlake offsets reset` first.",
+        "apply again from the start, run `binlake offsets reset` first. A batch sync into Delta or "
+        "Parquet run again reads from where the last one of the same source and selection ended.",
     )
     sy.add_argument(
         "source",

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from binlake.spark import trace
+from binlake.spark import resume, trace
 from binlake.spark.plan import Phase, SyncReport, adaptive_off, planned
 from binlake.spark.sinks import Sink, sink_for
 
@@ -121,11 +121,14 @@ def sync(
     on_phase: Phase = None,
     password: str | None = None,
 ) -> SyncReport:
-    """Apply every complete transaction of ``source`` to ``target``."""
-    df = change_log(spark, source, sync_options(options, spark, source))
-    return apply_changes(
-        df, target, source=source, chunk_rows=chunk_rows, on_phase=on_phase, password=password
-    )
+    """Apply every complete transaction of ``source`` to ``target``: those after the last batch
+    sync of the same source and read into it, where it keeps a record of that (``resume``)."""
+    sink = as_sink(target, password=password, chunk_rows=chunk_rows)
+    read = resume.resumed(sink.state_dir(), source, sync_options(options, spark, source))
+    report = apply_changes(change_log(spark, source, read.options), sink, source=source, on_phase=on_phase)
+    report.resumed = read.note
+    resume.record(sink.state_dir(), source, read.options, report)
+    return report
 
 
 def stream_changes(

@@ -12,7 +12,8 @@ nothing to them, and forgetting that guard while they keep their rows would appe
 second time. A reset therefore refuses while change tables hold rows, unless told to empty them
 (``empty_change_tables``): then they are emptied with the position forgotten, and the next sync
 refills them exactly. (Delta keeps the emptied rows in the table's history: time travel reads them.)
-The rename journal is kept: tables stay where upstream renames put them.
+The rename journal is kept: tables stay where upstream renames put them. A batch sync's records
+of where it ended (``binlake.spark.resume``) are forgotten with the positions.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from binlake.spark import resume
 from binlake.spark.sinks.delta import APP_ID, commit_empty, delta_tables
 from binlake.targetnames import inside
 
@@ -102,6 +104,7 @@ def reset_delta(
             app_transactions=[Transaction(APP_ID, RESET_VERSION)],
         )
         commit_empty(path, props, overwrite=o.change_table)
+    resume.forget(Path(target), source)  # the next batch sync reads from the start, not from a record
     return chosen
 
 

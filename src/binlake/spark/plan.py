@@ -99,10 +99,13 @@ class SyncReport:
     snapshots: dict[str, int] = field(default_factory=dict)  # Parquet snapshots written: table -> rows
     changes: int = 0
     version: int = 0
-    position: str = ""
+    position: str = ""  # "file:offset", for people; the two apart below
+    file: str = ""  # the batch's last transaction: its binlog file (name) …
+    txn_position: int = 0  # … and the offset of its first event there
     server_ids: list[int] = field(default_factory=list)  # the servers that wrote the batch
     filled: list[str] = field(default_factory=list)  # ADD COLUMN values given to rows held ("db.t: c")
     warnings: list[str] = field(default_factory=list)  # what the target could not follow exactly
+    resumed: str = ""  # where a batch sync's read began, when not at the series' start (``resume``)
 
 
 def batch_version(file_number: int, txn_position: int) -> int:
@@ -443,7 +446,8 @@ def head_and_contents(df: Any, source: str) -> tuple[SyncReport, dict[str, str],
         sum(g["n"] + int(g["moved"]) for g in rows),
     )
     report.version = batch_version(top["file_number"], top["txn_position"])
-    report.position = f"{top['file']}:{top['txn_position']}"
+    report.file, report.txn_position = str(top["file"]), int(top["txn_position"])
+    report.position = f"{report.file}:{report.txn_position}"
     report.changes = sum(int(g["changes"]) for g in rows)
     report.server_ids = sorted({int(i) for g in groups for i in g["servers"] if i is not None})
     metadata = {

@@ -19,7 +19,9 @@ stands for in ``changes`` and whether its image lacks columns in ``partial``;
 ``databases``, ``tables`` (``db.table`` or ``table`` globs), ``operations`` (insert,update,delete),
 ``startDatetime``/``stopDatetime`` (by commit time), ``includeGtids``/``excludeGtids`` (GTID sets).
 Spark filters on ``db``, ``table``, ``op`` and ``commit_ts`` are pushed down the same way.
-``nodes`` (``true``): the path names a sharded database's data nodes, merged on the fly into the
+``startPosition`` (``FILE:POS``, a file of the series by name and the offset of a transaction's first
+event in it, as a change log's ``file`` and ``txn_position`` give it): read from that transaction
+on (a stream: its first micro-batch starts there). ``nodes`` (``true``): the path names a sharded database's data nodes, merged on the fly into the
 global binlog (``binlake.spark.merged``).
 """
 
@@ -28,10 +30,12 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
+from binlake.errors import BinlogError
 from binlake.filters import Selection
 from binlake.schema import SchemaHistory, SchemaTracker
 from binlake.schema.ddlpass import DdlPass, snapshot
@@ -133,15 +137,59 @@ def read_range(
     )
 
 
-def plan_ranges(files: list[str], split_bytes: int) -> list[RangePartition]:
+def plan_ranges(files: list[str], split_bytes: int, start: Start | None = None) -> list[RangePartition]:
     """One range per file, files bigger than ``split_bytes`` cut at transaction boundaries (0: never).
     The last file may be a live server's active file: it is read up to its last complete transaction
-    (with a warning when something after it is unfinished); an earlier file cut short is an error."""
+    (with a warning when something after it is unfinished); an earlier file cut short is an error.
+    ``start`` (``start_position``): from that transaction on; files before its file are not read."""
     parts: list[RangePartition] = []
-    for i, path in enumerate(files):
+    first = 0 if start is None else start.index
+    for i, path in enumerate(files[first:], first):
         for lo, hi in file_ranges(path, split_bytes, active=i == len(files) - 1):
+            if start is not None and i == start.index:
+                if hi is not None and hi <= start.offset:
+                    continue
+                lo = max(lo, start.offset)
             parts.append(RangePartition(len(parts), path, lo, hi))
     return parts
+
+
+@dataclass(frozen=True)
+class Start:
+    """Where a read begins (option ``startPosition``): file ``index`` of the series, at byte
+    ``offset``, the start of a transaction (a change log's ``file`` and ``txn_position``)."""
+
+    index: int
+    offset: int
+
+
+def start_position(options: dict[str, str], files: list[str]) -> Start | None:
+    """Option ``startPosition`` (``FILE:POS``: a file of the series by name, and the offset of a
+    transaction's first event in it) as a ``Start`` in ``files``; None without the option."""
+    text = options.get("startposition")
+    if not text:
+        return None
+    name, sep, offset = text.rpartition(":")
+    if not sep or not name or not offset.isdigit() or int(offset) < 4:
+        raise ValueError(
+            f"option startPosition: FILE:POS (a binlog file of the series and the offset of a "
+            f"transaction's first event in it), not {text!r}"
+        )
+    names = [os.path.basename(f) for f in files]
+    if names.count(name) != 1:
+        raise BinlogError(
+            f"option startPosition: {name!r} is {'not' if name not in names else 'more than once'} "
+            "in the series",
+            source=options.get("path"),
+        )
+    index = names.index(name)
+    size = os.path.getsize(files[index])
+    if int(offset) > size:
+        raise BinlogError(
+            f"option startPosition: offset {offset} is past the end of the file ({size} bytes)",
+            source=files[index],
+        )
+    return Start(index, int(offset))
 
 
 def file_ranges(path: str, split_bytes: int, *, active: bool) -> list[tuple[int, int | None]]:
@@ -197,7 +245,8 @@ class BinlogReaderSpark(DataSourceReader):
         split = parse_size(self.options.get("splitsize", DEFAULT_SPLIT))
         files = resolve_files(self.options["path"])
         ddl = DdlPass(schema_seed(self.options, files), warn=warn)
-        return list(attach_schemas(plan_ranges(files, split), files, ddl))
+        parts = plan_ranges(files, split, start_position(self.options, files))
+        return list(attach_schemas(parts, files, ddl))
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         from binlake.spark.merged import MergedPartition, read_merged

@@ -28,6 +28,7 @@ from binlake.spark.source import (
     read_range,
     resolve_files,
     schema_seed,
+    start_position,
     warn,
 )
 
@@ -42,7 +43,12 @@ class BinlogStreamReader(DataSourceStreamReader):
         self.scanned: dict[str, tuple[int, int, int]] = {}
 
     def initialOffset(self) -> dict[str, Any]:  # noqa: N802 - Spark's name
-        return {"file": "", "pos": 0}
+        """The series' start, or option ``startPosition``'s transaction (``start_position``)."""
+        files = self.files_now()
+        start = start_position(self.options, files)
+        if start is None:
+            return {"file": "", "pos": 0}
+        return {"file": os.path.basename(files[start.index]), "pos": start.offset}
 
     def files_now(self) -> list[str]:
         """The series' files as the path names them now (none yet: an empty list, not an error)."""

@@ -1,0 +1,202 @@
+"""Where a batch ``sync`` resumes: the last transaction of its last batch, per source and read.
+
+After its sink applied a batch, a batch sync records that batch's last transaction (file and offset)
+beside the target's tables (``Sink.state_dir``, under ``_binlake_resume``, one record per source and
+read). The next batch sync of the same source with the same read (the selection, the schema seed:
+whatever decides which changes a batch holds) reads from that transaction on (option
+``startPosition``) instead of the whole series: run again with nothing new, it reads one transaction.
+
+That transaction is read again: its changes are at the target's position already and change nothing
+(the order-key guard), so a record that lags behind the target (a crash after the sink's commits,
+before the record) costs a longer read, never a lost change. A record is used only while the target
+still holds what it says: every table it lists there, at or past the version it had then. A table
+removed, reset (``binlake offsets reset``, which also forgets the records) or restored to before the
+batch makes the next sync read the whole series again, and the guards keep what is already there.
+A target without a state directory (JDBC) keeps no record: each sync reads its whole input.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from binlake.spark.plan import SyncReport
+
+DIRECTORY = "_binlake_resume"
+FORMAT = 1
+# read options that change how a batch is read, not which changes it holds: a record is shared by
+# reads that differ in them only (``startposition``: the record's own)
+NOT_SELECTING = frozenset({"path", "splitsize", "columns", "before", "changes", "reads", "startposition"})
+
+
+@dataclass(frozen=True)
+class ResumePoint:
+    """A recorded batch end: its last transaction (``file``, ``offset``), the batch's version, and
+    the version of each table of the target then (None: a table without one)."""
+
+    file: str
+    offset: int
+    version: int
+    tables: dict[str, int | None]
+    head: str  # ``_head`` of the file: another file of that name (a server's binlogs reset) differs
+
+    @property
+    def shown(self) -> str:
+        return f"{self.file}:{self.offset}"
+
+
+@dataclass(frozen=True)
+class Resume:
+    """What a batch sync reads: ``options`` (with ``startposition`` when it resumes), the record it
+    resumes from (``point``), and a line for the report saying which (empty: nothing to say)."""
+
+    options: dict[str, str]
+    point: ResumePoint | None
+    note: str
+
+
+def read_key(source: str, options: dict[str, str]) -> dict[str, Any]:
+    """What a record is kept for: the source and the read options that select its changes."""
+    read = {k.lower(): str(v) for k, v in options.items() if k.lower() not in NOT_SELECTING}
+    return {"source": source, "read": dict(sorted(read.items()))}
+
+
+def record_path(state: Path, source: str, options: dict[str, str]) -> Path:
+    """The record's file: named by a digest of ``read_key`` (names from options never reach paths)."""
+    text = json.dumps(read_key(source, options), sort_keys=True)
+    return state / DIRECTORY / (hashlib.sha256(text.encode("utf-8")).hexdigest() + ".json")
+
+
+def resumed(state: Path | None, source: str, options: dict[str, str]) -> Resume:
+    """The read of a batch sync of ``source`` into a target whose state lives in ``state``: from
+    the record of the last batch sync of the same source and read, when there is one the target
+    still holds (module docstring). A merged read of nodes, a read given its own start, or a target
+    without state reads as asked."""
+    lowered = {k.lower() for k in options}
+    if state is None or "startposition" in lowered or str(options.get("nodes", "")).lower() == "true":
+        return Resume(dict(options), None, "")
+    path = record_path(state, source, options)
+    if not path.exists():
+        return Resume(dict(options), None, "")
+    point, why = _load(path, source, options)
+    if point is not None:
+        why = _changed_since(state, point) or _file_changed(source, point)
+    if point is None or why:
+        return Resume(dict(options), None, f"read the whole series: {why}")
+    note = f"resumed at {point.shown}, the last transaction the last sync of this source applied"
+    return Resume({**options, "startPosition": point.shown}, point, note)
+
+
+def record(state: Path | None, source: str, options: dict[str, str], report: SyncReport) -> None:
+    """Record the end of the batch ``report`` tells of, once its sink applied it (nothing for a
+    batch without a position: empty, or not a stretch of the binlog)."""
+    if state is None or not report.file or str(options.get("nodes", "")).lower() == "true":
+        return
+    from binlake.spark.sinks.delta import committed_version, delta_tables
+
+    data = {
+        "format": FORMAT,
+        **read_key(source, options),
+        "file": report.file,
+        "offset": report.txn_position,
+        "version": report.version,
+        "head": _head(source, report.file),
+        "tables": {name: committed_version(state, name) for name in delta_tables(state)},
+    }
+    path = record_path(state, source, options)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".record-")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(data, f, indent=1, sort_keys=True)
+        os.replace(temporary, path)  # a reader sees the old record or the new one, never half
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def forget(state: Path, source: str | None = None) -> int:
+    """Remove the records of ``source`` (every source's: None) under ``state``; how many."""
+    folder = state / DIRECTORY
+    if not folder.is_dir():
+        return 0
+    n = 0
+    for path in folder.glob("*.json"):
+        if source is not None:
+            try:
+                if json.loads(path.read_text(encoding="utf-8")).get("source") != source:
+                    continue
+            except (OSError, ValueError, AttributeError):
+                pass  # a record that does not read is forgotten with any source's
+        path.unlink(missing_ok=True)
+        n += 1
+    return n
+
+
+def _load(path: Path, source: str, options: dict[str, str]) -> tuple[ResumePoint | None, str]:
+    """The record at ``path`` if it is one binlake wrote for this source and read; else why not."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data.get("format") != FORMAT:
+            return None, f"the record {path} is of another format ({data.get('format')!r})"
+        key = read_key(source, options)
+        if data.get("source") != key["source"] or data.get("read") != key["read"]:
+            return None, f"the record {path} is of another source or read"
+        tables = data["tables"]
+        point = ResumePoint(
+            str(data["file"]), int(data["offset"]), int(data["version"]), tables, str(data["head"])
+        )
+        if not all(isinstance(v, int | None) for v in tables.values()):
+            raise ValueError("a table version is not a number")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        return None, f"the record {path} does not read ({e})"
+    return point, ""
+
+
+def _changed_since(state: Path, point: ResumePoint) -> str:
+    """Why the target no longer holds what ``point`` says (empty: it does)."""
+    from binlake.spark.sinks.delta import committed_version, delta_tables
+
+    there = set(delta_tables(state))
+    for name, version in sorted(point.tables.items()):
+        if name not in there:
+            return f"table {name} is not in the target any more"
+        now = committed_version(state, name)
+        if version is not None and (now is None or now < version):
+            return f"table {name} is back before the last sync's position (reset or restored)"
+    return ""
+
+
+def _file_changed(source: str, point: ResumePoint) -> str:
+    """Why the source no longer holds the file ``point`` is in as it was (empty: it does)."""
+    head = _head(source, point.file)
+    if not head:
+        return f"{point.file}, where the last sync ended, is not in the source (once) any more"
+    if head != point.head:
+        return f"{point.file} is another file than the last sync read (the server's binlogs were reset?)"
+    return ""
+
+
+# a file's first event header (after the magic): the server writes its creation time and id there
+HEAD = slice(4, 4 + 19)
+
+
+def _head(source: str, name: str) -> str:
+    """A digest of file ``name``'s first event header in ``source`` ("": not there, or not once)."""
+    from binlake.errors import BinlogError
+    from binlake.spark.source import resolve_files
+
+    try:
+        found = [f for f in resolve_files(source) if os.path.basename(f) == name]
+        if len(found) != 1:
+            return ""
+        with open(found[0], "rb") as f:
+            first = f.read(HEAD.stop)[HEAD]
+    except (BinlogError, OSError):
+        return ""
+    return hashlib.sha256(first).hexdigest() if len(first) == HEAD.stop - HEAD.start else ""
