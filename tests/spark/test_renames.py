@@ -199,3 +199,17 @@ def test_rows_and_targets_follow_identity(history: Any, cut: int) -> None:
     targets = {name: sorted(cols) for name, cols in snapshots[cut].values()}
     want = {final[tid][0]: sorted(final[tid][1]) for tid in snapshots[cut]}
     assert {k: sorted(v) for k, v in run_steps(targets, plan.steps(base)).items()} == want
+
+
+@settings(max_examples=400, deadline=None)
+@given(histories(), st.integers(0, 20), st.integers(0, 20))
+def test_the_steps_do_not_depend_on_where_the_batch_began(history: Any, cut: int, start: int) -> None:
+    """A batch killed while renaming its targets may be read again from elsewhere (the whole series,
+    or where the last sync ended: ``binlake.spark.resume``), ending at the same transaction: the
+    journal's count of steps done must mean the same steps. Targets that followed the first ``cut``
+    renames get the same steps, in the same order, from every batch that begins at or before them."""
+    renames = history[0]
+    cut = min(cut, len(renames))
+    start = min(start, cut)
+    base = renames[cut - 1]["order_key"] if cut else b""
+    assert plan_renames(renames[start:]).steps(base) == plan_renames(renames).steps(base)

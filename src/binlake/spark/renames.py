@@ -95,13 +95,16 @@ class RenamePlan:
         ``after`` (the sink's last batch) to the end of this batch: tables (old -> final name),
         then columns (in the table's final name)."""
         m = sum(1 for k in self.keys if k <= after)  # the interval the targets are in
-        there = [t for t in self.tables if t.born() <= m]
+        # by their names then: the same steps in the same order however far back the batch began
+        # (a batch replayed after a kill may be read from elsewhere: ``binlake.spark.resume``), so a
+        # journal's count of steps done means the same steps
+        there = sorted((t for t in self.tables if t.born() <= m), key=lambda t: t.name_at(m))
         out: list[Step] = [TableRename(t.name_at(m), t.final) for t in there if t.name_at(m) != t.final]
         for t in there:
+            columns = [c for c in t.all_columns if c.born() <= m and c.name_at(m) != c.final]
             out += [
                 ColumnRename(t.final, c.name_at(m), c.final)
-                for c in t.all_columns
-                if c.born() <= m and c.name_at(m) != c.final
+                for c in sorted(columns, key=lambda c: c.name_at(m))
             ]
         return out
 
