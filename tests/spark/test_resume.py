@@ -120,14 +120,14 @@ def test_reruns_resume_and_a_changed_target_reads_everything(spark: Any, series:
     selected = sync(spark, str(src), target, options={"operations": "insert,update,delete"})
     assert not selected.resumed  # another read: no record of it yet
     assert len(list((target / resume.DIRECTORY).glob("*.json"))) == 2
-    assert resume.forget(target, str(src)) == 2
+    assert resume.FileRecords(target).forget(str(src)) == 2
     assert not list((target / resume.DIRECTORY).glob("*.json"))
-    assert resume.resumed(target, str(src), {}).point is None
+    assert resume.resumed(resume.FileRecords(target), str(src), {}).point is None
 
 
 def write_record(state: Path, source: str, **changes: Any) -> Path:
     """A record as ``resume.record`` writes it, with ``changes``."""
-    path = resume.record_path(state, source, {})
+    path = state / resume.DIRECTORY / f"{resume.record_name(source, {})}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     data = {
         "format": resume.FORMAT,
@@ -151,33 +151,34 @@ def test_a_record_is_used_only_while_target_and_source_hold_what_it_says(series:
 
     source = str(series.files[0].parent)
     state = tmp_path / "state"
+    records = resume.FileRecords(state)
     write_record(state, source)
-    used = resume.resumed(state, source, {"splitSize": "1MB"})  # how a read is cut does not count
+    used = resume.resumed(records, source, {"splitSize": "1MB"})  # how a read is cut does not count
     assert used.point is not None and used.options["startPosition"] == "binlog.000002:4000"
     assert used.note.startswith("resumed at binlog.000002:4000")
 
     write_record(state, source, head="0" * 64)
-    assert "binlog.000002 is another file than the last sync read" in resume.resumed(state, source, {}).note
+    assert "binlog.000002 is another file than the last sync read" in resume.resumed(records, source, {}).note
 
     write_record(state, source, file="binlog.000077")
     assert (
         "binlog.000077, where the last sync ended, is not in the source"
-        in resume.resumed(state, source, {}).note
+        in resume.resumed(records, source, {}).note
     )
 
     props = CommitProperties(app_transactions=[Transaction("binlake-sync", 10000000000100)])
     write_deltalake(str(state / "shop.t"), pa.table({"a": [1]}), commit_properties=props)
-    write_record(state, source, tables={"shop.t": 20000000000100})
-    assert "table shop.t is back before" in resume.resumed(state, source, {}).note
-    write_record(state, source, tables={"shop.t": 10000000000100})
-    assert resume.resumed(state, source, {}).point is not None
+    write_record(state, source, tables={"table shop.t": 20000000000100})
+    assert "table shop.t is back before" in resume.resumed(records, source, {}).note
+    write_record(state, source, tables={"table shop.t": 10000000000100})
+    assert resume.resumed(records, source, {}).point is not None
 
     write_record(state, source).write_text("{not json")
-    assert "does not read" in resume.resumed(state, source, {}).note
-    assert resume.resumed(state, source, {}).options == {}  # nothing added: the whole series
+    assert "does not read" in resume.resumed(records, source, {}).note
+    assert resume.resumed(records, source, {}).options == {}  # nothing added: the whole series
 
-    assert resume.resumed(None, source, {}).point is None  # a JDBC target keeps none
-    assert resume.resumed(state, source, {"nodes": "true"}).point is None
+    assert resume.resumed(None, source, {}).point is None  # a sink without records
+    assert resume.resumed(records, source, {"nodes": "true"}).point is None
 
 
 @pytest.mark.slow
@@ -201,3 +202,45 @@ def test_the_command_says_it_resumed_and_that_nothing_is_new(series: Any, tmp_pa
     assert again.returncode == 0, again.stderr
     out = " ".join(again.stdout.split())
     assert "resumed at binlog.000007:" in out and "(nothing new)" in out, again.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["postgres", "mariadb"])
+def test_a_database_target_resumes_too(spark: Any, tmp_path: Path, kind: str, request: Any) -> None:
+    """Into PostgreSQL and MariaDB: the records live in table ``_binlake_resume``, checked by the
+    source's batch position; a rerun resumes, the tables equal the truth; ``offsets reset`` forgets
+    the records with the position, and the next sync reads everything again."""
+    from binlake.spark.offsets import reset_jdbc
+    from binlake.spark.sinks.jdbc import JdbcSink
+    from tests.spark.test_jdbc import expected_tables, jdbc_tables
+
+    server = request.getfixturevalue("postgres" if kind == "postgres" else "sink_mariadb")
+    driver, quote = ("org.postgresql.Driver", '"') if kind == "postgres" else ("org.mariadb.jdbc.Driver", "`")
+    read_url = server.url.replace("jdbc:mariadb:", "jdbc:mysql:")  # Spark's MySQL dialect reads it
+    workload = generate(tmp_path / "all", seed=8, target_bytes=240_000, max_file_size=60_000, ddl_every=0)
+    src = tmp_path / "src"
+    src.mkdir()
+    for f in workload.files[:2]:
+        shutil.copy(f, src / f.name)
+    first = sync(spark, str(src), server.url)
+    assert not first.resumed and first.tables
+    for f in workload.files[2:]:
+        shutil.copy(f, src / f.name)
+    second = sync(spark, str(src), server.url)
+    assert second.resumed.startswith(f"resumed at {first.position},") and second.tables
+    expected = expected_tables(spark, workload)
+    assert jdbc_tables(spark, read_url, sorted(expected), driver, quote) == expected
+
+    again = sync(spark, str(src), server.url)
+    assert again.resumed.startswith(f"resumed at {second.position},")
+    assert again.skipped == ["(batch already applied)"] and not again.tables
+
+    db = JdbcSink(server.url).connect(spark)
+    try:
+        assert [o.source for o in reset_jdbc(db, str(src))] == [str(src)]
+    finally:
+        db.close()
+    replay = sync(spark, str(src), server.url)
+    full = sum(1 for f in workload.files for c in file_changes(f) if c.op in ROW_OPS)
+    assert not replay.resumed and replay.changes == full
+    assert jdbc_tables(spark, read_url, sorted(expected), driver, quote) == expected

@@ -200,12 +200,14 @@ def cmd_sync(args: SyncOptions) -> int:
 
     with console.status(f"starting Spark ({args.master})"):
         spark = spark_session(args.master, log_level=CLI_LOG_LEVEL)
-    read = resume.resumed(state, args.source, sync_options(options, spark, args.source))
+    with resume.records_of(sink, spark) as records:
+        read = resume.resumed(records, args.source, sync_options(options, spark, args.source))
     if read.note:
         console.print(plain(read.note))
     with SyncProgress(spark, bytes_to_read(args, read.point), console) as progress:
         report = apply(change_log(spark, args.source, read.options), progress.phase)
-    resume.record(state, args.source, read.options, report)
+    with resume.records_of(sink, spark) as records:
+        resume.record(records, args.source, read.options, report)
     nothing_new = read.point is not None and report.version == read.point.version
     last = (
         "nothing new"
@@ -368,8 +370,8 @@ def add_sync(sub: Any) -> None:
         description="Apply a binlog series to Delta, Parquet or JDBC tables exactly once, optionally "
         "only a selection of it (the options of dump). The target records how far it got: a batch at "
         "or below that position is skipped, so to widen the selection of an existing target, or to "
-        "apply again from the start, run `binlake offsets reset` first. A batch sync into Delta or "
-        "Parquet run again reads from where the last one of the same source and selection ended.",
+        "apply again from the start, run `binlake offsets reset` first. A batch sync run again reads "
+        "from where the last one of the same source and selection ended.",
     )
     sy.add_argument(
         "source",

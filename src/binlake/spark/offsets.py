@@ -26,6 +26,7 @@ import pyarrow as pa
 
 from binlake.spark import resume
 from binlake.spark.sinks.delta import APP_ID, commit_empty, delta_tables
+from binlake.spark.sinks.jdbc_records import JdbcRecords
 from binlake.targetnames import inside
 
 CHANGE_OP = "_binlake_op"  # the column only change tables have
@@ -104,7 +105,7 @@ def reset_delta(
             app_transactions=[Transaction(APP_ID, RESET_VERSION)],
         )
         commit_empty(path, props, overwrite=o.change_table)
-    resume.forget(Path(target), source)  # the next batch sync reads from the start, not from a record
+    resume.FileRecords(Path(target)).forget(source)  # the next batch sync reads all, not from a record
     return chosen
 
 
@@ -153,9 +154,11 @@ def reset_jdbc(db: Any, source: str | None = None, *, empty_change_tables: bool 
             "the change tables hold rows of several sources and cannot be emptied for one: "
             "reset every source (no --source)"
         )
+    records = JdbcRecords(db)  # its table made before the transaction: DDL would end it (MariaDB)
     with db.transaction():
         for o in chosen:
             db.execute(f"DELETE FROM {POSITIONS} WHERE source = ?", [o.source])
         for s, t in changes if chosen else []:
             db.execute(f"DELETE FROM {db.dialect.q(s)}.{db.dialect.q(t)}")
+        records.forget(source)  # the next batch sync reads all, not from a record
     return chosen

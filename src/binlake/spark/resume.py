@@ -1,8 +1,8 @@
 """Where a batch ``sync`` resumes: the last transaction of its last batch, per source and read.
 
 After its sink applied a batch, a batch sync records that batch's last transaction (file and offset)
-beside the target's tables (``Sink.state_dir``, under ``_binlake_resume``, one record per source and
-read). The next batch sync of the same source with the same read (the selection, the schema seed:
+in the target (Delta and Parquet: under ``_binlake_resume`` beside the tables; JDBC: in table
+``_binlake_resume``), one record per source and read. The next batch sync of the same source with the same read (the selection, the schema seed:
 whatever decides which changes a batch holds) reads from that transaction on (option
 ``startPosition``) instead of the whole series: run again with nothing new, it reads one transaction.
 
@@ -12,7 +12,9 @@ before the record) costs a longer read, never a lost change. A record is used on
 still holds what it says: every table it lists there, at or past the version it had then. A table
 removed, reset (``binlake offsets reset``, which also forgets the records) or restored to before the
 batch makes the next sync read the whole series again, and the guards keep what is already there.
-A target without a state directory (JDBC) keeps no record: each sync reads its whole input.
+Where records live is the sink's (``Sink.records``): files beside Delta tables (``FileRecords``), a
+table in a database (``binlake.spark.sinks.jdbc_records``); what "still holds" means too (Delta:
+every table's version; JDBC: the source's batch position, which commits with the data).
 """
 
 from __future__ import annotations
@@ -21,9 +23,11 @@ import hashlib
 import json
 import os
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from binlake.spark.plan import SyncReport
 
@@ -34,10 +38,87 @@ FORMAT = 1
 NOT_SELECTING = frozenset({"path", "splitsize", "columns", "before", "changes", "reads", "startposition"})
 
 
+class Records(Protocol):
+    """Where a target keeps its records (by ``record_name``) and what it holds now."""
+
+    def read(self, name: str) -> str | None:
+        """The record ``name`` (its JSON text), if there is one."""
+        ...
+
+    def write(self, name: str, source: str, text: str) -> None:
+        """Replace record ``name`` (of ``source``) by ``text``, whole or not at all."""
+        ...
+
+    def forget(self, source: str | None) -> int:
+        """Remove the records of ``source`` (every source's: None); how many."""
+        ...
+
+    def versions(self, source: str) -> dict[str, int | None]:
+        """What a record of ``source`` checks the target by: each part there now (a table, a
+        position) and its version (None: none). A part a record lists must still be there, at or
+        past the version it had."""
+        ...
+
+
+class FileRecords:
+    """Records as files under ``state``'s ``_binlake_resume/`` (Delta and Parquet targets), checked
+    by the version of every Delta table under ``state``."""
+
+    def __init__(self, state: Path) -> None:
+        self.folder = state / DIRECTORY
+        self.state = state
+
+    def read(self, name: str) -> str | None:
+        path = self.folder / f"{name}.json"
+        return path.read_text(encoding="utf-8") if path.exists() else None
+
+    def write(self, name: str, source: str, text: str) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        fd, temporary = tempfile.mkstemp(dir=self.folder, prefix=".record-")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+            os.replace(temporary, self.folder / f"{name}.json")  # the old record or the new, never half
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
+
+    def forget(self, source: str | None) -> int:
+        if not self.folder.is_dir():
+            return 0
+        n = 0
+        for path in self.folder.glob("*.json"):
+            if source is not None:
+                try:
+                    if json.loads(path.read_text(encoding="utf-8")).get("source") != source:
+                        continue
+                except (OSError, ValueError, AttributeError):
+                    pass  # a record that does not read is forgotten with any source's
+            path.unlink(missing_ok=True)
+            n += 1
+        return n
+
+    def versions(self, source: str) -> dict[str, int | None]:
+        from binlake.spark.sinks.delta import committed_version, delta_tables
+
+        return {f"table {name}": committed_version(self.state, name) for name in delta_tables(self.state)}
+
+
+@contextmanager
+def records_of(sink: Any, spark: Any) -> Iterator[Records | None]:
+    """The records of ``sink``'s target, open while the block runs (None: it keeps none)."""
+    opened = getattr(sink, "records", None)
+    if opened is None:
+        yield None
+        return
+    with opened(spark) as records:
+        yield records
+
+
 @dataclass(frozen=True)
 class ResumePoint:
     """A recorded batch end: its last transaction (``file``, ``offset``), the batch's version, and
-    the version of each table of the target then (None: a table without one)."""
+    what the target held then (``Records.versions``)."""
 
     file: str
     offset: int
@@ -66,39 +147,38 @@ def read_key(source: str, options: dict[str, str]) -> dict[str, Any]:
     return {"source": source, "read": dict(sorted(read.items()))}
 
 
-def record_path(state: Path, source: str, options: dict[str, str]) -> Path:
-    """The record's file: named by a digest of ``read_key`` (names from options never reach paths)."""
+def record_name(source: str, options: dict[str, str]) -> str:
+    """A record's name: a digest of ``read_key`` (names from options never reach paths or SQL)."""
     text = json.dumps(read_key(source, options), sort_keys=True)
-    return state / DIRECTORY / (hashlib.sha256(text.encode("utf-8")).hexdigest() + ".json")
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def resumed(state: Path | None, source: str, options: dict[str, str]) -> Resume:
-    """The read of a batch sync of ``source`` into a target whose state lives in ``state``: from
-    the record of the last batch sync of the same source and read, when there is one the target
-    still holds (module docstring). A merged read of nodes, a read given its own start, or a target
-    without state reads as asked."""
+def resumed(records: Records | None, source: str, options: dict[str, str]) -> Resume:
+    """The read of a batch sync of ``source`` into a target keeping ``records``: from the record
+    of the last batch sync of the same source and read, when there is one the target still holds
+    (module docstring). A merged read of nodes, a read given its own start, or a target without
+    records reads as asked."""
     lowered = {k.lower() for k in options}
-    if state is None or "startposition" in lowered or str(options.get("nodes", "")).lower() == "true":
+    if records is None or "startposition" in lowered or str(options.get("nodes", "")).lower() == "true":
         return Resume(dict(options), None, "")
-    path = record_path(state, source, options)
-    if not path.exists():
+    name = record_name(source, options)
+    text = records.read(name)
+    if text is None:
         return Resume(dict(options), None, "")
-    point, why = _load(path, source, options)
+    point, why = _load(text, name, source, options)
     if point is not None:
-        why = _changed_since(state, point) or _file_changed(source, point)
+        why = _changed_since(records.versions(source), point) or _file_changed(source, point)
     if point is None or why:
         return Resume(dict(options), None, f"read the whole series: {why}")
     note = f"resumed at {point.shown}, the last transaction the last sync of this source applied"
     return Resume({**options, "startPosition": point.shown}, point, note)
 
 
-def record(state: Path | None, source: str, options: dict[str, str], report: SyncReport) -> None:
+def record(records: Records | None, source: str, options: dict[str, str], report: SyncReport) -> None:
     """Record the end of the batch ``report`` tells of, once its sink applied it (nothing for a
     batch without a position: empty, or not a stretch of the binlog)."""
-    if state is None or not report.file or str(options.get("nodes", "")).lower() == "true":
+    if records is None or not report.file or str(options.get("nodes", "")).lower() == "true":
         return
-    from binlake.spark.sinks.delta import committed_version, delta_tables
-
     data = {
         "format": FORMAT,
         **read_key(source, options),
@@ -106,69 +186,40 @@ def record(state: Path | None, source: str, options: dict[str, str], report: Syn
         "offset": report.txn_position,
         "version": report.version,
         "head": _head(source, report.file),
-        "tables": {name: committed_version(state, name) for name in delta_tables(state)},
+        "tables": records.versions(source),
     }
-    path = record_path(state, source, options)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".record-")
+    records.write(record_name(source, options), source, json.dumps(data, indent=1, sort_keys=True))
+
+
+def _load(text: str, name: str, source: str, options: dict[str, str]) -> tuple[ResumePoint | None, str]:
+    """Record ``name`` (``text``) if it is one binlake wrote for this source and read; else why not."""
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=1, sort_keys=True)
-        os.replace(temporary, path)  # a reader sees the old record or the new one, never half
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-
-
-def forget(state: Path, source: str | None = None) -> int:
-    """Remove the records of ``source`` (every source's: None) under ``state``; how many."""
-    folder = state / DIRECTORY
-    if not folder.is_dir():
-        return 0
-    n = 0
-    for path in folder.glob("*.json"):
-        if source is not None:
-            try:
-                if json.loads(path.read_text(encoding="utf-8")).get("source") != source:
-                    continue
-            except (OSError, ValueError, AttributeError):
-                pass  # a record that does not read is forgotten with any source's
-        path.unlink(missing_ok=True)
-        n += 1
-    return n
-
-
-def _load(path: Path, source: str, options: dict[str, str]) -> tuple[ResumePoint | None, str]:
-    """The record at ``path`` if it is one binlake wrote for this source and read; else why not."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(text)
         if data.get("format") != FORMAT:
-            return None, f"the record {path} is of another format ({data.get('format')!r})"
+            return None, f"the record {name} is of another format ({data.get('format')!r})"
         key = read_key(source, options)
         if data.get("source") != key["source"] or data.get("read") != key["read"]:
-            return None, f"the record {path} is of another source or read"
+            return None, f"the record {name} is of another source or read"
         tables = data["tables"]
         point = ResumePoint(
             str(data["file"]), int(data["offset"]), int(data["version"]), tables, str(data["head"])
         )
         if not all(isinstance(v, int | None) for v in tables.values()):
             raise ValueError("a table version is not a number")
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
-        return None, f"the record {path} does not read ({e})"
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        return None, f"the record {name} does not read ({e})"
     return point, ""
 
 
-def _changed_since(state: Path, point: ResumePoint) -> str:
-    """Why the target no longer holds what ``point`` says (empty: it does)."""
-    from binlake.spark.sinks.delta import committed_version, delta_tables
-
-    there = set(delta_tables(state))
-    for name, version in sorted(point.tables.items()):
-        if name not in there:
-            return f"table {name} is not in the target any more"
-        now = committed_version(state, name)
-        if version is not None and (now is None or now < version):
-            return f"table {name} is back before the last sync's position (reset or restored)"
+def _changed_since(now: dict[str, int | None], point: ResumePoint) -> str:
+    """Why the target, holding ``now`` (``Records.versions``), no longer holds what ``point`` says
+    (empty: it does)."""
+    for part, version in sorted(point.tables.items()):
+        if part not in now:
+            return f"{part} is not in the target any more"
+        at = now[part]
+        if version is not None and (at is None or at < version):
+            return f"{part} is back before the last sync's position (reset or restored)"
     return ""
 
 

@@ -10,10 +10,12 @@ values go as bound parameters or typed Arrow data.
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from binlake.spark.plan import BatchPlan, Phase, SyncReport
+from binlake.spark.resume import Records
 
 
 class Sink(Protocol):
@@ -26,6 +28,11 @@ class Sink(Protocol):
 
     def apply(self, plan: BatchPlan, on_phase: Phase = None) -> SyncReport:
         """Apply ``plan`` exactly once; what was done."""
+        ...
+
+    def records(self, spark: Any) -> AbstractContextManager[Records]:
+        """Where batch syncs record how far they got, open while the block runs
+        (``binlake.spark.resume``; a sink without it: each batch sync reads its whole input)."""
         ...
 
     def state_dir(self) -> Path | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ import pyarrow as pa
 from binlake.dialects import delta as sql
 from binlake.spark import trace
 from binlake.spark.plan import BatchPlan, FillPlan, Phase, SyncReport, TablePlan
+from binlake.spark.resume import FileRecords
 from binlake.spark.sinks.delta_renames import rename_delta_targets
 from binlake.spark.typed import arrow_type
 from binlake.spark.typedrows import COMMIT_TS, DELETED, GTID, MASK, OP, ORDER, presence
@@ -42,6 +44,10 @@ class DeltaSink:
 
     def state_dir(self) -> Path | None:
         return self.target
+
+    def records(self, spark: Any) -> AbstractContextManager[FileRecords]:
+        """Where batch syncs record how far they got (``binlake.spark.resume``)."""
+        return nullcontext(FileRecords(self.target))
 
     def apply(self, plan: BatchPlan, on_phase: Phase = None) -> SyncReport:
         phase = on_phase or (lambda _: None)

@@ -22,6 +22,7 @@ PostgreSQL's from Spark's dialect, MariaDB's from ``jdbc_dialects.mariadb_type``
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,7 @@ from binlake.spark.sinks.jdbc_connection import (
     source_key,
 )
 from binlake.spark.sinks.jdbc_dialects import SYSTEM_COLUMNS, dialect_for
+from binlake.spark.sinks.jdbc_records import JdbcRecords, jdbc_records
 from binlake.spark.sinks.jdbc_renames import rename_jdbc_targets
 from binlake.spark.typedrows import DELETED, MASK, OP, ORDER, presence
 
@@ -64,6 +66,10 @@ class JdbcSink:
 
     def connect(self, spark: Any) -> Jdbc:
         return Jdbc(spark, self.url, self.password)
+
+    def records(self, spark: Any) -> AbstractContextManager[JdbcRecords]:
+        """Where batch syncs record how far they got (``binlake.spark.resume``)."""
+        return jdbc_records(spark, self.url, self.password)
 
     def apply(self, plan: BatchPlan, on_phase: Phase = None) -> SyncReport:
         report = plan.report

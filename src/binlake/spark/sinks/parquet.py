@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import json
 import os
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from binlake.spark.plan import BatchPlan, Phase, SyncReport
+from binlake.spark.resume import FileRecords
 from binlake.spark.sinks.delta import DeltaSink, delta_tables, read_delta
 from binlake.targetnames import NAME_BOOK, NameBook, inside
 
@@ -38,6 +40,10 @@ class ParquetSink:
 
     def state_dir(self) -> Path | None:
         return self.state.target
+
+    def records(self, spark: Any) -> AbstractContextManager[FileRecords]:
+        """Where batch syncs record how far they got (``binlake.spark.resume``)."""
+        return self.state.records(spark)
 
     def apply(self, plan: BatchPlan, on_phase: Phase = None) -> SyncReport:
         report = self.state.apply(plan, on_phase)

@@ -1,0 +1,57 @@
+"""A JDBC target's records of where its batch syncs ended (``binlake.spark.resume``): table
+``_binlake_resume`` beside ``_binlake_positions``, one row per record, checked by the source's
+batch position (which commits with the data: a reset deletes it, and the records go with it)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from binlake.spark.sinks.jdbc_connection import SOURCE_WIDTH, Jdbc, committed_position, source_key
+
+RECORDS = "_binlake_resume"
+POSITION = "the position of this source (_binlake_positions)"  # the one part a record checks
+
+
+class JdbcRecords:
+    """``resume.Records`` in table ``RECORDS`` of the connection ``db``."""
+
+    def __init__(self, db: Jdbc) -> None:
+        self.db = db
+        db.execute(
+            f"CREATE TABLE IF NOT EXISTS {RECORDS} (record_key VARCHAR(64) PRIMARY KEY, "
+            f"source VARCHAR({SOURCE_WIDTH}) NOT NULL, record TEXT NOT NULL)"
+        )
+
+    def read(self, name: str) -> str | None:
+        found = self.db.rows(f"SELECT record FROM {RECORDS} WHERE record_key = ?", [name])
+        return str(found[0][0]) if found else None
+
+    def write(self, name: str, source: str, text: str) -> None:
+        with self.db.transaction():
+            self.db.execute(f"DELETE FROM {RECORDS} WHERE record_key = ?", [name])
+            self.db.execute(
+                f"INSERT INTO {RECORDS} (record_key, source, record) VALUES (?, ?, ?)",
+                [name, source_key(source), text],
+            )
+
+    def forget(self, source: str | None) -> int:
+        where, params = ("", []) if source is None else (" WHERE source = ?", [source_key(source)])
+        (n,) = self.db.rows(f"SELECT COUNT(*) FROM {RECORDS}{where}", params)[0]
+        self.db.execute(f"DELETE FROM {RECORDS}{where}", params)
+        return int(n)
+
+    def versions(self, source: str) -> dict[str, int | None]:
+        version = committed_position(self.db, source_key(source))
+        return {} if version is None else {POSITION: version}
+
+
+@contextmanager
+def jdbc_records(spark: Any, url: str, password: str | None) -> Iterator[JdbcRecords]:
+    """The records of the target at ``url``, on a connection of their own."""
+    db = Jdbc(spark, url, password)
+    try:
+        yield JdbcRecords(db)
+    finally:
+        db.close()
