@@ -208,31 +208,50 @@ def test_the_command_says_it_resumed_and_that_nothing_is_new(series: Any, tmp_pa
 @pytest.mark.parametrize("kind", ["postgres", "mariadb"])
 def test_a_database_target_resumes_too(spark: Any, tmp_path: Path, kind: str, request: Any) -> None:
     """Into PostgreSQL and MariaDB: the records live in table ``_binlake_resume``, checked by the
-    source's batch position; a rerun resumes, the tables equal the truth; ``offsets reset`` forgets
-    the records with the position, and the next sync reads everything again."""
+    source's batch position and the synced tables; a rerun resumes, a table dropped in the target
+    makes the next batch read everything, the tables equal the truth; ``offsets reset`` forgets the
+    records with the position, and the next sync reads everything again."""
     from binlake.spark.offsets import reset_jdbc
     from binlake.spark.sinks.jdbc import JdbcSink
+    from binlake.spark.sinks.jdbc_dialects import dialect_for
     from tests.spark.test_jdbc import expected_tables, jdbc_tables
 
     server = request.getfixturevalue("postgres" if kind == "postgres" else "sink_mariadb")
+    request.addfinalizer(lambda: empty_target(spark, server.url))  # the server is the session's
+    empty_target(spark, server.url)
     driver, quote = ("org.postgresql.Driver", '"') if kind == "postgres" else ("org.mariadb.jdbc.Driver", "`")
     read_url = server.url.replace("jdbc:mariadb:", "jdbc:mysql:")  # Spark's MySQL dialect reads it
-    workload = generate(tmp_path / "all", seed=8, target_bytes=240_000, max_file_size=60_000, ddl_every=0)
+    workload = generate(tmp_path / "all", seed=8, target_bytes=300_000, max_file_size=60_000, ddl_every=0)
+    assert len(workload.files) >= 5
     src = tmp_path / "src"
     src.mkdir()
-    for f in workload.files[:2]:
-        shutil.copy(f, src / f.name)
+
+    def arrive(files: list[Path]) -> None:
+        for f in files:
+            shutil.copy(f, src / f.name)
+
+    arrive(workload.files[:2])
     first = sync(spark, str(src), server.url)
     assert not first.resumed and first.tables
-    for f in workload.files[2:]:
-        shutil.copy(f, src / f.name)
+    arrive(workload.files[2:4])
     second = sync(spark, str(src), server.url)
     assert second.resumed.startswith(f"resumed at {first.position},") and second.tables
+
+    # a table dropped in the target: the next batch reads the whole series and brings it back
+    schema, table = dialect_for(server.url).target("shop", "customers")
+    db = JdbcSink(server.url).connect(spark)
+    try:
+        db.execute(f"DROP TABLE {db.dialect.q(schema)}.{db.dialect.q(table)}")
+    finally:
+        db.close()
+    arrive(workload.files[4:])
+    third = sync(spark, str(src), server.url)
+    assert third.resumed == f"read the whole series: table {schema}.{table} is not in the target any more"
     expected = expected_tables(spark, workload)
     assert jdbc_tables(spark, read_url, sorted(expected), driver, quote) == expected
 
     again = sync(spark, str(src), server.url)
-    assert again.resumed.startswith(f"resumed at {second.position},")
+    assert again.resumed.startswith(f"resumed at {third.position},")
     assert again.skipped == ["(batch already applied)"] and not again.tables
 
     db = JdbcSink(server.url).connect(spark)
@@ -244,3 +263,21 @@ def test_a_database_target_resumes_too(spark: Any, tmp_path: Path, kind: str, re
     full = sum(1 for f in workload.files for c in file_changes(f) if c.op in ROW_OPS)
     assert not replay.resumed and replay.changes == full
     assert jdbc_tables(spark, read_url, sorted(expected), driver, quote) == expected
+
+
+def empty_target(spark: Any, url: str) -> None:
+    """Drop every synced table of a database target and forget its positions and records."""
+    from binlake.spark.sinks.jdbc import JdbcSink
+    from binlake.spark.sinks.jdbc_connection import tables_with
+    from binlake.spark.sinks.jdbc_dialects import POSITIONS
+    from binlake.spark.sinks.jdbc_records import RECORDS
+    from binlake.spark.typedrows import ORDER
+
+    db = JdbcSink(url).connect(spark)
+    try:
+        for schema, table in tables_with(db, ORDER):
+            db.execute(f"DROP TABLE {db.dialect.q(schema)}.{db.dialect.q(table)}")
+        for own in (POSITIONS, RECORDS):
+            db.execute(f"DROP TABLE IF EXISTS {own}")
+    finally:
+        db.close()

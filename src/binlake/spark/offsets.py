@@ -26,6 +26,7 @@ import pyarrow as pa
 
 from binlake.spark import resume
 from binlake.spark.sinks.delta import APP_ID, commit_empty, delta_tables
+from binlake.spark.sinks.jdbc_connection import tables_with
 from binlake.spark.sinks.jdbc_records import JdbcRecords
 from binlake.targetnames import inside
 
@@ -121,16 +122,8 @@ def jdbc_offsets(db: Any) -> list[Offset]:
 def jdbc_change_tables(db: Any) -> list[tuple[str, str, int]]:
     """The change tables of a JDBC target (those with ``_binlake_op``): schema, table, rows."""
     d = db.dialect
-    schema = d.system_schema()
-    found = db.rows(
-        "SELECT table_schema, table_name FROM information_schema.columns WHERE column_name = ?"
-        + (" AND table_schema = ?" if schema else " AND table_catalog = current_database()"),
-        [CHANGE_OP, *([schema] if schema else [])],
-    )
     out = []
-    for s, t in found:
-        if t.startswith("_binlake_stage_"):
-            continue
+    for s, t in tables_with(db, CHANGE_OP):
         (n,) = db.rows(f"SELECT COUNT(*) FROM {d.q(s)}.{d.q(t)}")[0]
         out.append((s, t, int(n)))
     return out

@@ -88,6 +88,18 @@ def source_key(source: str) -> str:
     return f"{source[: SOURCE_WIDTH - len(digest) - 2]}…#{digest}"[:SOURCE_WIDTH]
 
 
+def tables_with(db: Jdbc, column: str) -> list[tuple[str, str]]:
+    """The target's tables (schema, table) that have ``column`` (binlake's own: ``_binlake_op`` for
+    change tables, ``_binlake_order_key`` for every synced table), staging tables left out."""
+    schema = db.dialect.system_schema()
+    found = db.rows(
+        "SELECT table_schema, table_name FROM information_schema.columns WHERE column_name = ?"
+        + (" AND table_schema = ?" if schema else " AND table_catalog = current_database()"),
+        [column, *([schema] if schema else [])],
+    )
+    return [(str(s), str(t)) for s, t in found if not str(t).startswith("_binlake_stage_")]
+
+
 def committed_position(db: Jdbc, source: str) -> int | None:
     """The batch version recorded for ``source`` (a ``source_key``), if any."""
     db.execute(db.dialect.positions_ddl())

@@ -1,6 +1,7 @@
 """A JDBC target's records of where its batch syncs ended (``binlake.spark.resume``): table
 ``_binlake_resume`` beside ``_binlake_positions``, one row per record, checked by the source's
-batch position (which commits with the data: a reset deletes it, and the records go with it)."""
+batch position (which commits with the data: a reset deletes it, and the records go with it) and
+the synced tables there."""
 
 from __future__ import annotations
 
@@ -8,7 +9,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from binlake.spark.sinks.jdbc_connection import SOURCE_WIDTH, Jdbc, committed_position, source_key
+from binlake.spark.sinks.jdbc_connection import (
+    SOURCE_WIDTH,
+    Jdbc,
+    committed_position,
+    source_key,
+    tables_with,
+)
+from binlake.spark.typedrows import ORDER
 
 RECORDS = "_binlake_resume"
 POSITION = "the position of this source (_binlake_positions)"  # the one part a record checks
@@ -43,8 +51,11 @@ class JdbcRecords:
         return int(n)
 
     def versions(self, source: str) -> dict[str, int | None]:
+        """The source's batch position, and every synced table (by being there: a table dropped in
+        the target is brought back by a read of the whole series)."""
         version = committed_position(self.db, source_key(source))
-        return {} if version is None else {POSITION: version}
+        tables: dict[str, int | None] = {f"table {s}.{t}": None for s, t in tables_with(self.db, ORDER)}
+        return tables if version is None else {POSITION: version, **tables}
 
 
 @contextmanager
