@@ -27,13 +27,8 @@ from tests.spark.test_sync import final_tables
 @pytest.fixture(scope="module")
 def series(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """Seven files with DDL (renames, added columns) along the way."""
-    return generate(
-        tmp_path_factory.mktemp("resume") / "bin",
-        seed=5,
-        target_bytes=420_000,
-        max_file_size=60_000,
-        ddl_every=25,
-    )
+    folder = tmp_path_factory.mktemp("resume") / "bin"
+    return generate(folder, seed=5, target_bytes=420_000, max_file_size=60_000, ddl_every=25)
 
 
 def transaction_starts(files: list[Path]) -> list[tuple[int, str, int]]:
@@ -136,7 +131,7 @@ def write_record(state: Path, source: str, **changes: Any) -> Path:
         "offset": 4_000,
         "version": 20000000004000,
         "head": resume._head(source, "binlog.000002"),
-        "tables": {},
+        "holds": {},
         **changes,
     }
     path.write_text(json.dumps(data))
@@ -168,9 +163,9 @@ def test_a_record_is_used_only_while_target_and_source_hold_what_it_says(series:
 
     props = CommitProperties(app_transactions=[Transaction("binlake-sync", 10000000000100)])
     write_deltalake(str(state / "shop.t"), pa.table({"a": [1]}), commit_properties=props)
-    write_record(state, source, tables={"table shop.t": 20000000000100})
+    write_record(state, source, holds={"table shop.t": 20000000000100})
     assert "table shop.t is back before" in resume.resumed(records, source, {}).note
-    write_record(state, source, tables={"table shop.t": 10000000000100})
+    write_record(state, source, holds={"table shop.t": 10000000000100})
     assert resume.resumed(records, source, {}).point is not None
 
     write_record(state, source).write_text("{not json")

@@ -2,19 +2,22 @@
 
 After its sink applied a batch, a batch sync records that batch's last transaction (file and offset)
 in the target (Delta and Parquet: under ``_binlake_resume`` beside the tables; JDBC: in table
-``_binlake_resume``), one record per source and read. The next batch sync of the same source with the same read (the selection, the schema seed:
-whatever decides which changes a batch holds) reads from that transaction on (option
-``startPosition``) instead of the whole series: run again with nothing new, it reads one transaction.
+``_binlake_resume``), one record per source and read. The next batch sync of the same source with
+the same read (the selection, the schema seed: whatever decides which changes a batch holds) reads
+from that transaction on (option ``startPosition``) instead of the whole series: run again with
+nothing new, it reads one transaction.
 
 That transaction is read again: its changes are at the target's position already and change nothing
 (the order-key guard), so a record that lags behind the target (a crash after the sink's commits,
 before the record) costs a longer read, never a lost change. A record is used only while the target
-still holds what it says: every table it lists there, at or past the version it had then. A table
+still holds what it says (``Records.holds``): every table it lists there, at or past the version it
+had then; and only while the source still holds the record's file as it was. A table
 removed, reset (``binlake offsets reset``, which also forgets the records) or restored to before the
 batch makes the next sync read the whole series again, and the guards keep what is already there.
 Where records live is the sink's (``Sink.records``): files beside Delta tables (``FileRecords``), a
 table in a database (``binlake.spark.sinks.jdbc_records``); what "still holds" means too (Delta:
-every table's version; JDBC: the source's batch position, which commits with the data).
+every table's version; JDBC: the source's batch position, which commits with the data, and the
+synced tables).
 """
 
 from __future__ import annotations
@@ -53,7 +56,7 @@ class Records(Protocol):
         """Remove the records of ``source`` (every source's: None); how many."""
         ...
 
-    def versions(self, source: str) -> dict[str, int | None]:
+    def holds(self, source: str) -> dict[str, int | None]:
         """What a record of ``source`` checks the target by: each part there now (a table, a
         position) and its version (None: none). A part a record lists must still be there, at or
         past the version it had."""
@@ -98,7 +101,7 @@ class FileRecords:
             n += 1
         return n
 
-    def versions(self, source: str) -> dict[str, int | None]:
+    def holds(self, source: str) -> dict[str, int | None]:
         from binlake.spark.sinks.delta import committed_version, delta_tables
 
         return {f"table {name}": committed_version(self.state, name) for name in delta_tables(self.state)}
@@ -118,12 +121,12 @@ def records_of(sink: Any, spark: Any) -> Iterator[Records | None]:
 @dataclass(frozen=True)
 class ResumePoint:
     """A recorded batch end: its last transaction (``file``, ``offset``), the batch's version, and
-    what the target held then (``Records.versions``)."""
+    what the target held then (``Records.holds``)."""
 
     file: str
     offset: int
     version: int
-    tables: dict[str, int | None]
+    holds: dict[str, int | None]
     head: str  # ``_head`` of the file: another file of that name (a server's binlogs reset) differs
 
     @property
@@ -162,12 +165,15 @@ def resumed(records: Records | None, source: str, options: dict[str, str]) -> Re
     if records is None or "startposition" in lowered or str(options.get("nodes", "")).lower() == "true":
         return Resume(dict(options), None, "")
     name = record_name(source, options)
-    text = records.read(name)
+    try:
+        text = records.read(name)
+    except OSError as e:
+        return Resume(dict(options), None, f"read the whole series: the record {name} does not read ({e})")
     if text is None:
         return Resume(dict(options), None, "")
     point, why = _load(text, name, source, options)
     if point is not None:
-        why = _changed_since(records.versions(source), point) or _file_changed(source, point)
+        why = _changed_since(records.holds(source), point) or _file_changed(source, point)
     if point is None or why:
         return Resume(dict(options), None, f"read the whole series: {why}")
     note = f"resumed at {point.shown}, the last transaction the last sync of this source applied"
@@ -186,7 +192,7 @@ def record(records: Records | None, source: str, options: dict[str, str], report
         "offset": report.txn_position,
         "version": report.version,
         "head": _head(source, report.file),
-        "tables": records.versions(source),
+        "holds": records.holds(source),
     }
     records.write(record_name(source, options), source, json.dumps(data, indent=1, sort_keys=True))
 
@@ -200,21 +206,21 @@ def _load(text: str, name: str, source: str, options: dict[str, str]) -> tuple[R
         key = read_key(source, options)
         if data.get("source") != key["source"] or data.get("read") != key["read"]:
             return None, f"the record {name} is of another source or read"
-        tables = data["tables"]
+        holds = data["holds"]
         point = ResumePoint(
-            str(data["file"]), int(data["offset"]), int(data["version"]), tables, str(data["head"])
+            str(data["file"]), int(data["offset"]), int(data["version"]), holds, str(data["head"])
         )
-        if not all(isinstance(v, int | None) for v in tables.values()):
-            raise ValueError("a table version is not a number")
+        if not all(isinstance(k, str) and isinstance(v, int | None) for k, v in holds.items()):
+            raise ValueError("what it holds is not names and versions")
     except (ValueError, KeyError, TypeError, AttributeError) as e:
         return None, f"the record {name} does not read ({e})"
     return point, ""
 
 
 def _changed_since(now: dict[str, int | None], point: ResumePoint) -> str:
-    """Why the target, holding ``now`` (``Records.versions``), no longer holds what ``point`` says
+    """Why the target, holding ``now`` (``Records.holds``), no longer holds what ``point`` says
     (empty: it does)."""
-    for part, version in sorted(point.tables.items()):
+    for part, version in sorted(point.holds.items()):
         if part not in now:
             return f"{part} is not in the target any more"
         at = now[part]

@@ -50,7 +50,7 @@ class JdbcRecords:
         self.db.execute(f"DELETE FROM {RECORDS}{where}", params)
         return int(n)
 
-    def versions(self, source: str) -> dict[str, int | None]:
+    def holds(self, source: str) -> dict[str, int | None]:
         """The source's batch position, and every synced table (by being there: a table dropped in
         the target is brought back by a read of the whole series)."""
         version = committed_position(self.db, source_key(source))
