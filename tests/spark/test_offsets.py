@@ -79,6 +79,8 @@ def test_offsets_show_and_reset_round_trip(spark: Any, series: Any, tmp_path: Pa
     assert all(o.version and o.position for o in recorded.values())
     code, out, _ = offsets(capsys, "show", "--to", f"delta:{target}")
     assert code == 0 and recorded["d.log"].position in out and "change table, 3 rows" in out
+    said = " ".join(out.split())
+    assert "where the next batch sync resumes" in said and said.count("(all)") == 2
 
     # the keyed source alone: its tables forget, the change table keeps its position
     code, out, _ = offsets(capsys, "reset", "--to", f"delta:{target}", "--source", keyed)
@@ -115,6 +117,7 @@ def test_offsets_on_postgres(spark: Any, series: Any, postgres: Any, tmp_path: P
         assert main(["sync", str(source), "--to", postgres.url, "--master", "local[2]"]) == 0
     code, out, _ = offsets(capsys, "show", "--to", postgres.url, "--master", "local[2]")
     assert code == 0 and str(keyless) in out and str(keyed) in out
+    assert "where the next batch sync resumes" in " ".join(out.split())
     code, _, err = offsets(capsys, "reset", "--to", postgres.url, "--master", "local[2]")
     assert code == 2 and "--empty-change-tables" in err
     code, out, _ = offsets(
@@ -123,6 +126,6 @@ def test_offsets_on_postgres(spark: Any, series: Any, postgres: Any, tmp_path: P
     assert code == 0 and str(keyless) in out
     assert postgres.psql('SELECT count(*) FROM "d"."log"').strip() == "0"
     code, out, _ = offsets(capsys, "show", "--to", postgres.url, "--master", "local[2]")
-    assert "no positions recorded" in out
+    assert "no positions recorded" in out and "resumes" not in out  # the records forgotten too
     assert main(["sync", str(keyless), "--to", postgres.url, "--master", "local[2]"]) == 0
     assert postgres.psql('SELECT count(*) FROM "d"."log"').strip() == "3"

@@ -245,24 +245,26 @@ class OffsetsOptions(Options):
     empty_change_tables: bool = False
 
 
-def _target_offsets(args: OffsetsOptions, sink: Sink) -> list[Any]:
-    """``offsets show`` or ``reset`` on the target: the offsets shown or reset."""
-    from binlake.spark import offsets
+def _target_offsets(args: OffsetsOptions, sink: Sink) -> tuple[list[Any], list[Any]]:
+    """``offsets show`` or ``reset`` on the target: the offsets shown or reset, and (show) where
+    batch syncs resume (``resume.Recorded``)."""
+    from binlake.spark import offsets, resume
     from binlake.spark.sinks.jdbc import JdbcSink
+    from binlake.spark.sinks.jdbc_records import JdbcRecords
 
     reset = args.action == "reset"
     if not isinstance(sink, JdbcSink):
         where = str(sink.state_dir())
         if reset:
-            return offsets.reset_delta(where, args.source, empty_change_tables=args.empty_change_tables)
-        return offsets.delta_offsets(where)
+            return offsets.reset_delta(where, args.source, empty_change_tables=args.empty_change_tables), []
+        return offsets.delta_offsets(where), resume.recorded(resume.FileRecords(Path(where)))
     from binlake.spark.session import CLI_LOG_LEVEL, spark_session
 
     db = sink.connect(spark_session(args.master, log_level=CLI_LOG_LEVEL))
     try:
         if reset:
-            return offsets.reset_jdbc(db, args.source, empty_change_tables=args.empty_change_tables)
-        return offsets.jdbc_offsets(db)
+            return offsets.reset_jdbc(db, args.source, empty_change_tables=args.empty_change_tables), []
+        return offsets.jdbc_offsets(db), resume.recorded(JdbcRecords(db))
     finally:
         db.close()
 
@@ -274,7 +276,7 @@ def cmd_offsets(args: OffsetsOptions) -> int:
 
     sink = sink_from(args.target)
     try:
-        found = _target_offsets(args, sink)
+        found, records = _target_offsets(args, sink)
     except OffsetsError as e:
         raise UsageError(str(e)) from None
     console = output_console()
@@ -292,6 +294,13 @@ def cmd_offsets(args: OffsetsOptions) -> int:
         shown = o.position if args.action == "reset" else o.shown
         table.add_row(o.source, o.table or "", str(o.version or "-"), shown, kind)
     console.print(table)
+    if records:
+        resumes = Table(title="where the next batch sync resumes (README: a batch sync run again resumes)")
+        for c in ("source", "selection", "at the transaction"):
+            resumes.add_column(c)
+        for r in records:
+            resumes.add_row(plain(r.source), plain(r.read or "(all)"), r.at or "(a record that does not read)")
+        console.print(resumes)
     return 0
 
 

@@ -56,6 +56,10 @@ class Records(Protocol):
         """Remove the records of ``source`` (every source's: None); how many."""
         ...
 
+    def every(self) -> list[str]:
+        """Every record's JSON text."""
+        ...
+
     def holds(self, source: str) -> dict[str, int | None]:
         """What a record of ``source`` checks the target by: each part there now (a table, a
         position) and its version (None: none). A part a record lists must still be there, at or
@@ -100,6 +104,11 @@ class FileRecords:
             path.unlink(missing_ok=True)
             n += 1
         return n
+
+    def every(self) -> list[str]:
+        if not self.folder.is_dir():
+            return []
+        return [p.read_text(encoding="utf-8") for p in sorted(self.folder.glob("*.json"))]
 
     def holds(self, source: str) -> dict[str, int | None]:
         from binlake.spark.sinks.delta import committed_version, delta_tables
@@ -195,6 +204,29 @@ def record(records: Records | None, source: str, options: dict[str, str], report
         "holds": records.holds(source),
     }
     records.write(record_name(source, options), source, json.dumps(data, indent=1, sort_keys=True))
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """A record as ``offsets show`` lists it: the source, its read (``k=v`` of the selecting
+    options), and where the next batch sync of them resumes (None: a record that does not read)."""
+
+    source: str
+    read: str
+    at: str | None
+
+
+def recorded(records: Records) -> list[Recorded]:
+    """Every record of ``records``, by source and read."""
+    out = []
+    for text in records.every():
+        try:
+            data = json.loads(text)
+            read = ",".join(f"{k}={v}" for k, v in dict(data["read"]).items())
+            out.append(Recorded(str(data["source"]), read, f"{data['file']}:{int(data['offset'])}"))
+        except (ValueError, KeyError, TypeError, AttributeError):
+            out.append(Recorded("?", "?", None))
+    return sorted(out, key=lambda r: (r.source, r.read))
 
 
 def _load(text: str, name: str, source: str, options: dict[str, str]) -> tuple[ResumePoint | None, str]:

@@ -50,6 +50,9 @@ class JdbcRecords:
         self.db.execute(f"DELETE FROM {RECORDS}{where}", params)
         return int(n)
 
+    def every(self) -> list[str]:
+        return [str(r[0]) for r in self.db.rows(f"SELECT record FROM {RECORDS} ORDER BY record_key")]
+
     def holds(self, source: str) -> dict[str, int | None]:
         """The source's batch position, and every synced table (by being there: a table dropped in
         the target is brought back by a read of the whole series)."""
