@@ -84,7 +84,9 @@ def test_a_record_past_the_end_of_its_file_is_not_used(series: Any, tmp_path: Pa
     record no longer says where the source is: the next sync should read the whole series (with a
     note), as for a file gone. Fails: the record is used, and the read's planning raises
     ``option startPosition: offset … is past the end of the file`` inside Spark's data source
-    (the whole sync fails, over and over, until someone finds and deletes the record).
+    (the whole sync fails, over and over, until someone finds and deletes the record; the CLI:
+    ``binlake: error: …: option startPosition: offset 29289 is past the end of the file`` — an
+    option the user never gave, exit 2 on every run).
     Fix: ``_file_changed`` also checks the offset against the file's size (and, better, that the
     offset is still an event start: a digest of the header at it)."""
     src = tmp_path / "src"
@@ -103,7 +105,8 @@ def test_a_record_past_the_end_of_its_file_is_not_used(series: Any, tmp_path: Pa
 def test_a_damaged_offset_in_a_record_is_a_note_not_a_crash(series: Any, tmp_path: Path, offset: int) -> None:
     """A record whose offset is not one (hand-edited, or damaged): like a record that does not read,
     the whole series with a note. Fails: it is used, and ``startPosition`` then refuses it with a
-    ValueError raised inside Spark's planning (a stack, every run, until the record is deleted).
+    ValueError raised inside Spark's planning (Python: a Spark stack; the CLI: ``binlake: error:
+    ValueError: option startPosition: FILE:POS …``, an option the user never gave; every run).
     Fix: ``_load`` checks ``offset >= 4`` (what ``start_position`` asks)."""
     source = str(series.files[0].parent)
     state = tmp_path / "state"
@@ -155,7 +158,9 @@ def test_a_start_position_inside_a_transaction_is_refused(series: Any) -> None:
         except BinlogError:
             continue  # refused: what should happen
         partial = [r for r in rows if r["txn_position"] < txn_starts(f)[2]]
-        assert partial == whole, f"from {at} (inside the transaction at {start}): {len(partial)} rows of {len(whole)}, txn_position {sorted({r['txn_position'] for r in partial})}"
+        assert partial == whole, (
+            f"from {at} (inside the transaction at {start}): {len(partial)} rows of {len(whole)}, txn_position {sorted({r['txn_position'] for r in partial})}"
+        )
 
 
 @pytest.mark.slow
