@@ -475,3 +475,28 @@ def split_points(
             points.append(end)
             next_at = end + every
     return points
+
+
+def starts_transaction(path: str | Path, offset: int) -> bool:
+    """Whether a transaction's first event is at ``offset`` of ``path`` (header-only): a GTID event
+    there is one (the reader refuses an offset that is no event start); without GTIDs (old servers)
+    the file's transactions are walked up to it, and one must begin exactly there."""
+    first = next(
+        iter(BinlogReader(path, skip=HEADER_ONLY, start_position=offset if offset > 4 else None)), None
+    )
+    if first is None:
+        return False
+    if first.kind in GTID_EVENTS:
+        return True
+    g = TransactionGrouper(keep_events=False)
+    for ev in BinlogReader(path, skip=HEADER_ONLY):
+        starts = [t.start for t in g.feed(0, ev)]
+        if g.current is not None:
+            starts.append(g.current.start)
+        if g.pending:
+            starts.append(g.pending[0].offset)
+        if offset in starts:
+            return True
+        if ev.offset >= offset:
+            return False
+    return False

@@ -19,6 +19,7 @@ from binlake.generate import generate
 from binlake.spark import resume
 from binlake.spark.apply import sync
 from binlake.spark.changelog import file_changes
+from binlake.spark.plan import SyncReport, batch_version
 from binlake.spark.source import BinlogReaderSpark, read_range
 from binlake.spark.stream import BinlogStreamReader
 from tests.spark.test_sync import final_tables
@@ -121,52 +122,53 @@ def test_reruns_resume_and_a_changed_target_reads_everything(spark: Any, series:
 
 
 def write_record(state: Path, source: str, **changes: Any) -> Path:
-    """A record as ``resume.record`` writes it, with ``changes``."""
+    """The record ``resume.record`` writes after a batch ending in the second file's second
+    transaction, with ``changes``."""
+    files = resume._files(source)
+    name = os.path.basename(files[1])
+    offset = sorted({c.origin.txn_position for c in file_changes(files[1]) if c.op in ROW_OPS})[1]
+    report = SyncReport(file=name, txn_position=offset, version=batch_version(file_number(name), offset))
+    resume.record(resume.FileRecords(state), source, {}, report)
     path = state / resume.DIRECTORY / f"{resume.record_name(source, {})}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    data = {
-        "format": resume.FORMAT,
-        **resume.read_key(source, {}),
-        "file": "binlog.000002",
-        "offset": 4_000,
-        "version": 20000000004000,
-        "head": resume._head(source, "binlog.000002"),
-        "holds": {},
-        **changes,
-    }
-    path.write_text(json.dumps(data))
+    path.write_text(json.dumps({**json.loads(path.read_text()), **changes}))
     return path
 
 
 def test_a_record_is_used_only_while_target_and_source_hold_what_it_says(series: Any, tmp_path: Path) -> None:
-    """No Spark: the records' checks. A record whose file is another of the same name, a table gone back
-    before its version, a damaged record: each reads the whole series and says why."""
+    """No Spark: the records' checks. A record whose file is another of the same name, a table gone
+    back before its version or changed by another writer, a damaged record: each reads the whole
+    series and says why."""
     import pyarrow as pa
-    from deltalake import CommitProperties, Transaction, write_deltalake
+    from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 
     source = str(series.files[0].parent)
     state = tmp_path / "state"
     records = resume.FileRecords(state)
     write_record(state, source)
     used = resume.resumed(records, source, {"splitSize": "1MB"})  # how a read is cut does not count
-    assert used.point is not None and used.options["startPosition"] == "binlog.000002:4000"
-    assert used.note.startswith("resumed at binlog.000002:4000")
+    assert used.point is not None and used.options["startPosition"] == used.point.shown
+    assert used.point.file == "binlog.000002" and used.note.startswith(f"resumed at {used.point.shown}")
 
-    write_record(state, source, head="0" * 64)
+    write_record(state, source, identity="0" * 64)
     assert "binlog.000002 is another file than the last sync read" in resume.resumed(records, source, {}).note
 
     write_record(state, source, file="binlog.000077")
-    assert (
-        "binlog.000077, where the last sync ended, is not in the source"
-        in resume.resumed(records, source, {}).note
-    )
+    assert "binlog.000077:" in resume.resumed(records, source, {}).note
+
+    write_record(state, source, before=["binlog.000001", "binlog.000000"])  # one since gone: fine
+    assert resume.resumed(records, source, {}).point is not None
+    write_record(state, source, before=[])
+    assert "binlog.000001, before binlog.000002 in the series, arrived" in resume.resumed(records, source, {}).note
 
     props = CommitProperties(app_transactions=[Transaction("binlake-sync", 10000000000100)])
     write_deltalake(str(state / "shop.t"), pa.table({"a": [1]}), commit_properties=props)
-    write_record(state, source, holds={"table shop.t": 20000000000100})
-    assert "table shop.t is back before" in resume.resumed(records, source, {}).note
-    write_record(state, source, holds={"table shop.t": 10000000000100})
+    write_record(state, source)  # the table as it is now: used
     assert resume.resumed(records, source, {}).point is not None
+    write_record(state, source, holds={"shop.t": [20000000000100, 0]})
+    assert "table shop.t is back before" in resume.resumed(records, source, {}).note
+    write_record(state, source)
+    DeltaTable(str(state / "shop.t")).delete("a = 1")  # someone else's write since
+    assert "table shop.t was changed by another writer" in resume.resumed(records, source, {}).note
 
     write_record(state, source).write_text("{not json")
     assert "does not read" in resume.resumed(records, source, {}).note

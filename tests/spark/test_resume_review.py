@@ -51,7 +51,7 @@ def record_at(state: Path, source: str, path: Path, offset: int) -> None:
 
     report = SyncReport(file=path.name, txn_position=offset)
     report.version = batch_version(file_number(path.name), offset)
-    resume.record(state, source, {}, report)
+    resume.record(resume.FileRecords(state), source, {}, report)
 
 
 def test_a_file_the_server_closed_since_is_the_same_file(series: Any, tmp_path: Path) -> None:
@@ -59,9 +59,9 @@ def test_a_file_the_server_closed_since_is_the_same_file(series: Any, tmp_path: 
     in-use flag of the file's FORMAT_DESCRIPTION (MySQL, MariaDB, and binlake's own mirror,
     ``replication.mirror.Mirror._mark_closed``) and goes on in the next file. Same file, same
     bytes up to where the sync read: the next sync should resume, not read the whole series.
-    Fails: the record's ``head`` digests the header flags too, so every rotation between two syncs
+    Failed before the fix: the record's ``head`` digests the header flags too, so every rotation between two syncs
     (the common case: a sync nearly always ends in the active file) reads the whole series again.
-    Fix: digest the header without its flags (bytes 0-16), or clear FLAG_BINLOG_IN_USE first."""
+    Fixed: digest the header without its flags (bytes 0-16), or clear FLAG_BINLOG_IN_USE first."""
     src = tmp_path / "src"
     src.mkdir()
     for f in series.files[:2]:
@@ -70,11 +70,11 @@ def test_a_file_the_server_closed_since_is_the_same_file(series: Any, tmp_path: 
     set_in_use(active, True)  # being written, as a server's (or the mirror's) active file is
     state = tmp_path / "state"
     record_at(state, str(src), active, txn_starts(active)[-1])
-    assert resume.resumed(state, str(src), {}).point is not None  # nothing changed yet: resumes
+    assert resume.resumed(resume.FileRecords(state), str(src), {}).point is not None  # nothing changed yet: resumes
 
     set_in_use(active, False)  # rotated: closed ...
     shutil.copy(series.files[2], src / series.files[2].name)  # ... and the next file begun
-    read = resume.resumed(state, str(src), {})
+    read = resume.resumed(resume.FileRecords(state), str(src), {})
     assert read.point is not None, read.note
 
 
@@ -82,12 +82,12 @@ def test_a_record_past_the_end_of_its_file_is_not_used(series: Any, tmp_path: Pa
     """The recorded file is there under its name and with its first header, but shorter than the
     recorded offset (put back from a copy taken earlier, or cut at a server's crash recovery). The
     record no longer says where the source is: the next sync should read the whole series (with a
-    note), as for a file gone. Fails: the record is used, and the read's planning raises
+    note), as for a file gone. Failed before the fix: the record is used, and the read's planning raises
     ``option startPosition: offset … is past the end of the file`` inside Spark's data source
     (the whole sync fails, over and over, until someone finds and deletes the record; the CLI:
     ``binlake: error: …: option startPosition: offset 29289 is past the end of the file`` — an
     option the user never gave, exit 2 on every run).
-    Fix: ``_file_changed`` also checks the offset against the file's size (and, better, that the
+    Fixed: ``_file_changed`` also checks the offset against the file's size (and, better, that the
     offset is still an event start: a digest of the header at it)."""
     src = tmp_path / "src"
     shutil.copytree(series.files[0].parent, src)
@@ -97,24 +97,24 @@ def test_a_record_past_the_end_of_its_file_is_not_used(series: Any, tmp_path: Pa
     record_at(state, str(src), f, last)
     with open(f, "r+b") as out:
         out.truncate(last - 1)  # the same file as it was before its last transactions were written
-    read = resume.resumed(state, str(src), {})
+    read = resume.resumed(resume.FileRecords(state), str(src), {})
     assert read.point is None and read.note.startswith("read the whole series"), read.options
 
 
 @pytest.mark.parametrize("offset", [0, 2, -7])
 def test_a_damaged_offset_in_a_record_is_a_note_not_a_crash(series: Any, tmp_path: Path, offset: int) -> None:
     """A record whose offset is not one (hand-edited, or damaged): like a record that does not read,
-    the whole series with a note. Fails: it is used, and ``startPosition`` then refuses it with a
+    the whole series with a note. Failed before the fix: it is used, and ``startPosition`` then refuses it with a
     ValueError raised inside Spark's planning (Python: a Spark stack; the CLI: ``binlake: error:
     ValueError: option startPosition: FILE:POS …``, an option the user never gave; every run).
-    Fix: ``_load`` checks ``offset >= 4`` (what ``start_position`` asks)."""
+    Fixed: ``_load`` checks ``offset >= 4`` (what ``start_position`` asks)."""
     source = str(series.files[0].parent)
     state = tmp_path / "state"
     record_at(state, source, series.files[1], txn_starts(series.files[1])[0])
-    path = resume.record_path(state, source, {})
+    path = state / resume.DIRECTORY / f"{resume.record_name(source, {})}.json"
     data = json.loads(path.read_text())
     path.write_text(json.dumps({**data, "offset": offset}))
-    read = resume.resumed(state, source, {})
+    read = resume.resumed(resume.FileRecords(state), source, {})
     assert read.point is None and "startPosition" not in read.options, read.options
 
 
@@ -124,8 +124,8 @@ def test_a_start_position_inside_a_transaction_is_refused(series: Any) -> None:
     is read as if a transaction began there: the rows get another ``txn_position`` and order key
     than a read from the start gives them, no GTID, and a ROWS event whose TABLE_MAP lies before
     the offset is dropped without a word. A position that is not an event start at all is refused
-    (``NotAnEventStartError``); this should be too. Fails: no error, changes silently missing.
-    Fix: ``start_position`` checks the offset is a transaction start (a header walk of that one
+    (``NotAnEventStartError``); this should be too. Failed before the fix: no error, changes silently missing.
+    Fixed: ``start_position`` checks the offset is a transaction start (a header walk of that one
     file, as ``gtid_cuts`` / ``split_points`` find boundaries)."""
     from binlake.errors import BinlogError
     from binlake.reader import BinlogReader
@@ -171,7 +171,7 @@ def test_a_table_restored_to_before_the_record_is_read_again(spark: Any, tmp_pat
     newest ever committed (txn actions are not undone): the record is trusted, the next sync reads
     from it, and the changes between the restored version and the record never come back.
     A whole read would bring them back (its batch is newer than the table: merged again under the
-    order-key guard). Fails: the restored table lacks them. Fix: keep each table's Delta version
+    order-key guard). Failed before the fix: the restored table lacks them. Fixed: keep each table's Delta version
     in the record too and distrust it when a commit since is not binlake's (a RESTORE, a DELETE ...),
     e.g. ``DeltaTable.history()`` since that version."""
     from deltalake import DeltaTable
@@ -207,7 +207,7 @@ def test_a_file_that_arrives_after_a_later_one_is_read(spark: Any, tmp_path: Pat
     (no error for the gap) and its record ends in binlog.000004. binlog.000003 then arrives, with
     binlog.000005: the next sync resumes in binlog.000004 and never reads binlog.000003, while a
     whole read would apply its changes (under the order-key guard: those no later change
-    overwrote). Fails: the changes only binlog.000003 holds are lost for good. Fix: a record keeps
+    overwrote). Failed before the fix: the changes only binlog.000003 holds are lost for good. Fixed: a record keeps
     the names of the files up to its own (or the source refuses a gap in the numbering) and is not
     used when a file appeared before it."""
     from binlake.spark.apply import sync
@@ -232,7 +232,7 @@ def test_a_file_that_arrives_after_a_later_one_is_read(spark: Any, tmp_path: Pat
 def test_a_real_servers_rotation_keeps_the_record(mariadb: Any, tmp_path: Path) -> None:
     """The same as ``test_a_file_the_server_closed_since_is_the_same_file`` with a real MariaDB:
     a record in the active binlog, then ``FLUSH BINARY LOGS`` (the server clears the file's in-use
-    flag). Fails: the record is not used ("… is another file than the last sync read")."""
+    flag). Failed before the fix: the record is not used ("… is another file than the last sync read")."""
     mariadb.execute(
         "CREATE DATABASE IF NOT EXISTS rv",
         "CREATE TABLE IF NOT EXISTS rv.t (id INT PRIMARY KEY, v INT)",
@@ -248,13 +248,13 @@ def test_a_real_servers_rotation_keeps_the_record(mariadb: Any, tmp_path: Path) 
     source = str(mariadb.binlog_dir)
     state = tmp_path / "state"
     record_at(state, source, active, starts[-1])
-    assert resume.resumed(state, source, {}).point is not None
+    assert resume.resumed(resume.FileRecords(state), source, {}).point is not None
 
     mariadb.flush_binlogs()
     with open(active, "rb") as f:
         f.seek(FLAGS_AT)
         assert not struct.unpack("<H", f.read(2))[0] & IN_USE  # closed
-    read = resume.resumed(state, source, {})
+    read = resume.resumed(resume.FileRecords(state), source, {})
     assert read.point is not None, read.note
 
 
@@ -264,9 +264,9 @@ def test_another_series_under_the_same_names_is_not_resumed(series: Any, tmp_pat
     in the same second): the record must not be used. Its ``head`` is the first 19 bytes of the
     FORMAT_DESCRIPTION only — timestamp, type, server id, size, end, flags — the same for every
     generated series, and for any two servers of one version and server_id within a second.
-    Fails: the record is used; the read then starts at an offset of another file (here an error
+    Failed before the fix: the record is used; the read then starts at an offset of another file (here an error
     inside Spark: not an event start; where it happens to be one, a silently wrong read).
-    Fix: also digest the event at the recorded offset (the transaction's GTID event, or its first
+    Fixed: also digest the event at the recorded offset (the transaction's GTID event, or its first
     event: ids, position, content), read back before resuming."""
     other = generate(tmp_path / "other", seed=6, target_bytes=200_000, max_file_size=60_000, ddl_every=25)
     src = tmp_path / "src"
@@ -281,5 +281,5 @@ def test_another_series_under_the_same_names_is_not_resumed(series: Any, tmp_pat
     for f in other.files:
         shutil.copy(f, src / f.name)  # another series, the same names
     assert (src / mine.name).exists()
-    read = resume.resumed(state, str(src), {})
+    read = resume.resumed(resume.FileRecords(state), str(src), {})
     assert read.point is None, read.note

@@ -36,6 +36,8 @@ from binlake.spark.plan import SyncReport
 
 DIRECTORY = "_binlake_resume"
 FORMAT = 1
+# Delta commits that change no row: a table with only these (and syncs') since a record still holds
+MAINTENANCE = frozenset({"OPTIMIZE", "VACUUM START", "VACUUM END"})
 # read options that change how a batch is read, not which changes it holds: a record is shared by
 # reads that differ in them only (``startposition``: the record's own)
 NOT_SELECTING = frozenset({"path", "splitsize", "columns", "before", "changes", "reads", "startposition"})
@@ -60,10 +62,13 @@ class Records(Protocol):
         """Every record's JSON text."""
         ...
 
-    def holds(self, source: str) -> dict[str, int | None]:
-        """What a record of ``source`` checks the target by: each part there now (a table, a
-        position) and its version (None: none). A part a record lists must still be there, at or
-        past the version it had."""
+    def holds(self, source: str) -> dict[str, Any]:
+        """What a record of ``source`` keeps of the target now (JSON values), for ``changed``."""
+        ...
+
+    def changed(self, source: str, held: dict[str, Any]) -> str:
+        """Why the target no longer holds what ``holds`` gave then (``held``): a part gone, back
+        before its version, or changed by others than binlake (empty: it still does)."""
         ...
 
 
@@ -110,10 +115,42 @@ class FileRecords:
             return []
         return [p.read_text(encoding="utf-8") for p in sorted(self.folder.glob("*.json"))]
 
-    def holds(self, source: str) -> dict[str, int | None]:
-        from binlake.spark.sinks.delta import committed_version, delta_tables
+    def holds(self, source: str) -> dict[str, Any]:
+        """Per Delta table: its batch version (app transaction) and its log version."""
+        from deltalake import DeltaTable
 
-        return {f"table {name}": committed_version(self.state, name) for name in delta_tables(self.state)}
+        from binlake.spark.sinks.delta import APP_ID, delta_tables
+        from binlake.targetnames import inside
+
+        out: dict[str, Any] = {}
+        for name in delta_tables(self.state):
+            table = DeltaTable(str(inside(self.state, name)))
+            out[name] = [table.transaction_version(APP_ID), table.version()]
+        return out
+
+    def changed(self, source: str, held: dict[str, Any]) -> str:
+        """A table gone, back before its batch version, or with a commit since that is not a sync's
+        (a RESTORE, a write of someone else's: rows a whole read would bring back)."""
+        from deltalake import DeltaTable
+
+        from binlake.spark.sinks.delta import APP_ID, delta_tables
+        from binlake.targetnames import inside
+
+        there = set(delta_tables(self.state))
+        for name, (batch, log) in sorted(held.items()):
+            if name not in there:
+                return f"table {name} is not in the target any more"
+            table = DeltaTable(str(inside(self.state, name)))
+            now = table.transaction_version(APP_ID)
+            if batch is not None and (now is None or now < batch) or table.version() < log:
+                return f"table {name} is back before the last sync's position (reset or restored)"
+            for commit in table.history(table.version() - log) if table.version() > log else []:
+                if "binlake.position" not in commit and commit.get("operation") not in MAINTENANCE:
+                    return (
+                        f"table {name} was changed by another writer since the last sync "
+                        f"({commit.get('operation')} at version {commit.get('version')})"
+                    )
+        return ""
 
 
 @contextmanager
@@ -135,8 +172,9 @@ class ResumePoint:
     file: str
     offset: int
     version: int
-    holds: dict[str, int | None]
-    head: str  # ``_head`` of the file: another file of that name (a server's binlogs reset) differs
+    holds: dict[str, Any]
+    identity: str  # ``_identity`` of the file at the offset: another file of that name differs
+    before: list[str]  # the series' files before ``file`` then: one arriving since is read whole
 
     @property
     def shown(self) -> str:
@@ -182,7 +220,7 @@ def resumed(records: Records | None, source: str, options: dict[str, str]) -> Re
         return Resume(dict(options), None, "")
     point, why = _load(text, name, source, options)
     if point is not None:
-        why = _changed_since(records.holds(source), point) or _file_changed(source, point)
+        why = records.changed(source, point.holds) or _file_changed(source, point)
     if point is None or why:
         return Resume(dict(options), None, f"read the whole series: {why}")
     note = f"resumed at {point.shown}, the last transaction the last sync of this source applied"
@@ -200,7 +238,8 @@ def record(records: Records | None, source: str, options: dict[str, str], report
         "file": report.file,
         "offset": report.txn_position,
         "version": report.version,
-        "head": _head(source, report.file),
+        "identity": _identity(source, report.file, report.txn_position),
+        "before": _before(source, report.file),
         "holds": records.holds(source),
     }
     records.write(record_name(source, options), source, json.dumps(data, indent=1, sort_keys=True))
@@ -238,54 +277,74 @@ def _load(text: str, name: str, source: str, options: dict[str, str]) -> tuple[R
         key = read_key(source, options)
         if data.get("source") != key["source"] or data.get("read") != key["read"]:
             return None, f"the record {name} is of another source or read"
-        holds = data["holds"]
         point = ResumePoint(
-            str(data["file"]), int(data["offset"]), int(data["version"]), holds, str(data["head"])
+            str(data["file"]),
+            int(data["offset"]),
+            int(data["version"]),
+            dict(data["holds"]),
+            str(data["identity"]),
+            [str(f) for f in data["before"]],
         )
-        if not all(isinstance(k, str) and isinstance(v, int | None) for k, v in holds.items()):
-            raise ValueError("what it holds is not names and versions")
+        if point.offset < 4:
+            raise ValueError(f"offset {point.offset} is before any event")
     except (ValueError, KeyError, TypeError, AttributeError) as e:
         return None, f"the record {name} does not read ({e})"
     return point, ""
 
 
-def _changed_since(now: dict[str, int | None], point: ResumePoint) -> str:
-    """Why the target, holding ``now`` (``Records.holds``), no longer holds what ``point`` says
-    (empty: it does)."""
-    for part, version in sorted(point.holds.items()):
-        if part not in now:
-            return f"{part} is not in the target any more"
-        at = now[part]
-        if version is not None and (at is None or at < version):
-            return f"{part} is back before the last sync's position (reset or restored)"
-    return ""
-
-
 def _file_changed(source: str, point: ResumePoint) -> str:
-    """Why the source no longer holds the file ``point`` is in as it was (empty: it does)."""
-    head = _head(source, point.file)
-    if not head:
-        return f"{point.file}, where the last sync ended, is not in the source (once) any more"
-    if head != point.head:
+    """Why the source no longer holds the file ``point`` is in as it was, or holds a file before it
+    that was not there then (empty: it holds them as they were)."""
+    identity = _identity(source, point.file, point.offset)
+    if not identity:
+        return f"{point.file}:{point.offset}, where the last sync ended, is not in the source any more"
+    if identity != point.identity:
         return f"{point.file} is another file than the last sync read (the server's binlogs were reset?)"
+    arrived = sorted(set(_before(source, point.file)) - set(point.before))
+    if arrived:
+        return f"{arrived[0]}, before {point.file} in the series, arrived since the last sync"
     return ""
 
 
-# a file's first event header (after the magic): the server writes its creation time and id there
-HEAD = slice(4, 4 + 19)
+# a file's first event header (after the magic) without its flags (a server clears its in-use flag
+# when it closes the file): its creation time, server id and length
+FIRST = slice(4, 4 + 17)
+EVENT_HEADER = 19  # and the header of the event at the record's offset: bytes a file keeps
 
 
-def _head(source: str, name: str) -> str:
-    """A digest of file ``name``'s first event header in ``source`` ("": not there, or not once)."""
+def _identity(source: str, name: str, offset: int) -> str:
+    """A digest of file ``name`` of ``source``: its first event header, and the header of the event
+    at ``offset`` ("": not there (once), or shorter than that)."""
+    found = _files_named(source, name)
+    if len(found) != 1:
+        return ""
+    try:
+        with open(found[0], "rb") as f:
+            first = f.read(FIRST.stop)[FIRST]
+            f.seek(offset)
+            at = f.read(EVENT_HEADER)
+    except OSError:
+        return ""
+    if len(first) != FIRST.stop - FIRST.start or len(at) != EVENT_HEADER:
+        return ""
+    return hashlib.sha256(first + at).hexdigest()
+
+
+def _before(source: str, name: str) -> list[str]:
+    """The names of the files before ``name`` in the series ``source`` holds now."""
+    names = [os.path.basename(f) for f in _files(source)]
+    return names[: names.index(name)] if name in names else names
+
+
+def _files(source: str) -> list[str]:
     from binlake.errors import BinlogError
     from binlake.spark.source import resolve_files
 
     try:
-        found = [f for f in resolve_files(source) if os.path.basename(f) == name]
-        if len(found) != 1:
-            return ""
-        with open(found[0], "rb") as f:
-            first = f.read(HEAD.stop)[HEAD]
+        return resolve_files(source)
     except (BinlogError, OSError):
-        return ""
-    return hashlib.sha256(first).hexdigest() if len(first) == HEAD.stop - HEAD.start else ""
+        return []
+
+
+def _files_named(source: str, name: str) -> list[str]:
+    return [f for f in _files(source) if os.path.basename(f) == name]

@@ -189,6 +189,15 @@ def start_position(options: dict[str, str], files: list[str]) -> Start | None:
             f"option startPosition: offset {offset} is past the end of the file ({size} bytes)",
             source=files[index],
         )
+    from binlake.position import starts_transaction
+
+    if int(offset) < size and not starts_transaction(files[index], int(offset)):
+        raise BinlogError(
+            f"option startPosition: no transaction starts at offset {offset} (a change log's "
+            "txn_position is where one does)",
+            source=files[index],
+            offset=int(offset),
+        )
     return Start(index, int(offset))
 
 

@@ -53,12 +53,25 @@ class JdbcRecords:
     def every(self) -> list[str]:
         return [str(r[0]) for r in self.db.rows(f"SELECT record FROM {RECORDS} ORDER BY record_key")]
 
-    def holds(self, source: str) -> dict[str, int | None]:
-        """The source's batch position, and every synced table (by being there: a table dropped in
-        the target is brought back by a read of the whole series)."""
-        version = committed_position(self.db, source_key(source))
-        tables: dict[str, int | None] = {f"table {s}.{t}": None for s, t in tables_with(self.db, ORDER)}
-        return tables if version is None else {POSITION: version, **tables}
+    def holds(self, source: str) -> dict[str, Any]:
+        """The source's batch position, and the synced tables there."""
+        return {
+            "position": committed_position(self.db, source_key(source)),
+            "tables": sorted(f"{s}.{t}" for s, t in tables_with(self.db, ORDER)),
+        }
+
+    def changed(self, source: str, held: dict[str, Any]) -> str:
+        """The source's position gone (a reset) or back, or a synced table gone: a table dropped in
+        the target is brought back by a read of the whole series."""
+        now = self.holds(source)
+        if held.get("position") is not None and (
+            now["position"] is None or now["position"] < held["position"]
+        ):
+            return f"{POSITION} is not at the last sync's any more (reset?)"
+        gone = sorted(set(held.get("tables") or []) - set(now["tables"]))
+        if gone:
+            return f"table {gone[0]} is not in the target any more"
+        return ""
 
 
 @contextmanager
