@@ -202,8 +202,8 @@ def test_rows_and_targets_follow_identity(history: Any, cut: int) -> None:
 
 
 @settings(max_examples=400, deadline=None)
-@given(histories(), st.integers(0, 20), st.integers(0, 20))
-def test_the_steps_do_not_depend_on_where_the_batch_began(history: Any, cut: int, start: int) -> None:
+@given(histories(), st.integers(0, 20), st.integers(0, 20), st.integers(0, 20))
+def test_the_steps_do_not_depend_on_where_the_batch_began(history: Any, cut: int, start: int, end: int) -> None:
     """A batch killed while renaming its targets may be read again from elsewhere (the whole series,
     or where the last sync ended: ``binlake.spark.resume``), ending at the same transaction: the
     journal's count of steps done must mean the same steps. Targets that followed the first ``cut``
@@ -213,3 +213,7 @@ def test_the_steps_do_not_depend_on_where_the_batch_began(history: Any, cut: int
     start = min(start, cut)
     base = renames[cut - 1]["order_key"] if cut else b""
     assert plan_renames(renames[start:]).steps(base) == plan_renames(renames).steps(base)
+    # nor on where it ends: a batch that goes further finds a killed batch's steps (to its end)
+    end = max(cut, min(end, len(renames)))
+    upto = renames[end - 1]["order_key"] if end else b""
+    assert plan_renames(renames[start:]).steps(base, upto) == plan_renames(renames[:end]).steps(base)

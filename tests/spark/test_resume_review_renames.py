@@ -23,7 +23,7 @@ def test_renames_killed_then_a_file_arrives_then_rerun(
     """As ``test_renames_killed_at_every_step_then_rerun``, but as a scheduled sync meets it: a run
     killed mid-renames is not run again over the same files — the server wrote on, the next run
     reads a batch that goes further (another version), resumed. The tables must equal the truth.
-    (Holds: with these kill points no table is left between its two moves; see the next test.)"""
+    (Held before the fix too: with these kill points no table is left between its two moves; see the next test.)"""
     result, options = ddl_series(tmp_path, "mysql80")
     calls: list[str] = []
 
@@ -68,14 +68,14 @@ def test_killed_between_a_tables_two_moves_then_a_file_arrives(
     """A table rename is two moves (old -> temporary name -> new: ``RenamePlan.steps``). A run is
     killed once between them, after the journal noted the first (the table sits under
     ``_binlake_renaming_N``); a file arrives; the next runs go on. The tables must equal the truth,
-    none left behind. Fails, resumed or not (``resuming=False``: every run reads the whole series):
+    none left behind. Failed before the fix, resumed or not (``resuming=False``: every run reads the whole series):
     the next run's batch has another version, and ``renames.rename_work`` then starts a new journal
     from the unfinished one's ``upto`` — as if all its steps were done. The table stays under
     ``_binlake_renaming_0`` and is later moved aside as ``_binlake_replaced_…_renaming_0`` (a stale
     copy in the target for good); its rows come back only because the resume record, which lists
     the table by its old name, is then distrusted and the whole series read. Not the resume's own
     bug, but the HEAD commit's "a batch killed mid-renames … continues the journal on the same
-    steps" holds only for a rerun over the same files. Fix: a journal keeps its steps themselves
+    steps" holds only for a rerun over the same files. Fixed: a journal keeps its steps themselves
     (not a count) and a new batch first finishes an unfinished journal's steps (or plans from the
     unfinished journal's ``base``, with the temporary names it left)."""
     from binlake.schema.renames import TableRename

@@ -90,28 +90,31 @@ class RenamePlan:
     keys: list[bytes]  # the renames' order keys, in order
     aside: set[TableName] = field(default_factory=set)  # where dropped tables are kept
 
-    def net(self, after: bytes = b"") -> list[Step]:
+    def net(self, after: bytes = b"", upto: bytes | None = None) -> list[Step]:
         """The net renames from the targets as they were after the renames up to order key
-        ``after`` (the sink's last batch) to the end of this batch: tables (old -> final name),
-        then columns (in the table's final name)."""
+        ``after`` (the sink's last batch) to the end of this batch (or to order key ``upto``):
+        tables (old -> new name), then columns (in the table's new name)."""
         m = sum(1 for k in self.keys if k <= after)  # the interval the targets are in
+        n = len(self.keys) if upto is None else sum(1 for k in self.keys if k <= upto)  # and go to
         # by their names then: the same steps in the same order however far back the batch began
         # (a batch replayed after a kill may be read from elsewhere: ``binlake.spark.resume``), so a
         # journal's count of steps done means the same steps
         there = sorted((t for t in self.tables if t.born() <= m), key=lambda t: t.name_at(m))
-        out: list[Step] = [TableRename(t.name_at(m), t.final) for t in there if t.name_at(m) != t.final]
+        out: list[Step] = [
+            TableRename(t.name_at(m), t.name_at(n)) for t in there if t.name_at(m) != t.name_at(n)
+        ]
         for t in there:
-            columns = [c for c in t.all_columns if c.born() <= m and c.name_at(m) != c.final]
+            columns = [c for c in t.all_columns if c.born() <= m and c.name_at(m) != c.name_at(n)]
             out += [
-                ColumnRename(t.final, c.name_at(m), c.final)
+                ColumnRename(t.name_at(n), c.name_at(m), c.name_at(n))
                 for c in sorted(columns, key=lambda c: c.name_at(m))
             ]
         return out
 
-    def steps(self, after: bytes = b"") -> list[Step]:
+    def steps(self, after: bytes = b"", upto: bytes | None = None) -> list[Step]:
         """``net`` as steps a sink can run one by one: through temporary names, so swaps and cycles
         work and each step is a plain move into a free name."""
-        net = self.net(after)
+        net = self.net(after, upto)
         tables = [s for s in net if isinstance(s, TableRename)]
         steps: list[Step] = [TableRename(s.old, (s.old[0], renaming_name(i))) for i, s in enumerate(tables)]
         steps += [TableRename((s.old[0], renaming_name(i)), s.new) for i, s in enumerate(tables)]
@@ -322,16 +325,27 @@ class Journal:
 
 def rename_work(
     journal: Journal | None, plan: RenamePlan, version: int, upto: bytes
-) -> tuple[Journal, list[Step], list[str]]:
-    """The journal for batch ``version`` (ending at ``upto``), all of its steps (those before
-    ``journal.done`` are behind) and the net renames as text for reports. A batch re-reading renames
-    the targets already follow (a rerun over the same files, a replayed batch) has nothing to do."""
+) -> tuple[list[tuple[Journal, list[Step]]], list[str]]:
+    """What a sink runs for batch ``version`` (ending at ``upto``): journals and their steps, in
+    order (each journal's first ``done`` steps are behind), and the net renames as text for reports.
+    A batch re-reading renames the targets already follow (a rerun over the same files, a replayed
+    batch) has nothing to do. A journal a killed run left unfinished is finished first, its steps
+    found again in this batch (which reads from no later than where that one did): a batch that
+    goes further (files arrived since the kill) starts its own journal only from where that one
+    ends, with the targets there."""
     if journal is not None and journal.version > version:
-        return journal, [], []  # an older batch replayed: its renames are behind us
-    if journal is None or journal.version != version:
-        base = journal.upto if journal is not None else b""
-        journal = Journal(version, base, upto, 0)
-    return journal, plan.steps(journal.base), [describe(s, plan.aside) for s in plan.net(journal.base)]
+        return [], []  # an older batch replayed: its renames are behind us
+    phases: list[tuple[Journal, list[Step]]] = []
+    if journal is not None and journal.version != version:
+        left = plan.steps(journal.base, journal.upto)
+        if journal.done < len(left):
+            phases.append((journal, left))
+        journal = Journal(version, journal.upto, upto, 0)
+    elif journal is None:
+        journal = Journal(version, b"", upto, 0)
+    phases.append((journal, plan.steps(journal.base)))
+    first = phases[0][0].base
+    return phases, [describe(s, plan.aside) for s in plan.net(first)]
 
 
 def describe(step: Step, aside: set[TableName]) -> str:

@@ -20,23 +20,26 @@ def rename_delta_targets(target: Path, plan: RenamePlan, version: int, upto: byt
     how far a killed run got. A table moves as its directory; a table's column renames are one
     rewrite (tagged, so a rerun sees it done)."""
     path = target / RENAME_JOURNAL
-    journal, steps, renamed = rename_work(_load_journal(path), plan, version, upto)
-    i = journal.done
-    while i < len(steps):
-        step = steps[i]
-        j = i + 1
-        if isinstance(step, TableRename):
-            _move_table(target, step, version)
-        else:
-            moves = [step]
-            while j < len(steps) and isinstance(nxt := steps[j], ColumnRename) and nxt.table == step.table:
-                moves.append(nxt)
-                j += 1
-            _rename_columns(_dir(target, step.table), moves, f"{version}:{i}")
-        i = journal.done = j
-        _save_journal(path, journal)
-    if plan.keys and journal.version == version and journal.done == 0:
-        _save_journal(path, journal)  # nothing to rename in the targets, but they follow up to here
+    phases, renamed = rename_work(_load_journal(path), plan, version, upto)
+    for journal, steps in phases:  # an unfinished journal's steps first, then this batch's
+        i = journal.done
+        while i < len(steps):
+            step = steps[i]
+            j = i + 1
+            if isinstance(step, TableRename):
+                _move_table(target, step, journal.version)
+            else:
+                moves = [step]
+                while (
+                    j < len(steps) and isinstance(nxt := steps[j], ColumnRename) and nxt.table == step.table
+                ):
+                    moves.append(nxt)
+                    j += 1
+                _rename_columns(_dir(target, step.table), moves, f"{journal.version}:{i}")
+            i = journal.done = j
+            _save_journal(path, journal)
+        if plan.keys and journal.version == version and journal.done == 0:
+            _save_journal(path, journal)  # nothing to rename in the targets, but they follow up to here
     return renamed
 
 

@@ -3,8 +3,10 @@ into a free name, told done or not by the catalog; ``_binlake_renames`` records 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from binlake.schema.renames import ColumnRename, TableRename
-from binlake.spark.renames import Journal, RenamePlan, rename_work
+from binlake.spark.renames import Journal, RenamePlan, Step, rename_work
 from binlake.spark.sinks.jdbc_connection import Jdbc, move_name
 from binlake.spark.sinks.jdbc_dialects import RENAMES
 from binlake.targetnames import replaced_name
@@ -15,7 +17,6 @@ def rename_jdbc_targets(db: Jdbc, plan: RenamePlan, source: str, version: int, u
     renamed them upstream, once. Each step is a move into a free name (``RenamePlan.steps``), so the
     one a kill interrupted is told done or not by the catalog; ``_binlake_renames`` records how far
     the targets follow and the steps behind."""
-    d = db.dialect
     db.execute(
         f"CREATE TABLE IF NOT EXISTS {RENAMES} (source VARCHAR(700) PRIMARY KEY, version BIGINT NOT NULL, "
         "base VARCHAR(100) NOT NULL, upto VARCHAR(100) NOT NULL, done INT NOT NULL)"
@@ -26,17 +27,26 @@ def rename_jdbc_targets(db: Jdbc, plan: RenamePlan, source: str, version: int, u
         if found
         else None
     )
-    journal, steps, renamed = rename_work(journal, plan, version, upto)
+    phases, renamed = rename_work(journal, plan, version, upto)
 
-    def save() -> None:
+    def save(journal: Journal) -> None:
         db.execute(f"DELETE FROM {RENAMES} WHERE source = ?", [source])
         db.execute(
             f"INSERT INTO {RENAMES} (source, version, base, upto, done) VALUES (?, ?, ?, ?, ?)",
             [source, journal.version, journal.base.hex(), journal.upto.hex(), journal.done],
         )
 
-    if plan.keys and journal.version == version and journal.done == 0:
-        save()  # the targets follow up to here (even with nothing to rename in them)
+    for journal, steps in phases:  # an unfinished journal's steps first, then this batch's
+        if plan.keys and journal.version == version and journal.done == 0:
+            save(journal)  # the targets follow up to here (even with nothing to rename in them)
+        run_steps(db, steps, journal, save)
+    return renamed
+
+
+def run_steps(db: Jdbc, steps: list[Step], journal: Journal, save: Callable[[Journal], None]) -> None:
+    """``steps`` from ``journal.done`` on, each told done or not by the catalog, the journal saved
+    after each (``version``: the journal's, in the names of what a step moves aside)."""
+    d, version = db.dialect, journal.version
     for i in range(journal.done, len(steps)):
         step = steps[i]
         if isinstance(step, TableRename):
@@ -62,5 +72,4 @@ def rename_jdbc_targets(db: Jdbc, plan: RenamePlan, source: str, version: int, u
                     db.execute(d.rename_column(target, new, d.column(replaced_name(step.new, version))))
                 db.execute(d.rename_column(target, old, new))
         journal.done = i + 1
-        save()
-    return renamed
+        save(journal)
