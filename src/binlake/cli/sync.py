@@ -200,14 +200,12 @@ def cmd_sync(args: SyncOptions) -> int:
 
     with console.status(f"starting Spark ({args.master})"):
         spark = spark_session(args.master, log_level=CLI_LOG_LEVEL)
-    with resume.records_of(sink, spark) as records:
-        read = resume.resumed(records, args.source, sync_options(options, spark, args.source))
+    read = resume.read_of(sink, spark, args.source, sync_options(options, spark, args.source))
     if read.note:
         console.print(plain(read.note))
     with SyncProgress(spark, bytes_to_read(args, read.point), console) as progress:
         report = apply(change_log(spark, args.source, read.options), progress.phase)
-    with resume.records_of(sink, spark) as records:
-        resume.record(records, args.source, read.options, report)
+    resume.record_of(sink, spark, args.source, read.options, report)
     nothing_new = read.point is not None and report.version == read.point.version
     last = (
         "nothing new"

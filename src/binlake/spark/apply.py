@@ -124,12 +124,10 @@ def sync(
     """Apply every complete transaction of ``source`` to ``target``: those after the last batch
     sync of the same source and read into it, where it keeps a record of that (``resume``)."""
     sink = as_sink(target, password=password, chunk_rows=chunk_rows)
-    with resume.records_of(sink, spark) as records:
-        read = resume.resumed(records, source, sync_options(options, spark, source))
+    read = resume.read_of(sink, spark, source, sync_options(options, spark, source))
     report = apply_changes(change_log(spark, source, read.options), sink, source=source, on_phase=on_phase)
     report.resumed = read.note
-    with resume.records_of(sink, spark) as records:
-        resume.record(records, source, read.options, report)
+    resume.record_of(sink, spark, source, read.options, report)
     return report
 
 

@@ -147,7 +147,7 @@ def reset_jdbc(db: Any, source: str | None = None, *, empty_change_tables: bool 
             "the change tables hold rows of several sources and cannot be emptied for one: "
             "reset every source (no --source)"
         )
-    records = JdbcRecords(db)  # its table made before the transaction: DDL would end it (MariaDB)
+    records = JdbcRecords(db)
     with db.transaction():
         for o in chosen:
             db.execute(f"DELETE FROM {POSITIONS} WHERE source = ?", [o.source])

@@ -164,6 +164,24 @@ def records_of(sink: Any, spark: Any) -> Iterator[Records | None]:
         yield records
 
 
+def read_of(sink: Any, spark: Any, source: str, options: dict[str, str]) -> Resume:
+    """``resumed`` for a sync of ``source`` into ``sink``: its records opened and read here. A
+    target whose records cannot be read (a database not reachable now) is read whole, with a note:
+    the sync itself then says what is wrong with the target, or refuses the batch first."""
+    try:
+        with records_of(sink, spark) as records:
+            return resumed(records, source, options)
+    except Exception as e:  # noqa: BLE001 - a record only saves reading: any failure reads all
+        why = str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
+        return Resume(dict(options), None, f"read the whole series: the target's records do not read ({why})")
+
+
+def record_of(sink: Any, spark: Any, source: str, options: dict[str, str], report: SyncReport) -> None:
+    """``record`` the batch ``report`` tells of in ``sink``'s records (after the sink applied it)."""
+    with records_of(sink, spark) as records:
+        record(records, source, options, report)
+
+
 @dataclass(frozen=True)
 class ResumePoint:
     """A recorded batch end: its last transaction (``file``, ``offset``), the batch's version, and

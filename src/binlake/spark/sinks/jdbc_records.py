@@ -27,16 +27,30 @@ class JdbcRecords:
 
     def __init__(self, db: Jdbc) -> None:
         self.db = db
-        db.execute(
-            f"CREATE TABLE IF NOT EXISTS {RECORDS} (record_key VARCHAR(64) PRIMARY KEY, "
-            f"source VARCHAR({SOURCE_WIDTH}) NOT NULL, record TEXT NOT NULL)"
+
+    def _there(self) -> bool:
+        """Whether the table exists (reading writes nothing: a sync refused before it writes, e.g.
+        into the server it reads, leaves the target as it was)."""
+        schema = self.db.dialect.system_schema()
+        return bool(
+            self.db.rows(
+                "SELECT 1 FROM information_schema.tables WHERE table_name = ?"
+                + (" AND table_schema = ?" if schema else " AND table_catalog = current_database()"),
+                [RECORDS, *([schema] if schema else [])],
+            )
         )
 
     def read(self, name: str) -> str | None:
+        if not self._there():
+            return None
         found = self.db.rows(f"SELECT record FROM {RECORDS} WHERE record_key = ?", [name])
         return str(found[0][0]) if found else None
 
     def write(self, name: str, source: str, text: str) -> None:
+        self.db.execute(
+            f"CREATE TABLE IF NOT EXISTS {RECORDS} (record_key VARCHAR(64) PRIMARY KEY, "
+            f"source VARCHAR({SOURCE_WIDTH}) NOT NULL, record TEXT NOT NULL)"
+        )
         with self.db.transaction():
             self.db.execute(f"DELETE FROM {RECORDS} WHERE record_key = ?", [name])
             self.db.execute(
@@ -45,12 +59,16 @@ class JdbcRecords:
             )
 
     def forget(self, source: str | None) -> int:
+        if not self._there():
+            return 0
         where, params = ("", []) if source is None else (" WHERE source = ?", [source_key(source)])
         (n,) = self.db.rows(f"SELECT COUNT(*) FROM {RECORDS}{where}", params)[0]
         self.db.execute(f"DELETE FROM {RECORDS}{where}", params)
         return int(n)
 
     def every(self) -> list[str]:
+        if not self._there():
+            return []
         return [str(r[0]) for r in self.db.rows(f"SELECT record FROM {RECORDS} ORDER BY record_key")]
 
     def holds(self, source: str) -> dict[str, Any]:
