@@ -24,13 +24,8 @@ IN_USE = 0x1  # LOG_EVENT_BINLOG_IN_USE_F
 
 @pytest.fixture(scope="module")
 def series(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    return generate(
-        tmp_path_factory.mktemp("review") / "bin",
-        seed=5,
-        target_bytes=200_000,
-        max_file_size=60_000,
-        ddl_every=25,
-    )
+    folder = tmp_path_factory.mktemp("review") / "bin"
+    return generate(folder, seed=5, target_bytes=200_000, max_file_size=60_000, ddl_every=25)
 
 
 def txn_starts(path: Path) -> list[int]:

@@ -12,7 +12,7 @@ from binlake.spark import resume
 from binlake.spark.apply import sync
 from binlake.spark.sinks import delta_renames
 from binlake.spark.sinks.delta import delta_tables
-from tests.spark.test_sync import ddl_series, final_tables
+from tests.spark.test_sync import ddl_series, final_tables, flaky_renames, sync_until_done
 
 pytestmark = pytest.mark.slow
 
@@ -25,21 +25,7 @@ def test_renames_killed_then_a_file_arrives_then_rerun(
     reads a batch that goes further (another version), resumed. The tables must equal the truth.
     (Held before the fix too: with these kill points no table is left between its two moves; see the next test.)"""
     result, options = ddl_series(tmp_path, "mysql80")
-    calls: list[str] = []
-
-    def flaky(real: Any) -> Any:
-        def step(*args: Any, **kw: Any) -> None:
-            calls.append(real.__name__)
-            if len(calls) % 4 == 1:
-                raise KeyboardInterrupt("killed before the step")
-            real(*args, **kw)
-            if len(calls) % 4 == 2:
-                raise KeyboardInterrupt("killed after the step")
-
-        return step
-
-    monkeypatch.setattr(delta_renames, "_move_table", flaky(delta_renames._move_table))
-    monkeypatch.setattr(delta_renames, "_rename_columns", flaky(delta_renames._rename_columns))
+    flaky_renames(monkeypatch)
     partial, target = tmp_path / "partial", tmp_path / "delta"
     partial.mkdir()
     kills = 0
@@ -49,12 +35,7 @@ def test_renames_killed_then_a_file_arrives_then_rerun(
             sync(spark, str(partial), target, options=options)
         except KeyboardInterrupt:
             kills += 1  # the next file arrives before the next run
-    while True:
-        try:
-            sync(spark, str(partial), target, options=options)
-            break
-        except KeyboardInterrupt:
-            kills += 1
+    kills += sync_until_done(spark, partial, target, options)
     assert kills >= 2
     got, want = final_tables(result, target)
     assert got == want

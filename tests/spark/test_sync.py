@@ -315,13 +315,9 @@ def test_sync_with_ddl_equals_the_truth(spark: Any, tmp_path: Path, flavor: str)
     assert sorted(delta_tables(batches)) == sorted(want)
 
 
-def test_renames_killed_at_every_step_then_rerun(
-    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Batch by batch over a series with DDL, renaming the targets fails again and again — before a
-    step, or after it but before the journal notes it — and each batch is simply run again: the
-    tables equal the truth under their final names, none renamed twice."""
-    result, options = ddl_series(tmp_path, "mysql80")
+def flaky_renames(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Renaming Delta targets killed again and again: before a step, or after it but before the
+    journal notes it (every other step). The steps tried, by kind, as they are."""
     calls: list[str] = []
 
     def flaky(real: Any) -> Any:
@@ -337,17 +333,34 @@ def test_renames_killed_at_every_step_then_rerun(
 
     monkeypatch.setattr(delta_renames, "_move_table", flaky(delta_renames._move_table))
     monkeypatch.setattr(delta_renames, "_rename_columns", flaky(delta_renames._rename_columns))
+    return calls
+
+
+def sync_until_done(spark: Any, source: Path, target: Path, options: dict[str, str]) -> int:
+    """``sync`` run again until a run is not killed; how many were."""
+    kills = 0
+    while True:
+        try:
+            sync(spark, str(source), target, options=options)
+            return kills
+        except KeyboardInterrupt:
+            kills += 1
+
+
+def test_renames_killed_at_every_step_then_rerun(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Batch by batch over a series with DDL, renaming the targets fails again and again — before a
+    step, or after it but before the journal notes it — and each batch is simply run again: the
+    tables equal the truth under their final names, none renamed twice."""
+    result, options = ddl_series(tmp_path, "mysql80")
+    calls = flaky_renames(monkeypatch)
     partial, target = tmp_path / "partial", tmp_path / "delta"
     partial.mkdir()
     kills = 0
     for f in result.files:
         shutil.copy(f, partial / f.name)
-        while True:
-            try:
-                sync(spark, str(partial), target, options=options)
-                break
-            except KeyboardInterrupt:
-                kills += 1
+        kills += sync_until_done(spark, partial, target, options)
     assert kills >= 4 and {"_move_table", "_rename_columns"} <= set(calls)
     got, want = final_tables(result, target)
     assert got == want
