@@ -349,3 +349,41 @@ def test_a_gtid_set_of_the_other_servers_kind_is_warned_of(corpus: Path) -> None
     assert find_by_gtid_set(maria, MariaGtidPos.parse("0-3704-2814")).warning is None
     sid = all_transactions(mysql)[0].gtid.split(":")[0]
     assert find_by_gtid_set(mysql, GtidSet.parse(f"{sid}:1-2")).warning is None
+
+
+def test_a_transaction_starts_where_the_grouper_says_and_nowhere_else(corpus: Path) -> None:
+    """``starts_transaction`` (what ``startPosition`` checks): true at every transaction's first
+    event (as the grouper finds them, the change log's ``txn_position``), false at every other
+    event; a GTID event answers at once (no walk of the file: the grouper refuses to be built), a
+    file without GTIDs (MySQL 5.0) by a walk."""
+    import binlake.position as position
+    from binlake.reader import BinlogReader
+
+    def transaction_starts(path: Path) -> list[int]:
+        return [t.start for t in iter_transactions((0, ev) for ev in BinlogReader(path))]
+
+    for name in (
+        "mysql-server-8.0.39/std_data/replicated-bin.000001",
+        "mysql-server-8.0.39/std_data/binlog_transaction.000001",  # MySQL 5.0: BEGIN … XID
+        "mysql-server-8.0.39/std_data/bug33029-slave-relay-bin.000001",  # 5.0: INTVAR, then a statement
+    ):
+        path = corpus / name
+        starts = transaction_starts(path)
+        assert len(starts) > 3
+        events = [ev.offset for ev in BinlogReader(path)]
+        assert all(position.starts_transaction(path, at) for at in starts), name
+        inside = [at for at in events if at > starts[0] and at not in starts]
+        assert inside and not any(position.starts_transaction(path, at) for at in inside), name
+
+    class NoWalk:
+        def __init__(self, *args: object, **kw: object) -> None:
+            raise AssertionError("a GTID event at the offset needs no walk")
+
+    path = corpus / "mysql-server-8.0.39/std_data/replicated-bin.000001"
+    starts = transaction_starts(path)
+    real = position.TransactionGrouper
+    position.TransactionGrouper = NoWalk  # type: ignore[assignment, misc]
+    try:
+        assert all(position.starts_transaction(path, at) for at in starts)
+    finally:
+        position.TransactionGrouper = real  # type: ignore[misc]

@@ -481,10 +481,10 @@ def starts_transaction(path: str | Path, offset: int) -> bool:
     """Whether a transaction's first event is at ``offset`` of ``path`` (header-only): a GTID event
     there is one (the reader refuses an offset that is no event start); without GTIDs (old servers)
     the file's transactions are walked up to it, and one must begin exactly there."""
-    first = next(
-        iter(BinlogReader(path, skip=HEADER_ONLY, start_position=offset if offset > 4 else None)), None
-    )
-    if first is None:
+    reader = BinlogReader(path, skip=HEADER_ONLY, start_position=offset if offset > 4 else None)
+    # the reader gives the file's FORMAT_DESCRIPTION first, wherever it starts
+    first = next((ev for ev in reader if ev.offset >= offset), None)
+    if first is None or first.offset != offset:
         return False
     if first.kind in GTID_EVENTS:
         return True
