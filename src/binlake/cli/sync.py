@@ -18,6 +18,7 @@ from binlake.credentials import redacted_url
 from binlake.filters import Selection
 
 if TYPE_CHECKING:
+    from binlake.spark.resume import ResumePoint
     from binlake.spark.sinks import Sink
 
 
@@ -114,9 +115,8 @@ def batch_apply(sink: Sink, source: str, positioned: bool = True) -> Any:
     return apply
 
 
-def bytes_to_read(args: SyncOptions, point: Any) -> int:
-    """The bytes a batch sync reads (for its progress): its files' from where it resumes, if it does
-    (``point``: a ``resume.ResumePoint``)."""
+def bytes_to_read(args: SyncOptions, point: ResumePoint | None) -> int:
+    """The bytes a batch sync reads (for its progress): its files' from where it resumes, if it does."""
     from binlake.spark.source import resolve_files
 
     files = [f for s in sources(args) for f in resolve_files(s)]
