@@ -250,14 +250,15 @@ def record(records: Records | None, source: str, options: dict[str, str], report
     batch without a position: empty, or not a stretch of the binlog)."""
     if records is None or not report.file or str(options.get("nodes", "")).lower() == "true":
         return
+    files = _files(source)
     data = {
         "format": FORMAT,
         **read_key(source, options),
         "file": report.file,
         "offset": report.txn_position,
         "version": report.version,
-        "identity": _identity(source, report.file, report.txn_position),
-        "before": _before(source, report.file),
+        "identity": _identity(files, report.file, report.txn_position),
+        "before": _before(files, report.file),
         "holds": records.holds(source),
     }
     records.write(record_name(source, options), source, json.dumps(data, indent=1, sort_keys=True))
@@ -313,12 +314,13 @@ def _load(text: str, name: str, source: str, options: dict[str, str]) -> tuple[R
 def _file_changed(source: str, point: ResumePoint) -> str:
     """Why the source no longer holds the file ``point`` is in as it was, or holds a file before it
     that was not there then (empty: it holds them as they were)."""
-    identity = _identity(source, point.file, point.offset)
+    files = _files(source)
+    identity = _identity(files, point.file, point.offset)
     if not identity:
         return f"{point.file}:{point.offset}, where the last sync ended, is not in the source any more"
     if identity != point.identity:
         return f"{point.file} is another file than the last sync read (the server's binlogs were reset?)"
-    arrived = sorted(set(_before(source, point.file)) - set(point.before))
+    arrived = sorted(set(_before(files, point.file)) - set(point.before))
     if arrived:
         return f"{arrived[0]}, before {point.file} in the series, arrived since the last sync"
     return ""
@@ -330,10 +332,10 @@ FIRST = slice(4, 4 + 17)
 EVENT_HEADER = 19  # and the header of the event at the record's offset: bytes a file keeps
 
 
-def _identity(source: str, name: str, offset: int) -> str:
-    """A digest of file ``name`` of ``source``: its first event header, and the header of the event
+def _identity(files: list[str], name: str, offset: int) -> str:
+    """A digest of file ``name`` of a series' ``files``: its first event header, and the header of the event
     at ``offset`` ("": not there (once), or shorter than that)."""
-    found = _files_named(source, name)
+    found = [f for f in files if os.path.basename(f) == name]
     if len(found) != 1:
         return ""
     try:
@@ -348,13 +350,14 @@ def _identity(source: str, name: str, offset: int) -> str:
     return hashlib.sha256(first + at).hexdigest()
 
 
-def _before(source: str, name: str) -> list[str]:
-    """The names of the files before ``name`` in the series ``source`` holds now."""
-    names = [os.path.basename(f) for f in _files(source)]
+def _before(files: list[str], name: str) -> list[str]:
+    """The names of the series' ``files`` before ``name``."""
+    names = [os.path.basename(f) for f in files]
     return names[: names.index(name)] if name in names else names
 
 
 def _files(source: str) -> list[str]:
+    """The files ``source`` names now (none: a source that does not resolve)."""
     from binlake.errors import BinlogError
     from binlake.spark.source import resolve_files
 
@@ -363,6 +366,3 @@ def _files(source: str) -> list[str]:
     except (BinlogError, OSError):
         return []
 
-
-def _files_named(source: str, name: str) -> list[str]:
-    return [f for f in _files(source) if os.path.basename(f) == name]
